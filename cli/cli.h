@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared declarations of the rtune command-line tool: exit codes, the subcommand entry points (one file each,
+ * cmd_<name>.c, registered in main.c's command table) and the helpers they use to report errors the same way.
+ */
+#ifndef RT_CLI_H
+#define RT_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Documented exit codes (README, `rtune --help`). */
+enum {
+	RT_EXIT_OK = 0,
+	RT_EXIT_FAIL = 1,    /* the command ran and failed */
+	RT_EXIT_USAGE = 2,   /* bad command line or unknown name */
+	RT_EXIT_NODEV = 3,   /* no RDMA device */
+};
+
+/* One subcommand: argv[0] is the subcommand's name; returns an RT_EXIT_* code. */
+typedef int (*rt_cmd_fn)(int argc, char **argv);
+
+int cmd_devices(int argc, char **argv);
+
+/* Prints "rtune: <message>\n" on stderr. */
+void rt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "rtune <cmd>: <message>" on stderr followed by "try 'rtune <cmd> --help'"; returns RT_EXIT_USAGE. */
+int rt_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* True when arg is -h or --help. */
+bool rt_cli_is_help(const char *arg);
+
+#endif

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rtune's entry point: a git-style command table dispatching to one file per subcommand, the top-level help and version,
+ * and the error helpers every subcommand reports through.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+struct rt_cmd {
+	const char *name;
+	rt_cmd_fn fn;
+	const char *summary;
+};
+
+static const struct rt_cmd commands[] = {
+	{ "devices", cmd_devices, "list RDMA devices, ports, capabilities and the probed max inline size" },
+};
+
+static void print_help(FILE *f)
+{
+	fprintf(f, "usage: rtune [--version] [--help] <command> [<args>]\n\n"
+		   "rtune learns, per host, the IBV_SEND_INLINE threshold and the IBV_SEND_SIGNALED ratio an RDMA\n"
+		   "application should use.\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'rtune <command> --help' describes a command.\n"
+		   "exit codes: 0 ok, 1 failure, 2 usage, 3 no RDMA device\n");
+}
+
+void rt_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("rtune: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int rt_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "rtune %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\ntry 'rtune %s --help'\n", cmd);
+	return RT_EXIT_USAGE;
+}
+
+bool rt_cli_is_help(const char *arg)
+{
+	return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_help(stderr);
+		return RT_EXIT_USAGE;
+	}
+	if (rt_cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+		print_help(stdout);
+		return RT_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("rtune %s\n", RTUNE_VERSION);
+		return RT_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].fn(argc - 1, argv + 1);
+	rt_cli_error("'%s' is not an rtune command; see 'rtune --help'", argv[1]);
+	return RT_EXIT_USAGE;
+}
