@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+/*
+ * JSON form of the node and device model (struct rt_node_info, struct rt_device_info) shared by `rtune devices --json`
+ * and the run documents: one function per struct, field names stable (they are part of rtune's public JSON output).
+ */
+#include "devices_json.h"
+
+/* json_object_set_new on a fresh object never fails except on allocation failure, which jansson reports by returning
+ * NULL from the constructors; json_pack is used so one NULL anywhere makes the whole result NULL. */
+
+json_t *rt_node_to_json(const struct rt_node_info *node)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "hostname", node->hostname, "machine_id", node->machine_id,
+			 "cpu_model", node->cpu_model, "kernel", node->kernel, "cpu_count", node->cpu_count,
+			 "numa_nodes", node->numa_nodes);
+}
+
+static json_t *int_or_null(int v)
+{
+	return v < 0 ? json_null() : json_integer(v);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s[0] ? json_string(s) : json_null();
+}
+
+static json_t *port_to_json(const struct rt_port_info *p)
+{
+	json_t *gids = json_array();
+
+	if (!gids)
+		return NULL;
+	for (int i = 0; i < p->gid_count; i++) {
+		json_t *g = json_pack("{s:i, s:s, s:o}", "index", p->gids[i].index, "gid", p->gids[i].gid, "type",
+				      str_or_null(p->gids[i].type));
+
+		if (!g || json_array_append_new(gids, g)) {
+			json_decref(gids);
+			return NULL;
+		}
+	}
+	return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:o}", "port", p->port_num, "state", p->state,
+			 "link_layer", p->link_layer, "active_mtu_bytes", p->active_mtu_bytes, "max_mtu_bytes",
+			 p->max_mtu_bytes, "lid", p->lid, "gid_tbl_len", p->gid_tbl_len, "gids", gids);
+}
+
+json_t *rt_device_to_json(const struct rt_device_info *d)
+{
+	json_t *ports = json_array(), *pcie;
+
+	if (!ports)
+		return NULL;
+	for (int i = 0; i < d->port_count; i++) {
+		json_t *p = port_to_json(&d->ports[i]);
+
+		if (!p || json_array_append_new(ports, p)) {
+			json_decref(ports);
+			return NULL;
+		}
+	}
+	if (d->pci_addr[0])
+		pcie = json_pack("{s:s, s:o, s:o, s:o, s:o}", "address", d->pci_addr, "link_speed",
+				 str_or_null(d->pcie_speed), "link_width", int_or_null(d->pcie_width ? d->pcie_width : -1),
+				 "max_payload_bytes",
+				 int_or_null(d->pcie_max_payload_bytes ? d->pcie_max_payload_bytes : -1),
+				 "max_read_request_bytes",
+				 int_or_null(d->pcie_max_read_req_bytes ? d->pcie_max_read_req_bytes : -1));
+	else
+		pcie = json_null();
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i, s:i, s:i},"
+			 " s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
+			 "name", d->name, "node_guid", d->node_guid, "transport", d->transport, "fw_ver", d->fw_ver,
+			 "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id,
+			 "hw_ver", (json_int_t)d->hw_ver,
+			 "caps", "max_qp", d->max_qp, "max_qp_wr", d->max_qp_wr, "max_sge", d->max_sge, "max_cqe",
+			 d->max_cqe, "max_qp_rd_atom", d->max_qp_rd_atom, "max_mr", d->max_mr,
+			 "max_inline_data", "rc", int_or_null(d->max_inline_rc), "ud", int_or_null(d->max_inline_ud),
+			 "numa_node", int_or_null(d->numa_node), "local_cpus", str_or_null(d->local_cpus),
+			 "pcie", pcie, "ports", ports);
+}
+
+json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_device_info *devs, int n)
+{
+	json_t *arr = json_array();
+
+	if (!arr)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		json_t *d = rt_device_to_json(&devs[i]);
+
+		if (!d || json_array_append_new(arr, d)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return json_pack("{s:o, s:o}", "node", rt_node_to_json(node), "devices", arr);
+}
