@@ -36,7 +36,7 @@ struct rt_gid_info {
 
 struct rt_port_info {
 	int port_num;
-	char state[16];                 /* ibv_port_state_str(): "PORT_ACTIVE", ... */
+	char state[16];                 /* ibv_port_state_str(): "active", "down", ... */
 	char link_layer[16];            /* "InfiniBand", "Ethernet" */
 	int active_mtu_bytes;           /* 256..4096 */
 	int max_mtu_bytes;
