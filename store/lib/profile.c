@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: MIT
+/*
+ * librtune's profile loader: reads a JSON profile document with jansson, checks its schema version (a major it does not
+ * know is refused, a newer minor is read), validates every value against the ranges of docs/profile-v1.schema.json
+ * (unknown fields are ignored), and answers lookups by device/GUID, port, opcode and QP type. Also used by the store's
+ * import, so what the store accepts is exactly what applications accept.
+ */
+#include "profile_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const op_names[] = { "send", "write" };
+static const char *const qpt_names[] = { "rc", "ud" };
+static const char *const conf_names[] = { "low", "medium", "high" };
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *rt_profile_opcode_name(enum rt_profile_opcode op)
+{
+	return (unsigned)op < N_OF(op_names) ? op_names[op] : "unknown";
+}
+
+const char *rt_profile_qp_type_name(enum rt_profile_qp_type qpt)
+{
+	return (unsigned)qpt < N_OF(qpt_names) ? qpt_names[qpt] : "unknown";
+}
+
+const char *rt_profile_confidence_name(enum rt_profile_confidence c)
+{
+	return (unsigned)c < N_OF(conf_names) ? conf_names[c] : "unknown";
+}
+
+static int name_index(const char *const *names, size_t n, const char *s)
+{
+	for (size_t i = 0; s && i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+int rt_profile_opcode_parse(const char *s, enum rt_profile_opcode *out)
+{
+	int i = name_index(op_names, N_OF(op_names), s);
+
+	if (i < 0)
+		return EINVAL;
+	*out = (enum rt_profile_opcode)i;
+	return 0;
+}
+
+int rt_profile_qp_type_parse(const char *s, enum rt_profile_qp_type *out)
+{
+	int i = name_index(qpt_names, N_OF(qpt_names), s);
+
+	if (i < 0)
+		return EINVAL;
+	*out = (enum rt_profile_qp_type)i;
+	return 0;
+}
+
+int rt_profile_confidence_parse(const char *s, enum rt_profile_confidence *out)
+{
+	int i = name_index(conf_names, N_OF(conf_names), s);
+
+	if (i < 0)
+		return EINVAL;
+	*out = (enum rt_profile_confidence)i;
+	return 0;
+}
+
+void rt_profile_time_format(int64_t t, char out[32])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	if (!gmtime_r(&tt, &tm))
+		memset(&tm, 0, sizeof(tm));
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+int rt_profile_time_parse(const char *s, int64_t *out)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!end || strcmp(end, "Z") != 0)
+		return EINVAL;
+	*out = (int64_t)timegm(&tm);
+	return 0;
+}
+
+void rt_profile_entry_derive(struct rt_profile_entry *e)
+{
+	e->inline_limit_excl = e->inline_threshold ? e->inline_threshold + 1 : 0;
+}
+
+static bool is_uuid(const char *s)
+{
+	static const char pat[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
+
+	if (strlen(s) != sizeof(pat) - 1)
+		return false;
+	for (size_t i = 0; pat[i]; i++) {
+		char c = s[i];
+
+		if (pat[i] == '-' ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+			return false;
+	}
+	return true;
+}
+
+#define P(prefix) ((prefix) ? (prefix) : "entry")
+
+int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix, struct rt_error *err)
+{
+	if (!e->device[0])
+		return rt_error_set(err, EINVAL, "%s.device: empty", P(prefix));
+	if (e->port < 1 || e->port > RT_PROFILE_MAX_PORT)
+		return rt_error_set(err, EINVAL, "%s.port: %d is out of range 1..%d", P(prefix), e->port, RT_PROFILE_MAX_PORT);
+	if ((unsigned)e->opcode >= N_OF(op_names))
+		return rt_error_set(err, EINVAL, "%s.opcode: invalid", P(prefix));
+	if ((unsigned)e->qp_type >= N_OF(qpt_names))
+		return rt_error_set(err, EINVAL, "%s.qp_type: invalid", P(prefix));
+	if ((unsigned)e->confidence >= N_OF(conf_names))
+		return rt_error_set(err, EINVAL, "%s.confidence: invalid", P(prefix));
+	if (e->max_inline_data > RT_PROFILE_MAX_INLINE_BYTES)
+		return rt_error_set(err, EINVAL, "%s.max_inline_data: %" PRIu32 " is out of range 0..%u", P(prefix),
+				    e->max_inline_data, RT_PROFILE_MAX_INLINE_BYTES);
+	if (e->inline_threshold > e->max_inline_data)
+		return rt_error_set(err, EINVAL, "%s.inline_threshold: %" PRIu32 " exceeds max_inline_data %" PRIu32,
+				    P(prefix), e->inline_threshold, e->max_inline_data);
+	if (e->sq_depth < 1 || e->sq_depth > RT_PROFILE_MAX_SQ_DEPTH)
+		return rt_error_set(err, EINVAL, "%s.sq_depth: %" PRIu32 " is out of range 1..%u", P(prefix), e->sq_depth,
+				    RT_PROFILE_MAX_SQ_DEPTH);
+	if (e->signal_interval < 1 || e->signal_interval > RT_PROFILE_MAX_SIGNAL_INTERVAL)
+		return rt_error_set(err, EINVAL, "%s.signal_interval: %" PRIu32 " is out of range 1..%u", P(prefix),
+				    e->signal_interval, RT_PROFILE_MAX_SIGNAL_INTERVAL);
+	if (e->signal_interval > e->sq_depth)
+		return rt_error_set(err, EINVAL, "%s.signal_interval: %" PRIu32 " exceeds sq_depth %" PRIu32, P(prefix),
+				    e->signal_interval, e->sq_depth);
+	if (e->cq_depth < 1 || e->cq_depth > RT_PROFILE_MAX_CQ_DEPTH)
+		return rt_error_set(err, EINVAL, "%s.cq_depth: %" PRIu32 " is out of range 1..%u", P(prefix), e->cq_depth,
+				    RT_PROFILE_MAX_CQ_DEPTH);
+	if (e->cq_moderation && (e->cq_mod_count > RT_PROFILE_MAX_CQ_MOD_COUNT ||
+				 e->cq_mod_period_us > RT_PROFILE_MAX_CQ_MOD_PERIOD_US))
+		return rt_error_set(err, EINVAL, "%s.cq_moderation: count/period_us out of range 0..65535", P(prefix));
+	if (e->numa_node < -1 || e->numa_node > RT_PROFILE_MAX_NUMA)
+		return rt_error_set(err, EINVAL, "%s.numa_node: %d is out of range -1..%d", P(prefix), e->numa_node,
+				    RT_PROFILE_MAX_NUMA);
+	if (e->n_reasons > RT_PROFILE_MAX_REASONS)
+		return rt_error_set(err, EINVAL, "%s.reasons: more than %d", P(prefix), RT_PROFILE_MAX_REASONS);
+	if (e->measured_at < 0)
+		return rt_error_set(err, EINVAL, "%s.measured_at: before 1970", P(prefix));
+	if (!is_uuid(e->run_id))
+		return rt_error_set(err, EINVAL, "%s.run_id: '%s' is not a uuid", P(prefix), e->run_id);
+	return 0;
+}
+
+/* ---- JSON field readers: each names the field on failure ---------------------------------------------------------- */
+
+struct ctx {
+	const char *name;               /* file name or NULL */
+	struct rt_error *err;
+};
+
+__attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int code, const char *fmt, ...)
+{
+	char msg[RT_ERROR_TEXT_LEN];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->name)
+		return rt_error_set(c->err, code, "profile '%s': %s", c->name, msg);
+	return rt_error_set(c->err, code, "profile: %s", msg);
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a real number";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "unknown";
+}
+
+/* Reads an integer field in [lo, hi]; absent: ENOENT when required, else *out untouched and 0. */
+static int get_int(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, json_int_t lo,
+		   json_int_t hi, json_int_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v) {
+		if (required)
+			return fail(c, EINVAL, "%s.%s: missing", where, key);
+		return 0;
+	}
+	if (!json_is_integer(v))
+		return fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
+	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return fail(c, EINVAL, "%s.%s: %" JSON_INTEGER_FORMAT " is out of range %" JSON_INTEGER_FORMAT
+			    "..%" JSON_INTEGER_FORMAT, where, key, json_integer_value(v), lo, hi);
+	*out = json_integer_value(v);
+	return 0;
+}
+
+static int get_u32(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, uint32_t lo,
+		   uint32_t hi, uint32_t *out)
+{
+	json_int_t v = *out;
+	int rc = get_int(c, where, obj, key, required, lo, hi, &v);
+
+	if (!rc)
+		*out = (uint32_t)v;
+	return rc;
+}
+
+/* Reads a string field into buf; too long is an error unless truncate; null accepted (as "") when nullable. */
+static int get_str(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, bool nullable,
+		   bool truncate, char *buf, size_t len)
+{
+	json_t *v = json_object_get(obj, key);
+	size_t n;
+
+	if (!v || (nullable && json_is_null(v))) {
+		if (!v && required)
+			return fail(c, EINVAL, "%s.%s: missing", where, key);
+		if (v)
+			buf[0] = '\0';
+		return 0;
+	}
+	if (!json_is_string(v))
+		return fail(c, EINVAL, "%s.%s: expected a string, got %s", where, key, type_name(v));
+	n = json_string_length(v);
+	if (n >= len && !truncate)
+		return fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, json_string_value(v), n);
+	buf[n] = '\0';
+	return 0;
+}
+
+static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_version, struct rt_profile_entry *e)
+{
+	char where[48], tmp[64];
+	json_int_t v;
+	json_t *cm, *reasons;
+	int rc;
+
+	snprintf(where, sizeof(where), "entries[%zu]", idx);
+	memset(e, 0, sizeof(*e));
+	e->numa_node = -1;
+	if (!json_is_object(je))
+		return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(je));
+	if ((rc = get_str(c, where, je, "device", true, false, false, e->device, sizeof(e->device))) ||
+	    (rc = get_str(c, where, je, "guid", false, true, false, e->guid, sizeof(e->guid))))
+		return rc;
+	v = 0;
+	if ((rc = get_int(c, where, je, "port", true, 1, RT_PROFILE_MAX_PORT, &v)))
+		return rc;
+	e->port = (int)v;
+	if ((rc = get_str(c, where, je, "opcode", true, false, false, tmp, sizeof(tmp))))
+		return rc;
+	if (rt_profile_opcode_parse(tmp, &e->opcode))
+		return fail(c, EINVAL, "%s.opcode: '%s' is not send or write", where, tmp);
+	if ((rc = get_str(c, where, je, "qp_type", true, false, false, tmp, sizeof(tmp))))
+		return rc;
+	if (rt_profile_qp_type_parse(tmp, &e->qp_type))
+		return fail(c, EINVAL, "%s.qp_type: '%s' is not rc or ud", where, tmp);
+	if ((rc = get_u32(c, where, je, "inline_threshold", true, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->inline_threshold)) ||
+	    (rc = get_u32(c, where, je, "max_inline_data", true, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->max_inline_data)) ||
+	    (rc = get_u32(c, where, je, "signal_interval", true, 1, RT_PROFILE_MAX_SIGNAL_INTERVAL,
+			  &e->signal_interval)) ||
+	    (rc = get_u32(c, where, je, "sq_depth", true, 1, RT_PROFILE_MAX_SQ_DEPTH, &e->sq_depth)) ||
+	    (rc = get_u32(c, where, je, "cq_depth", true, 1, RT_PROFILE_MAX_CQ_DEPTH, &e->cq_depth)))
+		return rc;
+	cm = json_object_get(je, "cq_moderation");
+	if (cm && !json_is_null(cm)) {
+		char w2[64];
+
+		if (!json_is_object(cm))
+			return fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where, type_name(cm));
+		snprintf(w2, sizeof(w2), "%s.cq_moderation", where);
+		if ((rc = get_u32(c, w2, cm, "count", true, 0, RT_PROFILE_MAX_CQ_MOD_COUNT, &e->cq_mod_count)) ||
+		    (rc = get_u32(c, w2, cm, "period_us", true, 0, RT_PROFILE_MAX_CQ_MOD_PERIOD_US, &e->cq_mod_period_us)))
+			return rc;
+		e->cq_moderation = true;
+	}
+	v = -1;
+	if ((rc = get_int(c, where, je, "numa_node", false, -1, RT_PROFILE_MAX_NUMA, &v)))
+		return rc;
+	e->numa_node = (int)v;
+	if ((rc = get_str(c, where, je, "cpus", false, true, false, e->cpus, sizeof(e->cpus))))
+		return rc;
+	if ((rc = get_str(c, where, je, "confidence", true, false, false, tmp, sizeof(tmp))))
+		return rc;
+	if (rt_profile_confidence_parse(tmp, &e->confidence))
+		return fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
+	reasons = json_object_get(je, "reasons");
+	if (reasons && !json_is_array(reasons))
+		return fail(c, EINVAL, "%s.reasons: expected an array, got %s", where, type_name(reasons));
+	for (size_t i = 0; reasons && i < json_array_size(reasons); i++) {
+		json_t *r = json_array_get(reasons, i);
+		char w2[64];
+
+		snprintf(w2, sizeof(w2), "%s.reasons[%zu]", where, i);
+		if (!json_is_object(r))
+			return fail(c, EINVAL, "%s: expected an object, got %s", w2, type_name(r));
+		if (e->n_reasons == RT_PROFILE_MAX_REASONS)
+			break; /* documented: the first RT_PROFILE_MAX_REASONS are kept */
+		if ((rc = get_str(c, w2, r, "code", true, false, true, e->reasons[e->n_reasons].code,
+				  sizeof(e->reasons[0].code))) ||
+		    (rc = get_str(c, w2, r, "text", true, false, true, e->reasons[e->n_reasons].text,
+				  sizeof(e->reasons[0].text))))
+			return rc;
+		e->n_reasons++;
+	}
+	if ((rc = get_str(c, where, je, "measured_at", true, false, false, tmp, sizeof(tmp))))
+		return rc;
+	if (rt_profile_time_parse(tmp, &e->measured_at))
+		return fail(c, EINVAL, "%s.measured_at: '%s' is not YYYY-MM-DDTHH:MM:SSZ", where, tmp);
+	if ((rc = get_str(c, where, je, "run_id", true, false, false, e->run_id, sizeof(e->run_id))) ||
+	    (rc = get_str(c, where, je, "app", false, true, false, e->app, sizeof(e->app))))
+		return rc;
+	snprintf(e->rtune_version, sizeof(e->rtune_version), "%s", doc_version);
+	if ((rc = get_str(c, where, je, "rtune_version", false, false, true, e->rtune_version,
+			  sizeof(e->rtune_version))))
+		return rc;
+	{
+		struct rt_error e2;
+
+		if (rt_profile_entry_check(e, where, &e2))
+			return fail(c, EINVAL, "%s", e2.text);
+	}
+	rt_profile_entry_derive(e);
+	return 0;
+}
+
+int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out, struct rt_error *err)
+{
+	struct ctx c = { name, err };
+	struct rt_profile *p = NULL;
+	json_t *schema, *node, *entries;
+	char sname[64], sver[32], extra;
+	int major, minor, rc;
+
+	*out = NULL;
+	if (!json_is_object(root))
+		return fail(&c, EINVAL, "document: expected an object, got %s", type_name(root));
+	schema = json_object_get(root, "schema");
+	if (!json_is_object(schema))
+		return fail(&c, EINVAL, "schema: missing or not an object (is this an rtune profile?)");
+	if ((rc = get_str(&c, "schema", schema, "name", true, false, false, sname, sizeof(sname))) ||
+	    (rc = get_str(&c, "schema", schema, "version", true, false, false, sver, sizeof(sver))))
+		return rc;
+	if (strcmp(sname, RT_PROFILE_SCHEMA_NAME) != 0)
+		return fail(&c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
+	if (sscanf(sver, "%d.%d%c", &major, &minor, &extra) != 2 || major < 0 || minor < 0)
+		return fail(&c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
+	if (major != RT_PROFILE_SCHEMA_MAJOR)
+		return fail(&c, ENOTSUP, "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",
+			    sver, RT_PROFILE_SCHEMA_MAJOR);
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return fail(&c, ENOMEM, "out of memory");
+	p->schema_minor = minor;
+	if ((rc = get_str(&c, "document", root, "rtune_version", true, false, false, p->rtune_version,
+			  sizeof(p->rtune_version))))
+		goto out;
+	node = json_object_get(root, "node");
+	if (!json_is_object(node)) {
+		rc = fail(&c, EINVAL, "node: missing or not an object");
+		goto out;
+	}
+	{
+		json_int_t v = 0;
+
+		if ((rc = get_str(&c, "node", node, "hostname", true, false, false, p->hostname, sizeof(p->hostname))) ||
+		    (rc = get_str(&c, "node", node, "machine_id", false, true, false, p->machine_id,
+				  sizeof(p->machine_id))) ||
+		    (rc = get_str(&c, "node", node, "cpu_model", false, true, true, p->cpu_model, sizeof(p->cpu_model))) ||
+		    (rc = get_str(&c, "node", node, "kernel", false, true, true, p->kernel, sizeof(p->kernel))) ||
+		    (rc = get_str(&c, "node", node, "hardware_signature", false, true, false, p->hw_signature,
+				  sizeof(p->hw_signature))))
+			goto out;
+		if ((rc = get_int(&c, "node", node, "cpu_count", false, 0, 1 << 20, &v)))
+			goto out;
+		p->cpu_count = (int)v;
+		v = 1;
+		if ((rc = get_int(&c, "node", node, "numa_nodes", false, 1, RT_PROFILE_MAX_NUMA + 1, &v)))
+			goto out;
+		p->numa_nodes = (int)v;
+	}
+	if (!p->hostname[0]) {
+		rc = fail(&c, EINVAL, "node.hostname: empty");
+		goto out;
+	}
+	entries = json_object_get(root, "entries");
+	if (!json_is_array(entries)) {
+		rc = fail(&c, EINVAL, "entries: missing or not an array");
+		goto out;
+	}
+	if (json_array_size(entries)) {
+		p->entries = calloc(json_array_size(entries), sizeof(*p->entries));
+		if (!p->entries) {
+			rc = fail(&c, ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < json_array_size(entries); i++) {
+		if ((rc = parse_entry(&c, json_array_get(entries, i), i, p->rtune_version, &p->entries[i])))
+			goto out;
+		p->n_entries++;
+	}
+	*out = p;
+	return 0;
+out:
+	rt_profile_free(p);
+	return rc;
+}
+
+/* Finds where nesting exceeds RT_PROFILE_MAX_DEPTH (outside strings); 0 when it does not. */
+static int depth_check(const char *s, size_t len, int *line, int *col)
+{
+	int depth = 0, ln = 1, cl = 0;
+	bool in_str = false, esc = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+
+		cl++;
+		if (ch == '\n') {
+			ln++;
+			cl = 0;
+		}
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (ch == '\\')
+				esc = true;
+			else if (ch == '"')
+				in_str = false;
+			continue;
+		}
+		if (ch == '"') {
+			in_str = true;
+		} else if (ch == '{' || ch == '[') {
+			if (++depth > RT_PROFILE_MAX_DEPTH) {
+				*line = ln;
+				*col = cl;
+				return 1;
+			}
+		} else if (ch == '}' || ch == ']') {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
+			   struct rt_error *err)
+{
+	struct ctx c = { name, err };
+	json_error_t jerr;
+	json_t *root;
+	int line, col, rc;
+
+	*out = NULL;
+	if (len > RT_PROFILE_MAX_BYTES)
+		return fail(&c, EFBIG, "larger than %u bytes", RT_PROFILE_MAX_BYTES);
+	if (depth_check(text, len, &line, &col))
+		return fail(&c, EINVAL, "line %d column %d: nesting deeper than %d", line, col, RT_PROFILE_MAX_DEPTH);
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return fail(&c, EINVAL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+	rc = rt_profile_from_json(root, name, out, err);
+	json_decref(root);
+	return rc;
+}
+
+int rt_profile_parse(const char *text, size_t len, struct rt_profile **out, struct rt_error *err)
+{
+	if (!out)
+		return rt_error_set(err, EINVAL, "profile: no output pointer");
+	if (!text) {
+		*out = NULL;
+		return rt_error_set(err, EINVAL, "profile: no text");
+	}
+	return rt_profile_parse_named(text, len, NULL, out, err);
+}
+
+int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *err)
+{
+	struct stat sb;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd, rc;
+
+	if (!out)
+		return rt_error_set(err, EINVAL, "profile: no output pointer");
+	*out = NULL;
+	if (!path || !*path)
+		return rt_error_set(err, EINVAL, "profile: no path");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rt_error_set(err, errno, "cannot open profile '%s': %s", path, strerror(errno));
+	if (fstat(fd, &sb) < 0) {
+		rc = rt_error_set(err, errno, "cannot read profile '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		rc = rt_error_set(err, EINVAL, "cannot read profile '%s': not a regular file", path);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size > RT_PROFILE_MAX_BYTES) {
+		rc = rt_error_set(err, EFBIG, "profile '%s': larger than %u bytes", path, RT_PROFILE_MAX_BYTES);
+		goto out;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf) {
+		rc = rt_error_set(err, ENOMEM, "profile '%s': out of memory", path);
+		goto out;
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			rc = rt_error_set(err, errno, "cannot read profile '%s': %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	rc = rt_profile_parse_named(buf, got, path, out, err);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int rt_profile_load_env(struct rt_profile **out, struct rt_error *err)
+{
+	const char *path = getenv("RTUNE_PROFILE");
+
+	if (!out)
+		return rt_error_set(err, EINVAL, "profile: no output pointer");
+	*out = NULL;
+	if (!path || !*path)
+		return rt_error_set(err, ENOENT, "RTUNE_PROFILE is not set");
+	return rt_profile_load(path, out, err);
+}
+
+void rt_profile_free(struct rt_profile *p)
+{
+	if (!p)
+		return;
+	free(p->entries);
+	free(p);
+}
+
+size_t rt_profile_entry_count(const struct rt_profile *p)
+{
+	return p ? p->n_entries : 0;
+}
+
+const struct rt_profile_entry *rt_profile_entry_at(const struct rt_profile *p, size_t i)
+{
+	return p && i < p->n_entries ? &p->entries[i] : NULL;
+}
+
+const struct rt_profile_entry *rt_profile_select(const struct rt_profile *p, const char *device_or_guid, int port,
+						 enum rt_profile_opcode op, enum rt_profile_qp_type qpt)
+{
+	const struct rt_profile_entry *best = NULL;
+
+	for (size_t i = 0; p && device_or_guid && i < p->n_entries; i++) {
+		const struct rt_profile_entry *e = &p->entries[i];
+
+		if (e->port != port || e->opcode != op || e->qp_type != qpt)
+			continue;
+		if (strcmp(e->device, device_or_guid) != 0 && (!e->guid[0] || strcasecmp(e->guid, device_or_guid) != 0))
+			continue;
+		if (!best || e->measured_at > best->measured_at)
+			best = e;
+	}
+	if (!best)
+		errno = ENOENT;
+	return best;
+}
+
+const char *rt_profile_hostname(const struct rt_profile *p) { return p->hostname; }
+const char *rt_profile_hw_signature(const struct rt_profile *p) { return p->hw_signature; }
+const char *rt_profile_rtune_version(const struct rt_profile *p) { return p->rtune_version; }
+int rt_profile_schema_minor(const struct rt_profile *p) { return p->schema_minor; }
+
+uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e) { return e->inline_threshold; }
+uint32_t rt_profile_max_inline_data(const struct rt_profile_entry *e) { return e->max_inline_data; }
+uint32_t rt_profile_signal_interval(const struct rt_profile_entry *e) { return e->signal_interval; }
+uint32_t rt_profile_sq_depth(const struct rt_profile_entry *e) { return e->sq_depth; }
+uint32_t rt_profile_cq_depth(const struct rt_profile_entry *e) { return e->cq_depth; }
+enum rt_profile_confidence rt_profile_confidence(const struct rt_profile_entry *e) { return e->confidence; }

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals shared by librtune and the store: the loaded profile document and the JSON (jansson) to entry conversion,
+ * so the store's import validates exactly as applications do.
+ */
+#ifndef RT_PROFILE_INTERNAL_H
+#define RT_PROFILE_INTERNAL_H
+
+#include <jansson.h>
+
+#include <rtune/profile.h>
+
+/* Maximum nesting accepted in a profile document (the v1 layout needs 4). */
+#define RT_PROFILE_MAX_DEPTH 32
+/* Largest document accepted (a profile of a node is a few KiB per device). */
+#define RT_PROFILE_MAX_BYTES (16u << 20)
+
+struct rt_profile {
+	int schema_minor;
+	char rtune_version[32];
+	char hostname[256];
+	char machine_id[64];
+	char cpu_model[256];
+	char kernel[256];
+	int cpu_count;
+	int numa_nodes;
+	char hw_signature[64];
+	size_t n_entries;
+	struct rt_profile_entry *entries;
+};
+
+/*
+ * Builds a profile from a parsed document (root is borrowed). Returns 0 and *out, or EINVAL / ENOTSUP with err naming
+ * the field ("entries[3].signal_interval: 0 is out of range 1..65536"). name prefixes messages (a file name) or NULL.
+ */
+int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out, struct rt_error *err);
+
+/* Parses text with jansson after a nesting pre-check (hostile input cannot exhaust the stack); name as above. */
+int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
+			   struct rt_error *err);
+
+/* Validates one entry; 0 or EINVAL with "<what>: ..." in err (prefix may be NULL). Sets nothing. */
+int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix, struct rt_error *err);
+
+/* Sets inline_limit_excl from inline_threshold. */
+void rt_profile_entry_derive(struct rt_profile_entry *e);
+
+/* Formats t (seconds since the epoch) as "YYYY-MM-DDTHH:MM:SSZ" (21 bytes incl. NUL). */
+void rt_profile_time_format(int64_t t, char out[32]);
+/* Parses "YYYY-MM-DDTHH:MM:SSZ" (UTC); 0 or EINVAL. */
+int rt_profile_time_parse(const char *s, int64_t *out);
+
+/* Node / opcode names in the document. */
+int rt_profile_opcode_parse(const char *s, enum rt_profile_opcode *out);
+int rt_profile_qp_type_parse(const char *s, enum rt_profile_qp_type *out);
+int rt_profile_confidence_parse(const char *s, enum rt_profile_confidence *out);
+
+/* Value limits (JSON schema: docs/profile-v1.schema.json). */
+#define RT_PROFILE_MAX_INLINE_BYTES 65536u
+#define RT_PROFILE_MAX_SIGNAL_INTERVAL 65536u
+#define RT_PROFILE_MAX_SQ_DEPTH (1u << 20)
+#define RT_PROFILE_MAX_CQ_DEPTH (1u << 22)
+#define RT_PROFILE_MAX_CQ_MOD_COUNT 65535u
+#define RT_PROFILE_MAX_CQ_MOD_PERIOD_US 65535u
+#define RT_PROFILE_MAX_PORT 255
+#define RT_PROFILE_MAX_NUMA 4095
+
+#endif

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The SQLite store: default path, opening (permissions, no symlinks, not-a-database and newer-schema detection before
+ * anything is written), the schema and its forward migrations, node identity and hardware signature, and the helpers
+ * the other store files share.
+ */
+#include "store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_TIMEOUT_MS 15000
+/* PRAGMA application_id of an rtune store: "rtun". */
+#define RT_STORE_APP_ID 0x7274756e
+
+/* Schema v1: the first released layout. Kept verbatim: fresh stores are built by replaying every migration. */
+static const char schema_v1[] =
+	"CREATE TABLE nodes(id INTEGER PRIMARY KEY, node_key TEXT NOT NULL UNIQUE, hostname TEXT NOT NULL,"
+	" machine_id TEXT NOT NULL DEFAULT '', cpu_model TEXT NOT NULL DEFAULT '', kernel TEXT NOT NULL DEFAULT '',"
+	" cpu_count INTEGER NOT NULL DEFAULT 0, numa_nodes INTEGER NOT NULL DEFAULT 1,"
+	" hw_signature TEXT NOT NULL DEFAULT '', updated_ns INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE devices(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	" name TEXT NOT NULL, node_guid TEXT NOT NULL DEFAULT '', transport TEXT, fw_ver TEXT, vendor_id INTEGER,"
+	" vendor_part_id INTEGER, hw_ver INTEGER, max_qp INTEGER, max_qp_wr INTEGER, max_sge INTEGER, max_cqe INTEGER,"
+	" max_qp_rd_atom INTEGER, max_mr INTEGER, max_inline_rc INTEGER, max_inline_ud INTEGER, numa_node INTEGER,"
+	" local_cpus TEXT, pci_addr TEXT, pcie_speed TEXT, pcie_width INTEGER, pcie_max_payload_bytes INTEGER,"
+	" pcie_max_read_req_bytes INTEGER, UNIQUE(node_id, name, node_guid));"
+	"CREATE TABLE ports(device_id INTEGER NOT NULL REFERENCES devices(id) ON DELETE CASCADE,"
+	" port_num INTEGER NOT NULL, state TEXT, link_layer TEXT, active_mtu_bytes INTEGER, max_mtu_bytes INTEGER,"
+	" lid INTEGER, gid_tbl_len INTEGER, gids TEXT, PRIMARY KEY(device_id, port_num));"
+	"CREATE TABLE runs(id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE,"
+	" node_id INTEGER NOT NULL REFERENCES nodes(id), device_id INTEGER NOT NULL REFERENCES devices(id),"
+	" port_num INTEGER NOT NULL, gid_index INTEGER, params TEXT, env TEXT, started_ns INTEGER NOT NULL,"
+	" ended_ns INTEGER, status TEXT NOT NULL CHECK(status IN ('running','complete','interrupted','failed')),"
+	" owner_pid INTEGER, owner_host TEXT, max_inline_used INTEGER, sq_depth INTEGER);"
+	"CREATE TABLE lat_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" op TEXT NOT NULL, qpt TEXT NOT NULL, kind TEXT NOT NULL, msg_bytes INTEGER NOT NULL, inl INTEGER NOT NULL,"
+	" n_samples INTEGER, median_ns REAL, p99_ns REAL, p999_ns REAL, mean_ns REAL, min_ns REAL, ci_lo_ns REAL,"
+	" ci_hi_ns REAL, cpu_ns_per_op REAL, n_kept INTEGER, samples BLOB);"
+	"CREATE INDEX lat_points_run ON lat_points(run_id);"
+	"CREATE TABLE rate_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" op TEXT NOT NULL, qpt TEXT NOT NULL, msg_bytes INTEGER NOT NULL, inl INTEGER NOT NULL,"
+	" signal_interval INTEGER NOT NULL, sq_depth INTEGER, reps INTEGER, mops REAL, mops_lo REAL, mops_hi REAL,"
+	" cpu_ns_per_msg REAL, msgs INTEGER, enomem INTEGER);"
+	"CREATE INDEX rate_points_run ON rate_points(run_id);"
+	"CREATE TABLE profiles(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	" device TEXT NOT NULL, guid TEXT NOT NULL DEFAULT '', port INTEGER NOT NULL, op TEXT NOT NULL,"
+	" qpt TEXT NOT NULL, inline_threshold INTEGER NOT NULL, max_inline_data INTEGER NOT NULL,"
+	" signal_interval INTEGER NOT NULL, sq_depth INTEGER NOT NULL, cq_depth INTEGER NOT NULL,"
+	" cq_mod_count INTEGER, cq_mod_period_us INTEGER, numa_node INTEGER NOT NULL DEFAULT -1,"
+	" cpus TEXT NOT NULL DEFAULT '', confidence TEXT NOT NULL, reasons TEXT NOT NULL DEFAULT '[]',"
+	" measured_at INTEGER NOT NULL, run_uuid TEXT NOT NULL, rtune_version TEXT NOT NULL,"
+	" stored_ns INTEGER NOT NULL, UNIQUE(node_id, device, port, op, qpt, run_uuid));";
+
+/* v1 -> v2: application histograms from the probe; profiles remember the app/histogram; runs keep CQ moderation. */
+static const char migrate_v2[] =
+	"CREATE TABLE histograms(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	" app TEXT NOT NULL, op TEXT NOT NULL, qpt TEXT NOT NULL, created_ns INTEGER NOT NULL,"
+	" messages INTEGER NOT NULL, bytes INTEGER NOT NULL, inline_count INTEGER NOT NULL,"
+	" signaled_count INTEGER NOT NULL, sq_full_enomem INTEGER NOT NULL, buckets BLOB NOT NULL);"
+	"CREATE INDEX histograms_app ON histograms(app, op, qpt, created_ns);"
+	"ALTER TABLE runs ADD COLUMN cqmod TEXT;"
+	"ALTER TABLE profiles ADD COLUMN app TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE profiles ADD COLUMN histogram_id INTEGER REFERENCES histograms(id) ON DELETE SET NULL;"
+	"CREATE INDEX profiles_current ON profiles(node_id, device, port, op, qpt, measured_at);";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2 };
+
+int64_t rt_store_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int rt_store_default_path(char *buf, size_t len, struct rt_error *err)
+{
+	const char *env = getenv("RTUNE_DB"), *xdg, *home;
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/lib/rtune/rtune.db");
+	else if ((xdg = getenv("XDG_STATE_HOME")) && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/rtune/rtune.db", xdg);
+	else if ((home = getenv("HOME")) && *home)
+		n = snprintf(buf, len, "%s/.local/state/rtune/rtune.db", home);
+	else
+		return rt_error_set(err, ENOENT, "no store path: set RTUNE_DB or HOME, or pass --db PATH");
+	if (n < 0 || (size_t)n >= len)
+		return rt_error_set(err, ENAMETOOLONG, "store path too long");
+	return 0;
+}
+
+/* mkdir -p of path's directory; each created component gets mode; an existing final directory must not be a symlink
+ * when it is the one we would create (rtune's own directory). */
+static int make_parent_dirs(const char *path, mode_t mode, struct rt_error *err)
+{
+	char dir[4096];
+	char *slash;
+	struct stat sb;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; ; p++) {
+		bool last = *p == '\0';
+
+		if (*p == '/' || last) {
+			char save = *p;
+
+			*p = '\0';
+			if (mkdir(dir, mode) < 0 && errno != EEXIST)
+				return rt_error_set(err, errno, "cannot create directory '%s': %s", dir, strerror(errno));
+			*p = save;
+		}
+		if (last)
+			break;
+	}
+	if (lstat(dir, &sb) < 0)
+		return rt_error_set(err, errno, "cannot use directory '%s': %s", dir, strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return rt_error_set(err, ENOTDIR, "cannot use directory '%s': not a directory (or a symlink)", dir);
+	return 0;
+}
+
+int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *err)
+{
+	int code = sqlite3_errcode(st->db), e;
+
+	switch (code & 0xff) {
+	case SQLITE_NOTADB: e = EINVAL; break;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED: e = EBUSY; break;
+	case SQLITE_NOMEM: e = ENOMEM; break;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH: e = EACCES; break;
+	case SQLITE_FULL: e = ENOSPC; break;
+	case SQLITE_CANTOPEN: e = ENOENT; break;
+	case SQLITE_CONSTRAINT: e = EEXIST; break;
+	default: e = EIO; break;
+	}
+	return rt_error_set(err, e, "store '%s': %s: %s", st->path, what, sqlite3_errmsg(st->db));
+}
+
+static int exec(struct rt_store *st, const char *sql, const char *what, struct rt_error *err)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, what, err);
+	return 0;
+}
+
+int rt_store_begin(struct rt_store *st, struct rt_error *err)
+{
+	return exec(st, "BEGIN IMMEDIATE", "begin transaction", err);
+}
+
+int rt_store_commit(struct rt_store *st, struct rt_error *err)
+{
+	return exec(st, "COMMIT", "commit", err);
+}
+
+void rt_store_rollback(struct rt_store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+sqlite3_stmt *rt_store_stmt(struct rt_store *st, enum rt_stmt_id id, const char *sql, struct rt_error *err)
+{
+	sqlite3_stmt *s = st->stmts[id];
+
+	if (!s) {
+		if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
+			rt_store_sql_error(st, "prepare", err);
+			return NULL;
+		}
+		st->stmts[id] = s;
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return s;
+}
+
+/* Reads one integer pragma; SQLITE_NOTADB etc. come back as an error. */
+static int pragma_int(struct rt_store *st, const char *sql, int *out, struct rt_error *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, sql, err);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return rt_store_sql_error(st, sql, err);
+	return 0;
+}
+
+static int open_failed(struct rt_store *st, struct rt_error *err, int code, const char *why)
+{
+	return rt_error_set(err, code, "cannot open store '%s': %s", st->path, why);
+}
+
+/* Checks what the file is before anything is written: a database, an rtune one, a schema we know. */
+static int check_identity(struct rt_store *st, struct rt_error *err)
+{
+	int version = 0, app_id = 0, tables = 0;
+
+	if (pragma_int(st, "PRAGMA user_version", &version, NULL) ||
+	    pragma_int(st, "PRAGMA application_id", &app_id, NULL) ||
+	    pragma_int(st, "SELECT count(*) FROM sqlite_master", &tables, NULL)) {
+		int code = sqlite3_errcode(st->db);
+
+		if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+			return open_failed(st, err, EINVAL, "not a database");
+		return rt_error_set(err, code == SQLITE_BUSY ? EBUSY : EIO, "cannot open store '%s': %s", st->path,
+				    sqlite3_errmsg(st->db));
+	}
+	if (app_id != RT_STORE_APP_ID && (app_id != 0 || tables != 0))
+		return open_failed(st, err, EINVAL, "not an rtune store (an SQLite database of another program)");
+	if (version > RT_STORE_SCHEMA_VERSION)
+		return rt_error_set(err, EPROTONOSUPPORT,
+				    "cannot open store '%s': schema version %d is newer than this rtune supports (%d); "
+				    "upgrade rtune", st->path, version, RT_STORE_SCHEMA_VERSION);
+	st->version = version;
+	return 0;
+}
+
+/* Applies the migrations from the stored version up, in one transaction (re-checked inside it: another process may
+ * have migrated meanwhile). */
+static int migrate(struct rt_store *st, struct rt_error *err)
+{
+	char sql[64];
+	int version = 0, rc;
+
+	if (st->version == RT_STORE_SCHEMA_VERSION)
+		return 0;
+	if ((rc = rt_store_begin(st, err)))
+		return rc;
+	if ((rc = pragma_int(st, "PRAGMA user_version", &version, err)))
+		goto out;
+	if (version > RT_STORE_SCHEMA_VERSION) {
+		rc = rt_error_set(err, EPROTONOSUPPORT, "cannot open store '%s': schema version %d is newer than this rtune "
+				  "supports (%d); upgrade rtune", st->path, version, RT_STORE_SCHEMA_VERSION);
+		goto out;
+	}
+	for (int v = version; v < RT_STORE_SCHEMA_VERSION; v++) {
+		snprintf(sql, sizeof(sql), "migrate schema to version %d", v + 1);
+		if ((rc = exec(st, migrations[v], sql, err)))
+			goto out;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", RT_STORE_SCHEMA_VERSION);
+	if ((rc = exec(st, sql, "set schema version", err)))
+		goto out;
+	snprintf(sql, sizeof(sql), "PRAGMA application_id = %d", RT_STORE_APP_ID);
+	if ((rc = exec(st, sql, "set application id", err)))
+		goto out;
+	if ((rc = rt_store_commit(st, err)))
+		goto out;
+	st->version = RT_STORE_SCHEMA_VERSION;
+	return 0;
+out:
+	rt_store_rollback(st);
+	return rc;
+}
+
+static int do_open(const char *path, bool create, struct rt_store **out, struct rt_error *err)
+{
+	struct rt_store *st;
+	struct stat sb;
+	bool is_root = geteuid() == 0;
+	int rc;
+
+	*out = NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	if (path) {
+		if (strlen(path) >= sizeof(st->path)) {
+			rc = rt_error_set(err, ENAMETOOLONG, "store path too long");
+			goto out;
+		}
+		snprintf(st->path, sizeof(st->path), "%s", path);
+	} else if ((rc = rt_store_default_path(st->path, sizeof(st->path), err))) {
+		goto out;
+	}
+	if (lstat(st->path, &sb) == 0) {
+		if (S_ISLNK(sb.st_mode)) {
+			rc = open_failed(st, err, ELOOP, "is a symbolic link (refusing to follow it)");
+			goto out;
+		}
+		if (!S_ISREG(sb.st_mode)) {
+			rc = open_failed(st, err, EINVAL, "not a regular file");
+			goto out;
+		}
+	} else if (errno != ENOENT) {
+		rc = rt_error_set(err, errno, "cannot open store '%s': %s", st->path, strerror(errno));
+		goto out;
+	} else if (!create) {
+		rc = rt_error_set(err, ENOENT, "no store at '%s' (nothing recorded yet; use --db PATH or set RTUNE_DB)",
+				  st->path);
+		goto out;
+	} else {
+		int fd;
+
+		if (!path && (rc = make_parent_dirs(st->path, is_root ? 0755 : 0700, err)))
+			goto out;
+		/* create the empty file ourselves so its mode is ours and a racing symlink is not followed */
+		fd = open(st->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, is_root ? 0644 : 0600);
+		if (fd < 0 && errno != EEXIST) {
+			rc = rt_error_set(err, errno, "cannot create store '%s': %s", st->path, strerror(errno));
+			goto out;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+		rc = rt_error_set(err, EIO, "cannot open store '%s': %s", st->path,
+				  st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	if ((rc = check_identity(st, err)))
+		goto out;
+	/* only now, knowing it is ours and not newer, may anything be written */
+	if ((rc = exec(st, "PRAGMA journal_mode=WAL", "set WAL", err)) ||
+	    (rc = exec(st, "PRAGMA synchronous=NORMAL", "set synchronous", err)) ||
+	    (rc = exec(st, "PRAGMA foreign_keys=ON", "enable foreign keys", err)) ||
+	    (rc = migrate(st, err)))
+		goto out;
+	*out = st;
+	return 0;
+out:
+	rt_store_close(st);
+	return rc;
+}
+
+int rt_store_open(const char *path, struct rt_store **out, struct rt_error *err)
+{
+	return do_open(path, true, out, err);
+}
+
+int rt_store_open_existing(const char *path, struct rt_store **out, struct rt_error *err)
+{
+	return do_open(path, false, out, err);
+}
+
+void rt_store_close(struct rt_store *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < STMT__COUNT; i++)
+		sqlite3_finalize(st->stmts[i]);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+const char *rt_store_path(const struct rt_store *st)
+{
+	return st->path;
+}
+
+int rt_store_schema_version(const struct rt_store *st)
+{
+	return st->version;
+}
+
+int rt_store_check(struct rt_store *st, struct rt_error *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA integrity_check", -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "integrity check", err);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		sqlite3_finalize(s);
+		return rt_store_sql_error(st, "integrity check", err);
+	}
+	if (strcmp((const char *)sqlite3_column_text(s, 0), "ok") != 0) {
+		rc = rt_error_set(err, EIO, "store '%s': integrity check: %s", st->path, sqlite3_column_text(s, 0));
+		sqlite3_finalize(s);
+		return rc;
+	}
+	sqlite3_finalize(s);
+	return 0;
+}
+
+/* ---- node identity ------------------------------------------------------------------------------------------------ */
+
+const char *rt_store_node_key(const struct rt_node_info *node)
+{
+	return node->machine_id[0] ? node->machine_id : node->hostname;
+}
+
+void rt_store_local_node(struct rt_node_info *out)
+{
+	FILE *f;
+
+	memset(out, 0, sizeof(*out));
+	if (gethostname(out->hostname, sizeof(out->hostname) - 1) < 0)
+		snprintf(out->hostname, sizeof(out->hostname), "localhost");
+	f = fopen("/etc/machine-id", "re");
+	if (f) {
+		if (fgets(out->machine_id, sizeof(out->machine_id), f))
+			out->machine_id[strcspn(out->machine_id, "\r\n")] = '\0';
+		fclose(f);
+	}
+	out->numa_nodes = 1;
+}
+
+static void fnv(uint64_t *h, const char *s)
+{
+	for (; *s; s++) {
+		*h ^= (unsigned char)*s;
+		*h *= 0x100000001b3ULL;
+	}
+	*h ^= 0xff; /* field separator */
+	*h *= 0x100000001b3ULL;
+}
+
+static int cmp_dev(const void *a, const void *b)
+{
+	const struct rt_device_info *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_device_info *devs, size_t n_devs,
+			   char out[32])
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const struct rt_device_info *sorted[64];
+	size_t n = n_devs < 64 ? n_devs : 64;
+	char buf[512];
+
+	fnv(&h, node->cpu_model);
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &devs[i];
+	qsort(sorted, n, sizeof(sorted[0]), cmp_dev);
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_device_info *d = sorted[i];
+
+		snprintf(buf, sizeof(buf), "%s|%08x|%08x|%s|%d|%s|%d|%d|%d", d->name, d->vendor_id, d->vendor_part_id,
+			 d->fw_ver, d->numa_node, d->pcie_speed, d->pcie_width, d->pcie_max_payload_bytes,
+			 d->pcie_max_read_req_bytes);
+		fnv(&h, buf);
+		for (int p = 0; p < d->port_count && p < RT_MAX_PORTS; p++) {
+			snprintf(buf, sizeof(buf), "%d|%s|%d", d->ports[p].port_num, d->ports[p].link_layer,
+				 d->ports[p].active_mtu_bytes);
+			fnv(&h, buf);
+		}
+	}
+	snprintf(out, 32, "fnv1a64:%016" PRIx64, h);
+}
+
+int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			 int64_t *node_id, struct rt_error *err)
+{
+	sqlite3_stmt *s = rt_store_stmt(st, STMT_NODE_UPSERT,
+		"INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes, hw_signature,"
+		" updated_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(node_key) DO UPDATE SET"
+		" hostname = excluded.hostname, machine_id = excluded.machine_id,"
+		" cpu_model = coalesce(nullif(excluded.cpu_model, ''), cpu_model),"
+		" kernel = coalesce(nullif(excluded.kernel, ''), kernel),"
+		" cpu_count = CASE WHEN excluded.cpu_count > 0 THEN excluded.cpu_count ELSE cpu_count END,"
+		" numa_nodes = excluded.numa_nodes,"
+		" hw_signature = coalesce(nullif(excluded.hw_signature, ''), hw_signature),"
+		" updated_ns = excluded.updated_ns RETURNING id", err);
+
+	if (!s)
+		return err ? err->code : EIO;
+	if (!node->hostname[0] && !node->machine_id[0])
+		return rt_error_set(err, EINVAL, "node has neither hostname nor machine-id");
+	sqlite3_bind_text(s, 1, rt_store_node_key(node), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, node->hostname, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, node->machine_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, node->cpu_model, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 5, node->kernel, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 6, node->cpu_count);
+	sqlite3_bind_int(s, 7, node->numa_nodes > 0 ? node->numa_nodes : 1);
+	sqlite3_bind_text(s, 8, hw_signature ? hw_signature : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 9, rt_store_now_ns());
+	if (sqlite3_step(s) != SQLITE_ROW)
+		return rt_store_sql_error(st, "store node", err);
+	*node_id = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals shared by the store's source files: the open store, its cached statements, and small SQLite helpers that
+ * turn a failing call into one error line.
+ */
+#ifndef RT_STORE_INTERNAL_H
+#define RT_STORE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "rt_store.h"
+
+enum rt_stmt_id {
+	STMT_NODE_UPSERT,
+	STMT_PROFILE_INSERT,
+	STMT_HIST_LATEST_ID,
+	STMT__COUNT
+};
+
+struct rt_store {
+	sqlite3 *db;
+	int version;
+	char path[4096];
+	sqlite3_stmt *stmts[STMT__COUNT];
+};
+
+/* Prepares (once, cached) the statement id with sql; returns it reset with bindings cleared, or NULL + err. */
+sqlite3_stmt *rt_store_stmt(struct rt_store *st, enum rt_stmt_id id, const char *sql, struct rt_error *err);
+/* Fills err with "store '<path>': <what>: <sqlite message>" and returns an errno matching the SQLite code. */
+int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *err);
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK; rollback never fails visibly. */
+int rt_store_begin(struct rt_store *st, struct rt_error *err);
+int rt_store_commit(struct rt_store *st, struct rt_error *err);
+void rt_store_rollback(struct rt_store *st);
+/* Upserts node (by rt_store_node_key) inside the caller's transaction, setting hw_signature when not NULL/"". */
+int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			 int64_t *node_id, struct rt_error *err);
+/* Now, CLOCK_REALTIME, in ns. */
+int64_t rt_store_now_ns(void);
+
+#endif

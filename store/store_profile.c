@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Profiles in the store and their public forms: storing profile entries (idempotent by node + run id), reading a node's
+ * current profile, the JSON profile v1 document (jansson), the env and Prometheus textfile exports, import of
+ * documents from other nodes, and the atomic file writer every export uses.
+ */
+#include "store_internal.h"
+#include "lib/profile_internal.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int rt_profile_entry_validate(const struct rt_profile_entry *e, struct rt_error *err)
+{
+	char where[96];
+
+	snprintf(where, sizeof(where), "profile entry %.40s/%d/%s/%s", e->device, e->port,
+		 rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type));
+	return rt_profile_entry_check(e, where, err);
+}
+
+static char *reasons_to_json(const struct rt_profile_entry *e)
+{
+	json_t *a = json_array();
+	char *s;
+
+	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text));
+	s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	return s;
+}
+
+static void reasons_from_json(const char *text, struct rt_profile_entry *e)
+{
+	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+
+	e->n_reasons = 0;
+	for (size_t i = 0; a && i < json_array_size(a) && e->n_reasons < RT_PROFILE_MAX_REASONS; i++) {
+		json_t *o = json_array_get(a, i);
+		const char *c = json_string_value(json_object_get(o, "code"));
+		const char *t = json_string_value(json_object_get(o, "text"));
+
+		snprintf(e->reasons[e->n_reasons].code, sizeof(e->reasons[0].code), "%s", c ? c : "");
+		snprintf(e->reasons[e->n_reasons].text, sizeof(e->reasons[0].text), "%s", t ? t : "");
+		e->n_reasons++;
+	}
+	json_decref(a);
+}
+
+/* Inserts entries for node_id inside the caller's transaction; counts new rows. */
+static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
+			  size_t *added, struct rt_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_profile_entry *e = &entries[i];
+		sqlite3_stmt *s;
+		char *reasons;
+		int rc;
+
+		if ((rc = rt_profile_entry_validate(e, err)))
+			return rc;
+		s = rt_store_stmt(st, STMT_PROFILE_INSERT,
+			"INSERT OR IGNORE INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
+			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us, numa_node, cpus,"
+			" confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns, app, histogram_id)"
+			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
+			" CASE WHEN ?22 = '' THEN NULL ELSE (SELECT id FROM histograms WHERE node_id = ?1 AND app = ?22"
+			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END)", err);
+		if (!s)
+			return err ? err->code : EIO;
+		reasons = reasons_to_json(e);
+		if (!reasons)
+			return rt_error_set(err, ENOMEM, "out of memory");
+		sqlite3_bind_int64(s, 1, node_id);
+		sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, e->guid, -1, SQLITE_STATIC);
+		sqlite3_bind_int(s, 4, e->port);
+		sqlite3_bind_text(s, 5, rt_profile_opcode_name(e->opcode), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 6, rt_profile_qp_type_name(e->qp_type), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 7, e->inline_threshold);
+		sqlite3_bind_int64(s, 8, e->max_inline_data);
+		sqlite3_bind_int64(s, 9, e->signal_interval);
+		sqlite3_bind_int64(s, 10, e->sq_depth);
+		sqlite3_bind_int64(s, 11, e->cq_depth);
+		if (e->cq_moderation) {
+			sqlite3_bind_int64(s, 12, e->cq_mod_count);
+			sqlite3_bind_int64(s, 13, e->cq_mod_period_us);
+		}
+		sqlite3_bind_int(s, 14, e->numa_node);
+		sqlite3_bind_text(s, 15, e->cpus, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 16, rt_profile_confidence_name(e->confidence), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 17, reasons, -1, SQLITE_TRANSIENT);
+		free(reasons);
+		sqlite3_bind_int64(s, 18, e->measured_at);
+		sqlite3_bind_text(s, 19, e->run_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 20, e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 21, rt_store_now_ns());
+		sqlite3_bind_text(s, 22, e->app, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			return rt_store_sql_error(st, "store profile", err);
+		if (added)
+			*added += (size_t)sqlite3_changes(st->db);
+		sqlite3_reset(s);
+	}
+	return 0;
+}
+
+int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			 const struct rt_profile_entry *entries, size_t n, size_t *added, struct rt_error *err)
+{
+	int64_t node_id;
+	size_t cnt = 0;
+	int rc;
+
+	if (added)
+		*added = 0;
+	if ((rc = rt_store_begin(st, err)))
+		return rc;
+	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, err)) ||
+	    (rc = insert_entries(st, node_id, entries, n, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+		rt_store_rollback(st);
+		return rc;
+	}
+	if (added)
+		*added = cnt;
+	return 0;
+}
+
+/* Chooses the node whose profile to read; fills node_id and node_out. */
+static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id, struct rt_node_info *node,
+		     char *hw_sig, struct rt_error *err)
+{
+	struct rt_node_info local;
+	sqlite3_stmt *s = NULL;
+	char list[200] = "";
+	int rc = 0, step, count = 0;
+
+	rt_store_local_node(&local);
+	if (sqlite3_prepare_v2(st->db,
+		"SELECT n.id, n.node_key, n.hostname, n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes,"
+		" n.hw_signature, (n.node_key = ?2 OR n.machine_id = ?2 AND ?2 <> '') AS is_local FROM nodes n"
+		" WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id)"
+		" AND (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1)"
+		" ORDER BY is_local DESC, n.updated_ns DESC", -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "read nodes", err);
+	if (node_key)
+		sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, rt_store_node_key(&local), -1, SQLITE_STATIC);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		const char *host = (const char *)sqlite3_column_text(s, 2);
+
+		if (count == 0) {
+			*node_id = sqlite3_column_int64(s, 0);
+			memset(node, 0, sizeof(*node));
+			snprintf(node->hostname, sizeof(node->hostname), "%s", host);
+			snprintf(node->machine_id, sizeof(node->machine_id), "%s", sqlite3_column_text(s, 3));
+			snprintf(node->cpu_model, sizeof(node->cpu_model), "%s", sqlite3_column_text(s, 4));
+			snprintf(node->kernel, sizeof(node->kernel), "%s", sqlite3_column_text(s, 5));
+			node->cpu_count = sqlite3_column_int(s, 6);
+			node->numa_nodes = sqlite3_column_int(s, 7);
+			if (hw_sig)
+				snprintf(hw_sig, 32, "%s", sqlite3_column_text(s, 8));
+			if (sqlite3_column_int(s, 9) || node_key) {
+				count = 1;
+				break;
+			}
+		}
+		if (strlen(list) + strlen(host) + 3 < sizeof(list))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", count ? ", " : "", host);
+		count++;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = rt_store_sql_error(st, "read nodes", err);
+	else if (count == 0 && node_key)
+		rc = rt_error_set(err, ENOENT, "no profile of node '%s' in store '%s'", node_key, st->path);
+	else if (count == 0)
+		rc = rt_error_set(err, ENOENT, "no profile in store '%s' (run 'rtune calibrate' and 'rtune tune', or "
+				  "'rtune import')", st->path);
+	else if (count > 1)
+		rc = rt_error_set(err, EEXIST, "store '%s' holds profiles of several nodes (%s): choose one with --node",
+				  st->path, list);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *device, struct rt_profile_entry **out,
+			 size_t *n, struct rt_node_info *node_out, char *hw_sig, struct rt_error *err)
+{
+	struct rt_node_info node;
+	struct rt_profile_entry *v = NULL;
+	sqlite3_stmt *s = NULL;
+	int64_t node_id = 0;
+	size_t cap = 0;
+	int rc, step;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = pick_node(st, node_key, &node_id, &node, hw_sig, err)))
+		return rc;
+	if (node_out)
+		*node_out = node;
+	if (sqlite3_prepare_v2(st->db,
+		"SELECT device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth, cq_depth,"
+		" cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"
+		" rtune_version, app FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
+		" AND id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
+		"  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
+		" ORDER BY device, port, op, qpt", -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "read profiles", err);
+	sqlite3_bind_int64(s, 1, node_id);
+	if (device)
+		sqlite3_bind_text(s, 2, device, -1, SQLITE_STATIC);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rt_profile_entry *e;
+
+		if (*n == cap) {
+			struct rt_profile_entry *nv = realloc(v, (cap ? cap * 2 : 8) * sizeof(*nv));
+
+			if (!nv) {
+				rc = rt_error_set(err, ENOMEM, "out of memory");
+				goto out;
+			}
+			v = nv;
+			cap = cap ? cap * 2 : 8;
+		}
+		e = &v[(*n)++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->device, sizeof(e->device), "%s", sqlite3_column_text(s, 0));
+		snprintf(e->guid, sizeof(e->guid), "%s", sqlite3_column_text(s, 1));
+		e->port = sqlite3_column_int(s, 2);
+		rt_profile_opcode_parse((const char *)sqlite3_column_text(s, 3), &e->opcode);
+		rt_profile_qp_type_parse((const char *)sqlite3_column_text(s, 4), &e->qp_type);
+		e->inline_threshold = (uint32_t)sqlite3_column_int64(s, 5);
+		e->max_inline_data = (uint32_t)sqlite3_column_int64(s, 6);
+		e->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);
+		e->sq_depth = (uint32_t)sqlite3_column_int64(s, 8);
+		e->cq_depth = (uint32_t)sqlite3_column_int64(s, 9);
+		e->cq_moderation = sqlite3_column_type(s, 10) != SQLITE_NULL;
+		e->cq_mod_count = (uint32_t)sqlite3_column_int64(s, 10);
+		e->cq_mod_period_us = (uint32_t)sqlite3_column_int64(s, 11);
+		e->numa_node = sqlite3_column_int(s, 12);
+		snprintf(e->cpus, sizeof(e->cpus), "%s", sqlite3_column_text(s, 13));
+		rt_profile_confidence_parse((const char *)sqlite3_column_text(s, 14), &e->confidence);
+		reasons_from_json((const char *)sqlite3_column_text(s, 15), e);
+		e->measured_at = sqlite3_column_int64(s, 16);
+		snprintf(e->run_id, sizeof(e->run_id), "%s", sqlite3_column_text(s, 17));
+		snprintf(e->rtune_version, sizeof(e->rtune_version), "%s", sqlite3_column_text(s, 18));
+		snprintf(e->app, sizeof(e->app), "%s", sqlite3_column_text(s, 19));
+		rt_profile_entry_derive(e);
+	}
+	if (step != SQLITE_DONE)
+		rc = rt_store_sql_error(st, "read profiles", err);
+	else if (*n == 0 && device)
+		rc = rt_error_set(err, ENOENT, "no profile for device '%s' in store '%s'", device, st->path);
+out:
+	sqlite3_finalize(s);
+	if (rc) {
+		free(v);
+		*n = 0;
+	} else {
+		*out = v;
+	}
+	return rc;
+}
+
+/* ---- JSON document ---------------------------------------------------------------------------------------------- */
+
+static json_t *entry_to_json(const struct rt_profile_entry *e)
+{
+	char when[32];
+	json_t *o, *reasons = json_array();
+
+	rt_profile_time_format(e->measured_at, when);
+	for (unsigned i = 0; reasons && i < e->n_reasons; i++)
+		json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text",
+							 e->reasons[i].text));
+	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:i, s:s, s:s, s:o, s:s, s:s, s:o, s:s}",
+		      "device", e->device, "guid", e->guid, "port", e->port, "opcode", rt_profile_opcode_name(e->opcode),
+		      "qp_type", rt_profile_qp_type_name(e->qp_type), "inline_threshold", (json_int_t)e->inline_threshold,
+		      "max_inline_data", (json_int_t)e->max_inline_data, "signal_interval", (json_int_t)e->signal_interval,
+		      "sq_depth", (json_int_t)e->sq_depth, "cq_depth", (json_int_t)e->cq_depth, "cq_moderation",
+		      e->cq_moderation ? json_pack("{s:I, s:I}", "count", (json_int_t)e->cq_mod_count, "period_us",
+						   (json_int_t)e->cq_mod_period_us) : json_null(),
+		      "numa_node", e->numa_node, "cpus", e->cpus, "confidence", rt_profile_confidence_name(e->confidence),
+		      "reasons", reasons ? reasons : json_array(), "measured_at", when, "run_id", e->run_id,
+		      "app", e->app[0] ? json_string(e->app) : json_null(), "rtune_version",
+		      e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION);
+	return o;
+}
+
+static json_t *document(const struct rt_node_info *node, const char *hw_sig, const struct rt_profile_entry *v,
+			size_t n)
+{
+	char ver[16], now[32];
+	json_t *entries = json_array(), *doc;
+
+	snprintf(ver, sizeof(ver), "%d.%d", RT_PROFILE_SCHEMA_MAJOR, RT_PROFILE_SCHEMA_MINOR);
+	rt_profile_time_format((int64_t)time(NULL), now);
+	for (size_t i = 0; entries && i < n; i++) {
+		json_t *e = entry_to_json(&v[i]);
+
+		if (!e || json_array_append_new(entries, e)) {
+			json_decref(entries);
+			return NULL;
+		}
+	}
+	doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:i, s:i, s:s}, s:o}", "schema", "name",
+			RT_PROFILE_SCHEMA_NAME, "version", ver, "rtune_version", RTUNE_VERSION, "generated_at", now,
+			"node", "hostname", node->hostname, "machine_id", node->machine_id, "cpu_model", node->cpu_model,
+			"kernel", node->kernel, "cpu_count", node->cpu_count, "numa_nodes",
+			node->numa_nodes > 0 ? node->numa_nodes : 1, "hardware_signature", hw_sig ? hw_sig : "",
+			"entries", entries);
+	return doc;
+}
+
+/* ---- env and prometheus ------------------------------------------------------------------------------------------ */
+
+struct buf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+__attribute__((format(printf, 2, 3))) static void bprintf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if (b->p && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		{
+			size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+			char *np = realloc(b->p, cap);
+
+			if (!np) {
+				b->oom = true;
+				return;
+			}
+			b->p = np;
+			b->cap = cap;
+		}
+	}
+}
+
+/* "mlx5_0" -> "MLX5_0": the suffix of per-device variable names. */
+static void env_suffix(const char *dev, int port, char *out, size_t len)
+{
+	size_t i = 0;
+
+	for (; dev[i] && i + 1 < len; i++)
+		out[i] = isalnum((unsigned char)dev[i]) ? (char)toupper((unsigned char)dev[i]) : '_';
+	snprintf(out + i, len - i, "_P%d", port);
+}
+
+/* Single-quoted for a POSIX shell. */
+static void shell_quote(struct buf *b, const char *s)
+{
+	bprintf(b, "'");
+	for (; *s; s++) {
+		if (*s == '\'')
+			bprintf(b, "'\\''");
+		else
+			bprintf(b, "%c", *s);
+	}
+	bprintf(b, "'");
+}
+
+static const struct rt_profile_entry *find(const struct rt_profile_entry *v, size_t n, enum rt_profile_opcode op)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].opcode == op && v[i].qp_type == RT_PROFILE_QPT_RC)
+			return &v[i];
+	return NULL;
+}
+
+static void format_env(struct buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v, size_t n,
+		       const char *profile_path)
+{
+	const struct rt_profile_entry *first = find(v, n, RT_PROFILE_OP_SEND);
+
+	if (!first)
+		first = find(v, n, RT_PROFILE_OP_WRITE);
+	bprintf(b, "# rtune %s profile of %s; eval \"$(rtune export --format env)\"\n", RTUNE_VERSION, node->hostname);
+	if (profile_path) {
+		bprintf(b, "export RTUNE_PROFILE=");
+		shell_quote(b, profile_path);
+		bprintf(b, "\n");
+	} else {
+		bprintf(b, "# RTUNE_PROFILE: write the JSON profile with 'rtune export -o FILE' and export RTUNE_PROFILE=FILE\n");
+	}
+	if (first) {
+		bprintf(b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
+			first->device, first->port, rt_profile_opcode_name(first->opcode));
+		bprintf(b, "export FI_VERBS_INLINE_SIZE=%" PRIu32 "\n", first->inline_threshold);
+		bprintf(b, "export UCX_RC_VERBS_TX_CQ_MODERATION=%" PRIu32 "\n", first->signal_interval);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_profile_entry *e = &v[i];
+		char sfx[96];
+
+		if (e->qp_type != RT_PROFILE_QPT_RC || e->opcode != RT_PROFILE_OP_SEND)
+			continue;
+		env_suffix(e->device, e->port, sfx, sizeof(sfx));
+		bprintf(b, "export RTUNE_INLINE_THRESHOLD_%s=%" PRIu32 "\n", sfx, e->inline_threshold);
+		bprintf(b, "export RTUNE_MAX_INLINE_DATA_%s=%" PRIu32 "\n", sfx, e->max_inline_data);
+		bprintf(b, "export RTUNE_SIGNAL_INTERVAL_%s=%" PRIu32 "\n", sfx, e->signal_interval);
+		bprintf(b, "export RTUNE_SQ_DEPTH_%s=%" PRIu32 "\n", sfx, e->sq_depth);
+	}
+}
+
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void prom_label(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			bprintf(b, "\\%c", *s);
+		else if (*s == '\n')
+			bprintf(b, "\\n");
+		else
+			bprintf(b, "%c", *s);
+	}
+}
+
+static void format_prometheus(struct buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v,
+			      size_t n)
+{
+	static const struct {
+		const char *name, *help;
+	} metrics[] = {
+		{ "rtune_inline_threshold_bytes", "Largest message size rtune recommends to post with IBV_SEND_INLINE." },
+		{ "rtune_max_inline_data_bytes", "max_inline_data rtune recommends at QP creation." },
+		{ "rtune_signal_interval", "rtune recommends one IBV_SEND_SIGNALED WR every this many." },
+		{ "rtune_sq_depth", "Send queue depth rtune recommends." },
+		{ "rtune_cq_depth", "Send CQ depth rtune recommends." },
+		{ "rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high." },
+		{ "rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)." },
+		{ "rtune_profile_age_seconds", "Age of the profile entry when this file was written." },
+	};
+	int64_t now = (int64_t)time(NULL);
+
+	for (size_t m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
+		bprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", metrics[m].name, metrics[m].help, metrics[m].name);
+		for (size_t i = 0; i < n; i++) {
+			const struct rt_profile_entry *e = &v[i];
+			int64_t val;
+
+			switch (m) {
+			case 0: val = e->inline_threshold; break;
+			case 1: val = e->max_inline_data; break;
+			case 2: val = e->signal_interval; break;
+			case 3: val = e->sq_depth; break;
+			case 4: val = e->cq_depth; break;
+			case 5: val = e->confidence; break;
+			case 6: val = e->measured_at; break;
+			default: val = now > e->measured_at ? now - e->measured_at : 0; break;
+			}
+			bprintf(b, "%s{node=\"", metrics[m].name);
+			prom_label(b, node->hostname);
+			bprintf(b, "\",device=\"");
+			prom_label(b, e->device);
+			bprintf(b, "\",port=\"%d\",opcode=\"%s\",qp_type=\"%s\"} %" PRId64 "\n", e->port,
+				rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type), val);
+		}
+	}
+}
+
+int rt_export_format_parse(const char *s, enum rt_export_format *out)
+{
+	if (!strcmp(s, "json"))
+		*out = RT_EXPORT_JSON;
+	else if (!strcmp(s, "env"))
+		*out = RT_EXPORT_ENV;
+	else if (!strcmp(s, "prometheus"))
+		*out = RT_EXPORT_PROMETHEUS;
+	else
+		return EINVAL;
+	return 0;
+}
+
+int rt_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, struct rt_error *err)
+{
+	char dir[4096], base[1024], tmp[4096 + 64], tmpl[4096];
+	const char *p = data;
+	int fd = -1, dfd, rc = 0;
+	unsigned char rnd[6];
+
+	if (strlen(path) >= sizeof(dir) - 1)
+		return rt_error_set(err, ENAMETOOLONG, "cannot write '%s': path too long", path);
+	snprintf(tmpl, sizeof(tmpl), "%s", path);
+	snprintf(dir, sizeof(dir), "%s", dirname(tmpl));
+	snprintf(tmpl, sizeof(tmpl), "%s", path);
+	snprintf(base, sizeof(base), "%s", basename(tmpl));
+	for (int tries = 0; tries < 16 && fd < 0; tries++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+			return rt_error_set(err, EIO, "cannot write '%s': getrandom failed", path);
+		snprintf(tmp, sizeof(tmp), "%s/.%s.%02x%02x%02x%02x%02x%02x.tmp", dir, base, rnd[0], rnd[1], rnd[2], rnd[3],
+			 rnd[4], rnd[5]);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
+		if (fd < 0 && errno != EEXIST)
+			return rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
+	}
+	if (fd < 0)
+		return rt_error_set(err, EEXIST, "cannot write '%s': no free temporary name", path);
+	if (fchmod(fd, (mode_t)mode) < 0) {
+		rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
+			goto fail;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		rc = rt_error_set(err, errno, "cannot write '%s': fsync: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	fd = -1;
+	/* rename replaces whatever is at path (a symlink included) and never follows it */
+	if (rename(tmp, path) < 0) {
+		rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
+		goto fail;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return rc;
+}
+
+static int emit(const char *path, const char *data, size_t len, struct rt_error *err)
+{
+	if (!path) {
+		if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
+			return rt_error_set(err, EIO, "cannot write to standard output");
+		return 0;
+	}
+	return rt_write_file_atomic(path, data, len, 0644, err);
+}
+
+int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_format fmt, const char *path,
+		    const char *profile_path, struct rt_error *err)
+{
+	struct rt_profile_entry *v = NULL;
+	struct rt_node_info node;
+	struct buf b = { 0 };
+	char sig[32] = "";
+	size_t n = 0;
+	int rc;
+
+	if ((rc = rt_store_get_profile(st, node_key, NULL, &v, &n, &node, sig, err)))
+		return rc;
+	if (fmt == RT_EXPORT_JSON) {
+		json_t *doc = document(&node, sig, v, n);
+		char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+		json_decref(doc);
+		if (!text) {
+			rc = rt_error_set(err, ENOMEM, "cannot build the profile document: out of memory");
+			goto out;
+		}
+		bprintf(&b, "%s\n", text);
+		free(text);
+	} else if (fmt == RT_EXPORT_ENV) {
+		format_env(&b, &node, v, n, profile_path);
+	} else {
+		format_prometheus(&b, &node, v, n);
+	}
+	if (b.oom) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = emit(path, b.p ? b.p : "", b.len, err);
+out:
+	free(b.p);
+	free(v);
+	return rc;
+}
+
+/* ---- import ------------------------------------------------------------------------------------------------------ */
+
+int rt_store_import_text(struct rt_store *st, const char *name, const char *text, size_t len, size_t *added,
+			 size_t *skipped, struct rt_error *err)
+{
+	struct rt_profile *p = NULL;
+	struct rt_node_info node;
+	size_t cnt = 0;
+	int64_t node_id;
+	int rc;
+
+	if (added)
+		*added = 0;
+	if (skipped)
+		*skipped = 0;
+	if ((rc = rt_profile_parse_named(text, len, name, &p, err)))
+		return rc;
+	memset(&node, 0, sizeof(node));
+	snprintf(node.hostname, sizeof(node.hostname), "%s", p->hostname);
+	snprintf(node.machine_id, sizeof(node.machine_id), "%s", p->machine_id);
+	snprintf(node.cpu_model, sizeof(node.cpu_model), "%s", p->cpu_model);
+	snprintf(node.kernel, sizeof(node.kernel), "%s", p->kernel);
+	node.cpu_count = p->cpu_count;
+	node.numa_nodes = p->numa_nodes;
+	if ((rc = rt_store_begin(st, err)))
+		goto out;
+	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)) ||
+	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+		rt_store_rollback(st);
+		goto out;
+	}
+	if (added)
+		*added = cnt;
+	if (skipped)
+		*skipped = p->n_entries - cnt;
+out:
+	rt_profile_free(p);
+	return rc;
+}
+
+int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, size_t *skipped, struct rt_error *err)
+{
+	struct stat sb;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return rt_error_set(err, errno, "cannot open profile '%s': %s", path, strerror(errno));
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		rc = rt_error_set(err, EINVAL, "cannot read profile '%s': not a regular file", path);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size > RT_PROFILE_MAX_BYTES) {
+		rc = rt_error_set(err, EFBIG, "profile '%s': larger than %u bytes", path, RT_PROFILE_MAX_BYTES);
+		goto out;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	rc = rt_store_import_text(st, path, buf, got, added, skipped, err);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
