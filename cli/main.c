@@ -16,6 +16,8 @@ struct rt_cmd {
 
 static const struct rt_cmd commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices, ports, capabilities and the probed max inline size" },
+	{ "calibrate", cmd_calibrate, "measure inline and signaling curves on a device (loopback or --peer)" },
+	{ "serve", cmd_serve, "answer 'rtune calibrate --peer' from another node" },
 };
 
 static void print_help(FILE *f)

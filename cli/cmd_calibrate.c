@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `rtune calibrate`: measures, on one RDMA device (loopback) or against a `rtune serve` peer, latency vs message size
+ * inline and not, message rate vs signaling interval and CQ moderation, within a time budget; stores the run (SQLite
+ * store) and optionally writes it as JSON (--out FILE, --json). SIGINT/SIGTERM end the run as "interrupted".
+ */
+#include "cli.h"
+#include "rt_engine.h"
+#include "rt_store.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: rtune calibrate [-d DEVICE] [-i PORT] [-x|--gid-index N] [--sizes LIST] [--ops send,write]\n"
+	"                       [--qp-type rc,ud] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
+	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
+	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
+	"\n"
+	"Measure how the device behaves for small sends: latency vs size with and without IBV_SEND_INLINE (ping-pong\n"
+	"half round trip and post->completion, sizes 1 B up to the probed max inline, refined where the inline\n"
+	"advantage ends, inline and non-inline blocks in seeded random order), message rate and CPU per message vs\n"
+	"signaling interval N = 1..sq_depth/2, and CQ moderation where the device supports it. Points are sampled\n"
+	"adaptively until the confidence interval of the median is tight, within the budget for the whole run.\n"
+	"By default two QPs of one device/port are connected to each other (loopback); with --peer the other side is\n"
+	"'rtune serve' on another node, reached through rdma_cm.\n"
+	"\n"
+	"  -d, --ib-dev DEVICE    device (default: the first one)\n"
+	"  -i, --ib-port PORT     port (default: the first ACTIVE one)\n"
+	"  -x, --gid-index N      GID index (default: a RoCE v2 IPv4-mapped GID when there is one)\n"
+	"  --sizes LIST           message sizes, e.g. 1,8,64,100,256 (default: powers of two up to the max inline,\n"
+	"                         at most --size-cap)\n"
+	"  --size-cap BYTES       largest default size (default 1024)\n"
+	"  --ops LIST             send, write or both (default send,write)\n"
+	"  --qp-type LIST         rc, ud or both (default rc,ud; ud only in loopback and where supported)\n"
+	"  --budget SECONDS       time for the whole run (default 20)\n"
+	"  --quick                a coarse pass: looser confidence, fewer samples and sizes in the sweep\n"
+	"  --seed N               seed of the random block order (default 1)\n"
+	"  --cpu N                measure from this CPU (default: one local to the device)\n"
+	"  --numa MODE            local (default), remote (a CPU on another NUMA node), or all (both, two runs)\n"
+	"  --sq-depth N           send queue depth for the signaling sweep (default 256, quick 128)\n"
+	"  --peer ADDR[:PORT]     calibrate against 'rtune serve' at ADDR (default port 18520)\n"
+	"  --db PATH              store (default: $RTUNE_DB, /var/lib/rtune/rtune.db as root, else\n"
+	"                         $XDG_STATE_HOME/rtune/rtune.db)\n"
+	"  --no-store             do not store the run\n"
+	"  --out FILE             also write the run as JSON to FILE\n"
+	"  --json                 print the run as JSON on stdout (instead of the summary)\n"
+	"  --no-samples           leave raw samples out of the JSON\n"
+	"  -h, --help             this text\n"
+	"\n"
+	"exit codes: 0 ok, 1 failure or interrupted (the stored run is marked interrupted/failed), 2 usage or unknown\n"
+	"device, 3 no RDMA device\n";
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+struct cal_ctx {
+	struct rt_store *st;
+	bool began;
+	bool tty;
+	uint64_t last_ms;
+	struct rt_error store_err;
+};
+
+static void on_progress(void *arg, const char *phase, double frac, double eta)
+{
+	struct cal_ctx *x = arg;
+	int w = 30, fill = (int)(frac * w + 0.5);
+
+	uint64_t now;
+	struct timespec ts;
+
+	if (!x->tty)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	/* at most 5 redraws a second, and always the last one */
+	if (now - x->last_ms < 200 && frac < 1 && strcmp(phase, "done") != 0)
+		return;
+	x->last_ms = now;
+	fprintf(stderr, "\r[%.*s%.*s] %3.0f%% %-14s ETA %3.0fs ", fill, "##############################", w - fill,
+		"..............................", frac * 100, phase, eta);
+	fflush(stderr);
+}
+
+static int on_begin(void *arg, struct rt_run *run, struct rt_error *err)
+{
+	struct cal_ctx *x = arg;
+	int rc;
+
+	if (!x->st)
+		return 0;
+	rc = rt_store_run_begin(x->st, run, err);
+	if (!rc)
+		x->began = true;
+	return rc;
+}
+
+static int parse_list_u32(const char *s, uint32_t *out, size_t max, size_t *n)
+{
+	char *dup = strdup(s), *tok, *save = NULL;
+	int rc = 0;
+
+	*n = 0;
+	if (!dup)
+		return ENOMEM;
+	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v = strtoul(tok, &end, 10);
+
+		if (*end || v == 0 || v > RT_ENGINE_MAX_MSG || *n >= max || tok[0] == '-') {
+			rc = EINVAL;
+			break;
+		}
+		out[(*n)++] = (uint32_t)v;
+	}
+	free(dup);
+	if (!rc && *n == 0)
+		rc = EINVAL;
+	return rc;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int exit_code_of(int rc)
+{
+	switch (rc) {
+	case ENODEV:
+		return RT_EXIT_NODEV;
+	case ENOENT:
+	case EINVAL:
+		return RT_EXIT_USAGE;
+	default:
+		return RT_EXIT_FAIL;
+	}
+}
+
+static void print_summary(const struct rt_run *run)
+{
+	printf("calibrated %s port %d (%s, gid index %d) from cpu %d (numa node %d%s), clock %s\n", run->dev.name,
+	       run->port_num, run->env.mode, run->gid_index, run->env.cpu, run->env.cpu_numa_node,
+	       run->env.numa_local ? ", local" : ", REMOTE", run->env.clock);
+	printf("max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n", run->dev.max_inline_rc,
+	       run->dev.max_inline_ud, run->max_inline_used, rt_run_status_name(run->status));
+	printf("\n%-6s %-3s %-9s %7s  %-28s %-28s\n", "op", "qp", "kind", "bytes", "inline median [95% CI] ns",
+	       "non-inline median [95% CI] ns");
+	for (size_t i = 0; i < run->n_lat; i++) {
+		const struct rt_lat_point *a = &run->lat[i], *b = NULL;
+		char sa[64], sb[64];
+
+		if (!a->inl)
+			continue;
+		for (size_t j = 0; j < run->n_lat; j++) {
+			const struct rt_lat_point *o = &run->lat[j];
+
+			if (!o->inl && o->op == a->op && o->qpt == a->qpt && o->kind == a->kind &&
+			    o->msg_bytes == a->msg_bytes)
+				b = o;
+		}
+		snprintf(sa, sizeof(sa), "%.0f [%.0f, %.0f] n=%u", a->median_ns, a->ci_lo_ns, a->ci_hi_ns,
+			 a->n_samples);
+		if (b)
+			snprintf(sb, sizeof(sb), "%.0f [%.0f, %.0f] n=%u", b->median_ns, b->ci_lo_ns, b->ci_hi_ns,
+				 b->n_samples);
+		else
+			snprintf(sb, sizeof(sb), "-");
+		printf("%-6s %-3s %-9s %7u  %-28s %-28s\n", rt_opcode_name(a->op), rt_qp_type_name(a->qpt),
+		       rt_lat_kind_name(a->kind), a->msg_bytes, sa, sb);
+	}
+	printf("\n%-6s %7s %-6s %5s %9s %12s %7s\n", "op", "bytes", "inline", "N", "Mops", "cpu ns/msg", "enomem");
+	for (size_t i = 0; i < run->n_rate; i++) {
+		const struct rt_rate_point *r = &run->rate[i];
+
+		printf("%-6s %7u %-6s %5u %9.4f %12.0f %7llu\n", rt_opcode_name(r->op), r->msg_bytes,
+		       r->inl ? "yes" : "no", r->signal_interval, r->mops, r->cpu_ns_per_msg,
+		       (unsigned long long)r->enomem);
+	}
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		const struct rt_cq_moderation *m = &run->cqmod[op];
+
+		if (!m->measured)
+			continue;
+		if (m->supported)
+			printf("cq moderation (%s): best count %u period %u us: %.4f Mops (off %.4f)\n",
+			       rt_opcode_name((enum rt_opcode)op), m->best_count, m->best_period_us, m->mops_best,
+			       m->mops_off);
+		else
+			printf("cq moderation (%s): unsupported: %s\n", rt_opcode_name((enum rt_opcode)op), m->reason);
+	}
+}
+
+static int write_out(const char *path, const char *text)
+{
+	FILE *f;
+
+	if (strcmp(path, "-") == 0)
+		return fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF ? EIO : 0;
+	f = fopen(path, "we");
+	if (!f)
+		return errno;
+	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
+		fclose(f);
+		return EIO;
+	}
+	return fclose(f) ? errno : 0;
+}
+
+/* One run with the given options: measure, store, report. Returns an RT_EXIT_* code; *json_out gets the JSON. */
+static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, bool want_json, bool samples,
+		   char **json_out, struct rt_run *run)
+{
+	struct rt_error err, serr;
+	int rc, code = RT_EXIT_OK;
+
+	rt_error_clear(&err);
+	x->began = false;
+	o->cb_ctx = x;
+	rc = rt_engine_calibrate(o, run, &err);
+	if (x->tty)
+		fprintf(stderr, "\r%60s\r", "");
+	if (x->st && x->began) {
+		if (rt_store_run_add_points(x->st, run->id, run->lat, run->n_lat, run->rate, run->n_rate, &serr) ||
+		    rt_store_run_set_results(x->st, run, &serr) ||
+		    rt_store_run_finish(x->st, run->id, run->status, &serr)) {
+			rt_cli_error("cannot store the run in '%s': %s", rt_store_path(x->st), serr.text);
+			code = RT_EXIT_FAIL;
+		}
+	}
+	if (rc) {
+		if (rc == EINTR)
+			rt_cli_error("calibrate%s interrupted: %zu latency and %zu rate points kept%s%s", label,
+				     run->n_lat, run->n_rate, x->began ? ", stored run marked interrupted" : "",
+				     x->began ? "" : " (nothing stored)");
+		else
+			rt_cli_error("calibrate%s: %s%s", label, err.text,
+				     x->began ? " (stored run marked failed)" : "");
+		code = exit_code_of(rc);
+	}
+	if (want_json) {
+		*json_out = rt_engine_run_json(run, samples);
+		if (!*json_out) {
+			rt_cli_error("cannot render the run as JSON");
+			code = RT_EXIT_FAIL;
+		}
+	}
+	return code;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	enum { O_SIZES = 256, O_CAP, O_OPS, O_QPT, O_BUDGET, O_QUICK, O_SEED, O_CPU, O_NUMA, O_SQ, O_PEER, O_DB,
+	       O_NOSTORE, O_OUT, O_JSON, O_NOSAMPLES };
+	static const struct option opts[] = {
+		{ "ib-dev", required_argument, NULL, 'd' },
+		{ "ib-port", required_argument, NULL, 'i' },
+		{ "gid-index", required_argument, NULL, 'x' },
+		{ "sizes", required_argument, NULL, O_SIZES },
+		{ "size-cap", required_argument, NULL, O_CAP },
+		{ "ops", required_argument, NULL, O_OPS },
+		{ "qp-type", required_argument, NULL, O_QPT },
+		{ "budget", required_argument, NULL, O_BUDGET },
+		{ "quick", no_argument, NULL, O_QUICK },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "cpu", required_argument, NULL, O_CPU },
+		{ "numa", required_argument, NULL, O_NUMA },
+		{ "sq-depth", required_argument, NULL, O_SQ },
+		{ "peer", required_argument, NULL, O_PEER },
+		{ "db", required_argument, NULL, O_DB },
+		{ "no-store", no_argument, NULL, O_NOSTORE },
+		{ "out", required_argument, NULL, O_OUT },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "no-samples", no_argument, NULL, O_NOSAMPLES },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct rt_cal_opts o;
+	struct cal_ctx x;
+	const char *db = NULL, *out = NULL;
+	bool json = false, store = true, samples = true;
+	int c, code = RT_EXIT_OK, n_runs = 1;
+	struct sigaction sa;
+	char *texts[2] = { NULL, NULL };
+	struct rt_run runs[2];
+	long v;
+
+	rt_cal_opts_init(&o);
+	memset(&x, 0, sizeof(x));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+d:i:x:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			o.dev_name = optarg;
+			break;
+		case 'i':
+			if (!parse_int(optarg, 1, 255, &v))
+				return rt_cli_usage_error("calibrate", "bad port '%s'", optarg);
+			o.port = (int)v;
+			break;
+		case 'x':
+			if (!parse_int(optarg, 0, 255, &v))
+				return rt_cli_usage_error("calibrate", "bad gid index '%s'", optarg);
+			o.gid_index = (int)v;
+			break;
+		case O_SIZES:
+			if (parse_list_u32(optarg, o.sizes, RT_ENGINE_MAX_SIZES, &o.n_sizes))
+				return rt_cli_usage_error("calibrate", "bad size list '%s' (sizes 1..%u, comma-separated, "
+							  "at most %d)", optarg, RT_ENGINE_MAX_MSG, RT_ENGINE_MAX_SIZES);
+			qsort(o.sizes, o.n_sizes, sizeof(uint32_t), cmp_u32);
+			{
+				size_t w = 0;
+
+				for (size_t i = 0; i < o.n_sizes; i++)
+					if (!w || o.sizes[w - 1] != o.sizes[i])
+						o.sizes[w++] = o.sizes[i];
+				o.n_sizes = w;
+			}
+			break;
+		case O_CAP:
+			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
+				return rt_cli_usage_error("calibrate", "bad size cap '%s'", optarg);
+			o.size_cap = (uint32_t)v;
+			break;
+		case O_OPS:
+		case O_QPT: {
+			char *dup = strdup(optarg), *tok, *save = NULL;
+			bool *set = c == O_OPS ? o.ops : o.qpts;
+			int n = c == O_OPS ? RT_OP__COUNT : RT_QPT__COUNT, bad = 0;
+
+			if (!dup)
+				return RT_EXIT_FAIL;
+			memset(set, 0, sizeof(bool) * (size_t)n);
+			for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+				enum rt_opcode op;
+				enum rt_qp_type qt;
+
+				if (c == O_OPS && rt_opcode_parse(tok, &op) == 0)
+					set[op] = true;
+				else if (c == O_QPT && rt_qp_type_parse(tok, &qt) == 0)
+					set[qt] = true;
+				else
+					bad = 1;
+			}
+			free(dup);
+			if (bad || !(set[0] || set[1]))
+				return rt_cli_usage_error("calibrate", "bad %s '%s' (%s)", c == O_OPS ? "op list" :
+							  "qp type list", optarg, c == O_OPS ? "send, write" : "rc, ud");
+			break;
+		}
+		case O_BUDGET: {
+			char *end;
+			double b = strtod(optarg, &end);
+
+			if (*end || !(b >= 1 && b <= 86400))
+				return rt_cli_usage_error("calibrate", "bad budget '%s' (1..86400 seconds)", optarg);
+			o.budget_s = b;
+			break;
+		}
+		case O_QUICK:
+			o.quick = true;
+			break;
+		case O_SEED: {
+			char *end;
+
+			errno = 0;
+			o.seed = strtoull(optarg, &end, 0);
+			if (errno || *end || optarg[0] == '-')
+				return rt_cli_usage_error("calibrate", "bad seed '%s'", optarg);
+			break;
+		}
+		case O_CPU:
+			if (!parse_int(optarg, 0, 65535, &v))
+				return rt_cli_usage_error("calibrate", "bad cpu '%s'", optarg);
+			o.cpu = (int)v;
+			break;
+		case O_NUMA:
+			if (strcmp(optarg, "local") == 0)
+				o.numa = RT_NUMA_LOCAL;
+			else if (strcmp(optarg, "remote") == 0)
+				o.numa = RT_NUMA_REMOTE;
+			else if (strcmp(optarg, "all") == 0)
+				o.numa = RT_NUMA_ALL;
+			else
+				return rt_cli_usage_error("calibrate", "bad numa mode '%s' (local, remote, all)", optarg);
+			break;
+		case O_SQ:
+			if (!parse_int(optarg, 2, 65536, &v))
+				return rt_cli_usage_error("calibrate", "bad send queue depth '%s'", optarg);
+			o.sq_depth = (uint32_t)v;
+			break;
+		case O_PEER:
+			o.peer = optarg;
+			break;
+		case O_DB:
+			db = optarg;
+			break;
+		case O_NOSTORE:
+			store = false;
+			break;
+		case O_OUT:
+			out = optarg;
+			break;
+		case O_JSON:
+			json = true;
+			break;
+		case O_NOSAMPLES:
+			samples = false;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			return RT_EXIT_OK;
+		default:
+			return rt_cli_usage_error("calibrate", "unknown option or missing value '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return rt_cli_usage_error("calibrate", "unexpected argument '%s'", argv[optind]);
+	if (o.cpu >= 0 && o.numa != RT_NUMA_LOCAL)
+		return rt_cli_usage_error("calibrate", "--cpu and --numa remote/all exclude each other");
+	if (o.peer && o.qpts[RT_QPT_UD] && !o.qpts[RT_QPT_RC])
+		return rt_cli_usage_error("calibrate", "ud is measured in loopback mode only");
+	if (store && db && !db[0])
+		return rt_cli_usage_error("calibrate", "empty --db path");
+
+	if (store) {
+		struct rt_error e;
+
+		if (rt_store_open(db, &x.st, &e)) {
+			rt_cli_error("%s", e.text);
+			return RT_EXIT_FAIL;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	o.stop = &g_stop;
+	o.progress = on_progress;
+	o.on_begin = on_begin;
+	x.tty = isatty(STDERR_FILENO);
+	memset(runs, 0, sizeof(runs));
+	if (o.numa == RT_NUMA_ALL) {
+		n_runs = 2;
+		o.budget_s /= 2;
+		o.numa = RT_NUMA_LOCAL;
+	}
+	for (int r = 0; r < n_runs; r++) {
+		int rc;
+
+		if (r == 1)
+			o.numa = RT_NUMA_REMOTE;
+		rc = one_run(&o, &x, n_runs == 1 ? "" : (r ? " (remote numa)" : " (local numa)"), json || out, samples,
+			     &texts[r], &runs[r]);
+		if (rc && !code)
+			code = rc;
+		if (rc || g_stop)
+			break;
+	}
+	/* output: one run as an object, --numa all as an array of the runs measured */
+	if (json || out) {
+		size_t len = 8;
+		char *all;
+
+		for (int r = 0; r < n_runs; r++)
+			len += texts[r] ? strlen(texts[r]) + 4 : 0;
+		all = malloc(len);
+		if (all) {
+			all[0] = '\0';
+			if (n_runs > 1)
+				strcat(all, "[");
+			for (int r = 0, first = 1; r < n_runs; r++) {
+				if (!texts[r])
+					continue;
+				if (!first)
+					strcat(all, ",\n");
+				strcat(all, texts[r]);
+				first = 0;
+			}
+			if (n_runs > 1)
+				strcat(all, "]");
+			if (out) {
+				int e = write_out(out, all);
+
+				if (e) {
+					rt_cli_error("cannot write '%s': %s", out, strerror(e));
+					code = code ? code : RT_EXIT_FAIL;
+				}
+			}
+			if (json && write_out("-", all))
+				code = code ? code : RT_EXIT_FAIL;
+			free(all);
+		}
+	}
+	for (int r = 0; r < n_runs; r++) {
+		if (!json && (runs[r].n_lat || runs[r].n_rate))
+			print_summary(&runs[r]);
+		if (!json && runs[r].id)
+			printf("stored as run %lld (%s) in %s\n", (long long)runs[r].id, runs[r].uuid,
+			       rt_store_path(x.st));
+		free(texts[r]);
+		rt_run_release(&runs[r]);
+	}
+	rt_store_close(x.st);
+	return code;
+}

@@ -1,0 +1,986 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `rtune calibrate`'s engine (see rt_engine.h): opens the device (or connects to a `rtune serve` peer through
+ * rdma_cm), pins to a CPU by NUMA locality, picks the clock, plans the latency grid and samples it adaptively with the
+ * scheduler, sweeps the signaling interval, tries CQ moderation, and fills the run -- keeping what was measured when
+ * interrupted or failing, and releasing every resource on every path.
+ */
+#include "rt_engine.h"
+#include "rt_link.h"
+#include "rt_sched.h"
+#include "devinfo.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RAW_KEEP_MAX 1024
+#define RAW_KEEP_QUICK 256
+
+void rt_cal_opts_init(struct rt_cal_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->gid_index = -1;
+	o->ops[RT_OP_SEND] = o->ops[RT_OP_WRITE] = true;
+	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = true;
+	o->budget_s = RT_ENGINE_DEFAULT_BUDGET_S;
+	o->seed = 1;
+	o->cpu = -1;
+	o->numa = RT_NUMA_LOCAL;
+}
+
+struct cal {
+	const struct rt_cal_opts *o;
+	struct rt_run *run;
+	struct ibv_device **list;
+	struct ibv_context *ctx;        /* loopback: ours to close */
+	struct rt_ep cep, rep;
+	struct rt_addr addr;
+	bool ud;
+	uint32_t ud_max;                /* largest UD size measured */
+	pthread_t thr;
+	bool thr_started;
+	volatile sig_atomic_t resp_stop, resp_dead;
+	int resp_cpu;
+	struct rt_error resp_err;       /* written by the responder thread */
+	struct rt_error meas_err;       /* the scheduler's measure callback */
+	struct rdma_event_channel *cm_ch;
+	struct rdma_cm_id *cm_id;
+	bool cm_connected;
+	struct rt_clock clk;
+	struct rt_client cli;
+	uint64_t t_start, deadline;
+	struct rt_sched sched;
+	bool sched_init;
+	uint32_t sizes[RT_ENGINE_MAX_SIZES];
+	size_t n_sizes;
+	struct rt_rng rng;
+	char notes[256];
+};
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static void note(struct cal *c, const char *s)
+{
+	size_t l = strlen(c->notes);
+
+	snprintf(c->notes + l, sizeof(c->notes) - l, "%s%s", l ? "; " : "", s);
+}
+
+static void progress(struct cal *c, const char *phase)
+{
+	uint64_t now = rt_clock_mono_ns();
+	double span = (double)(c->deadline - c->t_start), el = (double)(now - c->t_start);
+
+	if (c->o->progress)
+		c->o->progress(c->o->cb_ctx, phase, span > 0 ? fmin(1, el / span) : 1,
+			       now < c->deadline ? (double)(c->deadline - now) / 1e9 : 0);
+}
+
+/* ---- device, port, GID, CPU ------------------------------------------------------------------------------------ */
+
+static int open_device(struct cal *c, struct rt_error *err)
+{
+	int n = 0, rc;
+	struct ibv_device *dev = NULL;
+
+	c->list = ibv_get_device_list(&n);
+	if (!c->list || n == 0)
+		return rt_error_set(err, ENODEV, "no RDMA device found: check 'ibv_devices' and the driver, or create a "
+				    "software device with 'rdma link add rxe0 type rxe netdev <interface>'");
+	if (!c->o->dev_name) {
+		dev = c->list[0];
+	} else {
+		char names[200] = "";
+
+		for (int i = 0; i < n; i++) {
+			if (strcmp(ibv_get_device_name(c->list[i]), c->o->dev_name) == 0)
+				dev = c->list[i];
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+				 ibv_get_device_name(c->list[i]));
+		}
+		if (!dev)
+			return rt_error_set(err, ENOENT, "unknown device '%s' (devices: %s)", c->o->dev_name, names);
+	}
+	c->ctx = ibv_open_device(dev);
+	if (!c->ctx) {
+		rc = errno ? errno : ENODEV;
+		return rt_error_set(err, rc, "cannot open device '%s': %s", ibv_get_device_name(dev), strerror(rc));
+	}
+	return 0;
+}
+
+static bool gid_is_ipv4_mapped(const char *g)
+{
+	return strncmp(g, "0000:0000:0000:0000:0000:ffff:", 30) == 0;
+}
+
+/* Chooses the port (first ACTIVE unless given) and the GID index; fills c->addr. */
+static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, struct rt_error *err)
+{
+	const struct rt_device_info *d = &c->run->dev;
+	const struct rt_port_info *p = NULL;
+	struct ibv_port_attr pa;
+	int rc;
+
+	for (int i = 0; i < d->port_count; i++) {
+		if (want_port ? d->ports[i].port_num == want_port : strcmp(d->ports[i].state, "PORT_ACTIVE") == 0) {
+			p = &d->ports[i];
+			break;
+		}
+	}
+	if (!p && !want_port)
+		p = d->port_count ? &d->ports[0] : NULL;
+	if (!p)
+		return rt_error_set(err, EINVAL, "device '%s' has no port %d", d->name, want_port);
+	rc = ibv_query_port(ctx, (uint8_t)p->port_num, &pa);
+	if (rc)
+		return rt_error_set(err, rc, "cannot query port %d of '%s': %s", p->port_num, d->name, strerror(rc));
+	if (pa.state != IBV_PORT_ACTIVE)
+		return rt_error_set(err, ENETDOWN, "port %d of '%s' is %s, not ACTIVE", p->port_num, d->name,
+				    ibv_port_state_str(pa.state));
+	c->addr.port = p->port_num;
+	c->addr.lid = pa.lid;
+	c->addr.mtu = pa.active_mtu;
+	c->addr.gid_index = c->o->gid_index;
+	if (c->addr.gid_index < 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
+		int best = -1;
+
+		for (int i = 0; i < p->gid_count; i++) {
+			const struct rt_gid_info *g = &p->gids[i];
+
+			if (strcmp(g->type, "RoCE v2") == 0 && gid_is_ipv4_mapped(g->gid)) {
+				best = g->index;
+				break;
+			}
+			if (best < 0)
+				best = g->index;
+		}
+		if (best < 0)
+			return rt_error_set(err, EADDRNOTAVAIL, "port %d of '%s' has no GID (is its netdev up with an "
+					    "address?); use --gid-index", p->port_num, d->name);
+		c->addr.gid_index = best;
+	}
+	if (c->addr.gid_index >= 0) {
+		rc = ibv_query_gid(ctx, (uint8_t)p->port_num, c->addr.gid_index, &c->addr.gid);
+		if (rc)
+			return rt_error_set(err, rc ? rc : EINVAL, "cannot read gid index %d of port %d: %s",
+					    c->addr.gid_index, p->port_num, strerror(rc));
+	}
+	c->run->port_num = p->port_num;
+	c->run->gid_index = c->addr.gid_index;
+	return 0;
+}
+
+static int online_cpus(int *cpus, int max)
+{
+	char buf[RT_TEXT_LEN] = "";
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	int n = -1;
+
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+		n = rt_cpulist_parse(buf, cpus, max);
+	}
+	if (n <= 0) {
+		long m = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = (int)(m > 0 && m < max ? m : 1);
+		for (int i = 0; i < n; i++)
+			cpus[i] = i;
+	}
+	return n;
+}
+
+static bool cpu_allowed(int cpu)
+{
+	cpu_set_t s;
+
+	return sched_getaffinity(0, sizeof(s), &s) == 0 && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &s);
+}
+
+/* Picks and pins the measuring CPU (and one for the loopback responder), fills the run's environment. */
+static int pick_cpu(struct cal *c, struct rt_error *err)
+{
+	static int all[4096], local[4096];
+	int n_all = online_cpus(all, 4096), n_local = 0, cpu = -1, dev_node = c->run->dev.numa_node;
+	struct rt_run_env *env = &c->run->env;
+	cpu_set_t s;
+
+	if (c->run->dev.local_cpus[0])
+		n_local = rt_cpulist_parse(c->run->dev.local_cpus, local, 4096);
+	if (n_local <= 0) {
+		memcpy(local, all, (size_t)n_all * sizeof(int));
+		n_local = n_all;
+	}
+	if (c->o->cpu >= 0) {
+		if (!cpu_allowed(c->o->cpu))
+			return rt_error_set(err, EINVAL, "cpu %d is not online or not allowed for this process",
+					    c->o->cpu);
+		cpu = c->o->cpu;
+	} else if (c->o->numa == RT_NUMA_REMOTE) {
+		for (int i = 0; i < n_all && cpu < 0; i++)
+			if (dev_node >= 0 && rt_cpu_numa_node(all[i]) >= 0 && rt_cpu_numa_node(all[i]) != dev_node &&
+			    cpu_allowed(all[i]))
+				cpu = all[i];
+		if (cpu < 0)
+			return rt_error_set(err, EINVAL, "no CPU outside the device's NUMA node (%d) to measure from",
+					    dev_node);
+	} else {
+		/* the last allowed local CPU: CPU 0 takes most interrupts and housekeeping */
+		for (int i = n_local - 1; i >= 0 && cpu < 0; i--)
+			if (cpu_allowed(local[i]))
+				cpu = local[i];
+		if (cpu < 0)
+			cpu = sched_getcpu();
+	}
+	c->resp_cpu = cpu;
+	for (int i = n_local - 1; i >= 0; i--)
+		if (local[i] != cpu && cpu_allowed(local[i])) {
+			c->resp_cpu = local[i];
+			break;
+		}
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	if (sched_setaffinity(0, sizeof(s), &s))
+		return rt_error_set(err, errno, "cannot pin to cpu %d: %s", cpu, strerror(errno));
+	env->cpu = cpu;
+	env->cpu_numa_node = rt_cpu_numa_node(cpu);
+	env->device_numa_node = dev_node;
+	env->numa_local = dev_node < 0 || env->cpu_numa_node < 0 || env->cpu_numa_node == dev_node;
+	return 0;
+}
+
+static void read_clocksource(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* ---- connection ----------------------------------------------------------------------------------------------- */
+
+static void *resp_thread(void *arg)
+{
+	struct cal *c = arg;
+	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK };
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(c->resp_cpu, &s);
+	pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
+	while (!c->resp_stop) {
+		int rc = rt_resp_step(&r, &c->resp_err);
+
+		if (rc) {
+			c->resp_dead = 1;
+			break;
+		}
+		if (r.ended)
+			break;
+	}
+	return NULL;
+}
+
+static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_msg = max_msg;
+	cfg->max_inline = c->run->max_inline_used;
+	cfg->ud_max_inline = c->ud ? c->ud_max : 0;
+	cfg->sq_depth = c->run->sq_depth;
+	cfg->rq_depth = (uint32_t)(c->run->dev.max_qp_wr > 0 && c->run->dev.max_qp_wr < 1024 ? c->run->dev.max_qp_wr :
+											    1024);
+	cfg->ud = c->ud;
+	cfg->rc_qp = true;
+}
+
+static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *err)
+{
+	struct rt_ep_cfg cfg;
+	int rc;
+
+	ep_cfg(c, &cfg, max_msg);
+	rc = rt_ep_create(&c->cep, c->ctx, &cfg, err);
+	if (rc)
+		return rc;
+	rc = rt_ep_create(&c->rep, c->ctx, &cfg, err);
+	if (rc)
+		return rc;
+	rc = rt_ep_rc_connect(&c->cep, &c->addr, c->rep.qp->qp_num, err);
+	if (!rc)
+		rc = rt_ep_rc_connect(&c->rep, &c->addr, c->cep.qp->qp_num, err);
+	if (!rc && c->ud)
+		rc = rt_ep_ud_connect(&c->cep, &c->addr, c->rep.ud_qp->qp_num, err);
+	if (!rc && c->ud)
+		rc = rt_ep_ud_connect(&c->rep, &c->addr, c->cep.ud_qp->qp_num, err);
+	if (rc)
+		return rc;
+	c->cep.raddr = rt_ep_data_addr(&c->rep);
+	c->cep.rkey = c->rep.mr->rkey;
+	c->rep.raddr = rt_ep_data_addr(&c->cep);
+	c->rep.rkey = c->cep.mr->rkey;
+	rc = rt_ep_fill_recv(&c->cep, false, err);
+	if (!rc)
+		rc = rt_ep_fill_recv(&c->rep, false, err);
+	if (!rc && c->ud)
+		rc = rt_ep_fill_recv(&c->cep, true, err);
+	if (!rc && c->ud)
+		rc = rt_ep_fill_recv(&c->rep, true, err);
+	if (rc)
+		return rc;
+	rc = pthread_create(&c->thr, NULL, resp_thread, c);
+	if (rc)
+		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+	c->thr_started = true;
+	c->cli.peer_dead = &c->resp_dead;
+	return 0;
+}
+
+static int cm_expect(struct cal *c, enum rdma_cm_event_type want, int timeout_ms, struct rt_hello_server *hs,
+		     struct rt_error *err)
+{
+	struct rdma_cm_event *ev;
+	int rc = rt_cm_next(c->cm_ch, timeout_ms, c->o->stop, &ev, err);
+
+	if (rc) {
+		if (rc == ETIMEDOUT)
+			rt_error_set(err, ETIMEDOUT, "peer '%s' did not answer within %d ms (%s)", c->o->peer,
+				     timeout_ms, rdma_event_str(want));
+		return rc;
+	}
+	if (ev->event == want) {
+		if (hs) {
+			memset(hs, 0, sizeof(*hs));
+			if (ev->param.conn.private_data)
+				memcpy(hs, ev->param.conn.private_data,
+				       ev->param.conn.private_data_len < sizeof(*hs) ? ev->param.conn.private_data_len :
+										       sizeof(*hs));
+		}
+		rdma_ack_cm_event(ev);
+		return 0;
+	}
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		struct rt_hello_server r;
+
+		memset(&r, 0, sizeof(r));
+		if (ev->param.conn.private_data && ev->param.conn.private_data_len >= sizeof(r))
+			memcpy(&r, ev->param.conn.private_data, sizeof(r));
+		rdma_ack_cm_event(ev);
+		r.reason[sizeof(r.reason) - 1] = '\0';
+		if (ntohl(r.magic) == RT_HELLO_MAGIC)
+			return rt_error_set(err, ECONNREFUSED, "peer '%s' refused: %s", c->o->peer, r.reason);
+		return rt_error_set(err, ECONNREFUSED, "peer '%s' refused the connection (is 'rtune serve' running "
+				    "there?)", c->o->peer);
+	}
+	rc = ev->event == RDMA_CM_EVENT_UNREACHABLE || ev->event == RDMA_CM_EVENT_ADDR_ERROR ||
+			     ev->event == RDMA_CM_EVENT_ROUTE_ERROR ? EHOSTUNREACH : ECONNREFUSED;
+	rt_error_set(err, rc, "peer '%s': %s (status %d)", c->o->peer, rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	return rc;
+}
+
+static int connect_peer(struct cal *c, struct rt_error *err)
+{
+	struct addrinfo *ai = NULL;
+	int rc;
+
+	rc = rt_resolve(c->o->peer, RT_ENGINE_DEFAULT_PORT, false, &ai, err);
+	if (rc)
+		return rc;
+	c->cm_ch = rdma_create_event_channel();
+	if (!c->cm_ch) {
+		freeaddrinfo(ai);
+		return rt_error_set(err, errno ? errno : ENODEV, "cannot open the rdma_cm event channel: %s "
+				    "(is rdma_ucm loaded?)", strerror(errno));
+	}
+	if (rdma_create_id(c->cm_ch, &c->cm_id, NULL, RDMA_PS_TCP)) {
+		freeaddrinfo(ai);
+		return rt_error_set(err, errno, "cannot create an rdma_cm id: %s", strerror(errno));
+	}
+	rc = rdma_resolve_addr(c->cm_id, NULL, ai->ai_addr, 3000) ? errno : 0;
+	freeaddrinfo(ai);
+	if (rc)
+		return rt_error_set(err, EHOSTUNREACH, "cannot resolve the RDMA address of '%s': %s", c->o->peer,
+				    strerror(rc));
+	rc = cm_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, NULL, err);
+	if (rc)
+		return rc;
+	if (rdma_resolve_route(c->cm_id, 3000))
+		return rt_error_set(err, EHOSTUNREACH, "cannot resolve a route to '%s': %s", c->o->peer,
+				    strerror(errno));
+	rc = cm_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, NULL, err);
+	if (rc)
+		return rc;
+	return 0;
+}
+
+/* Second half of the peer connection, once the device is known and the limits are chosen. */
+static int connect_peer_qp(struct cal *c, uint32_t max_msg, struct rt_error *err)
+{
+	struct rdma_conn_param cp;
+	struct rt_hello_client hc;
+	struct rt_hello_server hs;
+	struct ibv_qp_init_attr qa;
+	struct rt_ep_cfg cfg;
+	int rc;
+
+	ep_cfg(c, &cfg, max_msg);
+	cfg.rc_qp = false;
+	cfg.ud = false;
+	rc = rt_ep_create(&c->cep, c->cm_id->verbs, &cfg, err);
+	if (rc)
+		return rc;
+	rt_ep_qp_init_attr(&c->cep, &qa);
+	if (rdma_create_qp(c->cm_id, c->cep.pd, &qa))
+		return rt_error_set(err, errno, "cannot create an rc qp (send queue %u, max inline %u): %s",
+				    cfg.sq_depth, cfg.max_inline, strerror(errno));
+	c->cep.qp = c->cm_id->qp;
+	c->cep.cm_id = c->cm_id;
+	rc = rt_ep_fill_recv(&c->cep, false, err);
+	if (rc)
+		return rc;
+	memset(&hc, 0, sizeof(hc));
+	hc.magic = htonl(RT_HELLO_MAGIC);
+	hc.version = htons(RT_PROTO_VERSION);
+	hc.max_msg = htonl(max_msg);
+	hc.max_inline = htonl(cfg.max_inline);
+	hc.rq_depth = htonl(cfg.rq_depth);
+	hc.rkey = htonl(c->cep.mr->rkey);
+	hc.addr = htobe64(rt_ep_data_addr(&c->cep));
+	memset(&cp, 0, sizeof(cp));
+	cp.private_data = &hc;
+	cp.private_data_len = sizeof(hc);
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(c->cm_id, &cp))
+		return rt_error_set(err, errno, "cannot connect to '%s': %s", c->o->peer, strerror(errno));
+	rc = cm_expect(c, RDMA_CM_EVENT_ESTABLISHED, 8000, &hs, err);
+	if (rc)
+		return rc;
+	c->cm_connected = true;
+	if (ntohl(hs.magic) != RT_HELLO_MAGIC || ntohs(hs.version) != RT_PROTO_VERSION)
+		return rt_error_set(err, EPROTO, "peer '%s' is not a compatible 'rtune serve'", c->o->peer);
+	c->cep.raddr = be64toh(hs.addr);
+	c->cep.rkey = ntohl(hs.rkey);
+	c->cli.cm_ch = c->cm_ch;
+	return 0;
+}
+
+static void teardown(struct cal *c)
+{
+	if (c->thr_started) {
+		c->resp_stop = 1;
+		pthread_join(c->thr, NULL);
+		c->thr_started = false;
+	}
+	if (c->cm_connected) {
+		struct rdma_cm_event *ev;
+
+		rdma_disconnect(c->cm_id);
+		/* drain our own DISCONNECTED (bounded) so the id can be destroyed */
+		while (rt_cm_next(c->cm_ch, 500, NULL, &ev, NULL) == 0)
+			rdma_ack_cm_event(ev);
+	}
+	rt_ep_destroy(&c->cep);
+	rt_ep_destroy(&c->rep);
+	if (c->cm_id)
+		rdma_destroy_id(c->cm_id);
+	if (c->cm_ch)
+		rdma_destroy_event_channel(c->cm_ch);
+	if (c->ctx)
+		ibv_close_device(c->ctx);
+	if (c->list)
+		ibv_free_device_list(c->list);
+	if (c->sched_init)
+		rt_sched_free(&c->sched);
+}
+
+/* ---- measurement phases --------------------------------------------------------------------------------------- */
+
+static int sched_measure(void *ctx, const struct rt_sched_cell *cell, size_t n, double *out, double *cpu_ns)
+{
+	struct cal *c = ctx;
+	return rt_client_lat(&c->cli, cell->op, cell->qpt, cell->kind, cell->msg_bytes, cell->inl, n, out, cpu_ns,
+			     &c->meas_err);
+}
+
+static uint64_t sched_clock(void *ctx)
+{
+	(void)ctx;
+	return rt_clock_mono_ns();
+}
+
+static void sched_progress(void *ctx, double frac, double eta)
+{
+	(void)frac;
+	(void)eta;
+	progress(ctx, "latency");
+}
+
+static int plan_latency(struct cal *c)
+{
+	const struct rt_cal_opts *o = c->o;
+	int rc;
+
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		if (!o->ops[op])
+			continue;
+		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++) {
+			if (qpt == RT_QPT_UD && (!c->ud || op != RT_OP_SEND))
+				continue;
+			if (qpt == RT_QPT_RC && !o->qpts[RT_QPT_RC])
+				continue;
+			for (int kind = 0; kind < RT_LAT__COUNT; kind++)
+				for (size_t i = 0; i < c->n_sizes; i++) {
+					if (qpt == RT_QPT_UD && c->sizes[i] > c->ud_max)
+						continue;
+					rc = rt_sched_add_pair(&c->sched, (enum rt_opcode)op, (enum rt_qp_type)qpt,
+							       (enum rt_lat_kind)kind, c->sizes[i], false);
+					if (rc)
+						return rc;
+				}
+		}
+	}
+	return 0;
+}
+
+/* Copies the scheduler's points into the run (raw samples thinned to at most keep, in time order). */
+static int export_latency(struct cal *c, uint32_t keep)
+{
+	struct rt_run *run = c->run;
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->sched.n_pts; i++)
+		n += c->sched.pts[i].n > 0;
+	run->lat = calloc(n ? n : 1, sizeof(*run->lat));
+	if (!run->lat)
+		return ENOMEM;
+	for (size_t i = 0; i < c->sched.n_pts; i++) {
+		const struct rt_sched_point *p = &c->sched.pts[i];
+		struct rt_lat_point *l;
+		size_t step;
+
+		if (!p->n)
+			continue;
+		l = &run->lat[run->n_lat++];
+		l->op = p->cell.op;
+		l->qpt = p->cell.qpt;
+		l->kind = p->cell.kind;
+		l->msg_bytes = p->cell.msg_bytes;
+		l->inl = p->cell.inl;
+		l->n_samples = (uint32_t)p->n;
+		l->median_ns = p->sum.median;
+		l->p99_ns = p->sum.p99;
+		l->p999_ns = p->sum.p999;
+		l->mean_ns = p->sum.mean;
+		l->min_ns = p->sum.min;
+		l->ci_lo_ns = p->sum.ci_lo;
+		l->ci_hi_ns = p->sum.ci_hi;
+		l->cpu_ns_per_op = p->cpu_ns / (double)p->n;
+		step = (p->n + keep - 1) / keep;
+		l->samples_ns = malloc(((p->n + step - 1) / step) * sizeof(float));
+		if (!l->samples_ns)
+			return ENOMEM;
+		for (size_t k = 0; k < p->n; k += step)
+			l->samples_ns[l->n_kept++] = (float)p->samples[k];
+	}
+	return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
+{
+	static const uint32_t want_sizes[] = { 8, 64, 256 };
+	const struct rt_cal_opts *o = c->o;
+	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns = 0, reps = o->quick ? 3 : 5;
+	struct rt_run *run = c->run;
+	size_t n_cells, *order = NULL;
+	double (*mops)[8] = NULL, *cpu = NULL, rep_ns;
+	int rc = 0;
+
+	for (size_t i = 0; i < 3; i++)
+		if (want_sizes[i] <= run->max_inline_used && !(o->quick && i == 1))
+			sizes[n_sizes++] = want_sizes[i];
+	if (!n_sizes)
+		sizes[n_sizes++] = run->max_inline_used ? run->max_inline_used : 8;
+	for (uint32_t n = 1; n <= run->sq_depth / 2 && n_ns < 32; n *= 2)
+		ns[n_ns++] = n;
+	n_cells = 0;
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		n_cells += o->ops[op] ? (size_t)n_sizes * 2 * n_ns : 0;
+	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
+	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
+	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
+	cpu = calloc(n_cells ? n_cells : 1, sizeof(*cpu));
+	if (!run->rate || !order || !mops || !cpu) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		for (uint32_t s = 0; o->ops[op] && s < n_sizes; s++)
+			for (int inl = 1; inl >= 0; inl--)
+				for (uint32_t k = 0; k < n_ns; k++) {
+					struct rt_rate_point *r = &run->rate[run->n_rate++];
+
+					r->op = (enum rt_opcode)op;
+					r->qpt = RT_QPT_RC;
+					r->msg_bytes = sizes[s];
+					r->inl = inl;
+					r->signal_interval = ns[k];
+					r->sq_depth = run->sq_depth;
+				}
+	rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, 8, err);
+	if (rc)
+		goto out;
+	rep_ns = ((double)deadline - (double)rt_clock_mono_ns()) / ((double)n_cells * reps) * 0.85;
+	/* long enough to average over many completions, short enough to finish early when the budget is generous */
+	if (rep_ns > (o->quick ? 30e6 : 100e6))
+		rep_ns = o->quick ? 30e6 : 100e6;
+	if (rep_ns < 1e6)
+		rep_ns = 1e6;
+	for (uint32_t rep = 0; rep < reps; rep++) {
+		for (size_t i = 0; i < n_cells; i++)
+			order[i] = i;
+		for (size_t i = n_cells; i > 1; i--) {
+			size_t j = (size_t)rt_rng_below(&c->rng, i), t = order[i - 1];
+
+			order[i - 1] = order[j];
+			order[j] = t;
+		}
+		/* the first repetition always completes, so every point of the sweep has a rate */
+		if (rep > 0 && rt_clock_mono_ns() >= deadline)
+			break;
+		for (size_t i = 0; i < n_cells; i++) {
+			struct rt_rate_point *r = &run->rate[order[i]];
+			struct rt_rate_rep rr;
+
+			rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns, &rr, err);
+			if (rc)
+				goto out;
+			mops[order[i]][r->reps] = (double)rr.msgs / (rr.wall_ns / 1e3);
+			cpu[order[i]] += rr.cpu_ns;
+			r->reps++;
+			r->msgs += rr.msgs;
+			r->enomem += rr.enomem;
+			progress(c, "signaling");
+		}
+	}
+out:
+	for (size_t i = 0; i < run->n_rate; i++) {
+		struct rt_rate_point *r = &run->rate[i];
+		double v[8];
+
+		if (!r->reps)
+			continue;
+		memcpy(v, mops[i], r->reps * sizeof(double));
+		qsort(v, r->reps, sizeof(double), cmp_dbl);
+		r->mops = r->reps % 2 ? v[r->reps / 2] : (v[r->reps / 2 - 1] + v[r->reps / 2]) / 2;
+		r->mops_lo = v[0];
+		r->mops_hi = v[r->reps - 1];
+		r->cpu_ns_per_msg = r->msgs ? cpu[i] / (double)r->msgs : 0;
+	}
+	/* drop points never measured (interrupted before the first repetition reached them) */
+	{
+		size_t w = 0;
+
+		for (size_t i = 0; i < run->n_rate; i++)
+			if (run->rate[i].reps)
+				run->rate[w++] = run->rate[i];
+		run->n_rate = w;
+	}
+	free(order);
+	free(mops);
+	free(cpu);
+	return rc;
+}
+
+static void set_params(struct cal *c)
+{
+	const struct rt_cal_opts *o = c->o;
+	json_t *p = json_object(), *a = json_array();
+	char ops[32] = "", qpts[16] = "", *s;
+
+	for (int i = 0; i < RT_OP__COUNT; i++)
+		if (o->ops[i])
+			snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s%s", ops[0] ? "," : "",
+				 rt_opcode_name((enum rt_opcode)i));
+	snprintf(qpts, sizeof(qpts), "rc%s", c->ud ? ",ud" : "");
+	for (size_t i = 0; i < c->n_sizes; i++)
+		json_array_append_new(a, json_integer(c->sizes[i]));
+	json_object_set_new(p, "ops", json_string(ops));
+	json_object_set_new(p, "qp_types", json_string(qpts));
+	json_object_set_new(p, "sizes", a);
+	json_object_set_new(p, "budget_s", json_real(o->budget_s));
+	json_object_set_new(p, "quick", json_boolean(o->quick));
+	json_object_set_new(p, "seed", json_integer((json_int_t)o->seed));
+	json_object_set_new(p, "numa", json_string(o->numa == RT_NUMA_REMOTE ? "remote" : "local"));
+	if (c->notes[0])
+		json_object_set_new(p, "notes", json_string(c->notes));
+	s = json_dumps(p, JSON_COMPACT);
+	if (s && strlen(s) >= sizeof(c->run->params)) {
+		free(s);
+		json_object_del(p, "sizes");
+		s = json_dumps(p, JSON_COMPACT);
+	}
+	snprintf(c->run->params, sizeof(c->run->params), "%s", s ? s : "{}");
+	free(s);
+	json_decref(p);
+}
+
+static int choose_sizes(struct cal *c, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+	struct rt_run *run = c->run;
+	int rc_max = run->dev.max_inline_rc;
+	uint32_t cap = o->size_cap ? o->size_cap : RT_ENGINE_DEFAULT_SIZE_CAP, largest;
+
+	if (rc_max < 1)
+		return rt_error_set(err, EOPNOTSUPP, "device '%s' accepts no inline data on rc qps: there is no inline "
+				    "threshold to calibrate", run->dev.name);
+	if (o->n_sizes) {
+		for (size_t i = 0; i < o->n_sizes; i++)
+			if (o->sizes[i] > (uint32_t)rc_max)
+				return rt_error_set(err, EINVAL, "size %u exceeds the device's max inline data (%d bytes)",
+						    o->sizes[i], rc_max);
+		memcpy(c->sizes, o->sizes, o->n_sizes * sizeof(uint32_t));
+		c->n_sizes = o->n_sizes;
+	} else {
+		c->n_sizes = rt_sched_pow2_sizes((uint32_t)rc_max < cap ? (uint32_t)rc_max : cap, c->sizes,
+						 RT_ENGINE_MAX_SIZES);
+	}
+	largest = c->sizes[c->n_sizes - 1];
+	/* just enough inline for the largest size measured (a larger max_inline_data makes every WQE bigger), but at
+	 * least what the refinement and the rate sweep may use */
+	run->max_inline_used = largest;
+	c->ud = false;
+	if (o->qpts[RT_QPT_UD]) {
+		if (o->peer)
+			note(c, "ud is measured in loopback mode only");
+		else if (run->dev.max_inline_ud < 1)
+			note(c, "ud skipped: the device accepts no ud qp with inline data");
+		else {
+			uint32_t mtu = 128u << c->addr.mtu; /* IBV_MTU_256 = 1 */
+
+			c->ud_max = (uint32_t)run->dev.max_inline_ud;
+			if (c->ud_max > mtu)
+				c->ud_max = mtu;
+			if (c->ud_max > largest)
+				c->ud_max = largest;
+			c->ud = true;
+		}
+	}
+	return 0;
+}
+
+int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct rt_error *err)
+{
+	struct cal *c = calloc(1, sizeof(*c));
+	struct rt_error local_err;
+	struct rt_stop_rule rule;
+	uint64_t lat_deadline, rate_deadline;
+	double budget_ns;
+	int rc;
+
+	if (!err)
+		err = &local_err;
+	rt_error_clear(err);
+	if (!c)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	c->o = o;
+	c->run = run;
+	rt_rng_seed(&c->rng, o->seed ^ 0x5bd1e995u);
+	run->status = RT_RUN_RUNNING;
+	run->started_ns = realtime_ns();
+	c->t_start = rt_clock_mono_ns();
+	budget_ns = (o->budget_s > 0 ? o->budget_s : RT_ENGINE_DEFAULT_BUDGET_S) * 1e9;
+	c->deadline = c->t_start + (uint64_t)budget_ns;
+	rt_devinfo_node(&run->node);
+	snprintf(run->env.mode, sizeof(run->env.mode), "%s", o->peer ? "two-node" : "loopback");
+	if (o->peer)
+		snprintf(run->env.peer, sizeof(run->env.peer), "%s", o->peer);
+
+	if (o->peer) {
+		rc = connect_peer(c, err);
+		if (rc)
+			goto fail;
+		rc = rt_devinfo_query(c->cm_id->verbs, true, &run->dev, err);
+		if (rc)
+			goto fail;
+		rc = pick_port(c, c->cm_id->verbs, c->cm_id->port_num, err);
+	} else {
+		rc = open_device(c, err);
+		if (rc)
+			goto fail;
+		rc = rt_devinfo_query(c->ctx, true, &run->dev, err);
+		if (rc)
+			goto fail;
+		rc = pick_port(c, c->ctx, o->port, err);
+	}
+	if (rc)
+		goto fail;
+	rc = choose_sizes(c, err);
+	if (rc)
+		goto fail;
+	run->sq_depth = o->sq_depth ? o->sq_depth : (o->quick ? 128 : 256);
+	if (run->dev.max_qp_wr > 0 && run->sq_depth > (uint32_t)run->dev.max_qp_wr)
+		run->sq_depth = (uint32_t)run->dev.max_qp_wr;
+	rc = pick_cpu(c, err);
+	if (rc)
+		goto fail;
+	rt_clock_init(&c->clk, NULL, 20);
+	snprintf(run->env.clock, sizeof(run->env.clock), "%s", c->clk.name);
+	run->env.tsc_ghz = c->clk.tsc_ghz;
+	read_clocksource(run->env.clocksource, sizeof(run->env.clocksource));
+	c->cli.ep = &c->cep;
+	c->cli.clk = &c->clk;
+	c->cli.stop = o->stop;
+	c->cli.timeout_ns = 5e9;
+	{
+		uint32_t max_msg = c->sizes[c->n_sizes - 1] < 256 ? 256 : c->sizes[c->n_sizes - 1];
+
+		rc = o->peer ? connect_peer_qp(c, max_msg, err) : connect_loopback(c, max_msg, err);
+	}
+	if (rc)
+		goto fail;
+	set_params(c);
+	if (o->on_begin) {
+		rc = o->on_begin(o->cb_ctx, run, err);
+		if (rc)
+			goto fail;
+	}
+
+	/* warm-up and a time estimate per sample */
+	{
+		double warm[64], cpu = 0;
+		uint64_t t0 = rt_clock_mono_ns(), el;
+		double per_sample, lat_budget;
+		size_t n_pts;
+
+		rc = rt_client_lat(&c->cli, RT_OP_SEND, RT_QPT_RC, RT_LAT_PINGPONG, c->sizes[0], false, 64, warm, &cpu,
+				   err);
+		if (rc)
+			goto fail;
+		el = rt_clock_mono_ns() - t0;
+		per_sample = (double)el / 64 * 1.2;
+		if (o->quick)
+			rule = (struct rt_stop_rule){ .min_samples = 50, .max_samples = 1000, .rel_tight = 0.05,
+						      .rel_loose = 0.20, .abs_floor_ns = 20, .level = 0.95 };
+		else
+			rule = (struct rt_stop_rule){ .min_samples = 200, .max_samples = 5000, .rel_tight = 0.02,
+						      .rel_loose = 0.10, .abs_floor_ns = 20, .level = 0.95 };
+		rt_sched_init(&c->sched, &rule, o->seed);
+		c->sched_init = true;
+		c->sched.max_refine_bytes = run->max_inline_used;
+		rc = plan_latency(c);
+		if (rc) {
+			rt_error_set(err, rc, "out of memory");
+			goto fail;
+		}
+		/* budget: latency 65 %, signaling sweep 28 %, CQ moderation and teardown the rest */
+		{
+			uint64_t now = rt_clock_mono_ns();
+			double left = now < c->deadline ? (double)(c->deadline - now) : 0;
+
+			lat_deadline = now + (uint64_t)(left * 0.65);
+			rate_deadline = now + (uint64_t)(left * 0.93);
+			lat_budget = left * 0.65;
+		}
+		n_pts = c->sched.n_pts ? c->sched.n_pts : 1;
+		/* round 0 (every point gets first_batch) should take at most 40 % of the latency budget; a batch also
+		 * costs a phase change, about 4 samples */
+		{
+			double fb = lat_budget * 0.4 / ((double)n_pts * per_sample) - 4;
+
+			c->sched.first_batch = fb < 8 ? 8 : fb > (double)rule.min_samples ? rule.min_samples : (size_t)fb;
+			c->sched.batch = o->quick ? 64 : 128;
+		}
+	}
+	progress(c, "latency");
+	rc = rt_sched_run(&c->sched, lat_deadline, sched_measure, sched_clock, sched_progress, c);
+	if (rc) {
+		*err = c->meas_err;
+		goto fail;
+	}
+	rc = export_latency(c, o->quick ? RAW_KEEP_QUICK : RAW_KEEP_MAX);
+	if (rc) {
+		rt_error_set(err, rc, "out of memory");
+		goto fail;
+	}
+	rc = run_rate(c, rate_deadline, err);
+	if (rc)
+		goto fail;
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		if (!o->ops[op])
+			continue;
+		progress(c, "cq moderation");
+		rc = rt_client_cqmod(&c->cli, (enum rt_opcode)op, o->quick ? 50e6 : 150e6, &run->cqmod[op], err);
+		if (rc)
+			goto fail;
+	}
+	rc = rt_client_end(&c->cli, err);
+	if (rc)
+		goto fail;
+	if (c->thr_started) {
+		pthread_join(c->thr, NULL);
+		c->thr_started = false;
+		if (c->resp_dead) {
+			*err = c->resp_err;
+			rc = err->code ? err->code : EIO;
+			goto fail;
+		}
+	}
+	progress(c, "done");
+	run->status = RT_RUN_COMPLETE;
+	run->ended_ns = realtime_ns();
+	teardown(c);
+	free(c);
+	return 0;
+fail:
+	if (c->thr_started) {
+		c->resp_stop = 1;
+		pthread_join(c->thr, NULL);
+		c->thr_started = false;
+	}
+	if (c->resp_dead && c->resp_err.code && rc != EINTR) {
+		*err = c->resp_err;
+		rc = err->code;
+	}
+	if (!err->code)
+		rt_error_set(err, rc, "%s", strerror(rc));
+	if (c->sched_init && !run->lat)
+		export_latency(c, o->quick ? RAW_KEEP_QUICK : RAW_KEEP_MAX);
+	run->status = rc == EINTR ? RT_RUN_INTERRUPTED : RT_RUN_FAILED;
+	run->ended_ns = realtime_ns();
+	teardown(c);
+	free(c);
+	return rc;
+}

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One side of a calibration link (see rt_link.h): creating and connecting its QPs, posting, polling, the responder
+ * state machine shared by the loopback thread and `rtune serve`, and the bounded rdma_cm helpers.
+ */
+#include "rt_link.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->send_cq = ep->scq;
+	a->recv_cq = ep->rcq;
+	a->qp_type = IBV_QPT_RC;
+	a->sq_sig_all = 0;
+	a->cap.max_send_wr = ep->cfg.sq_depth;
+	a->cap.max_recv_wr = ep->cfg.rq_depth;
+	a->cap.max_send_sge = 1;
+	a->cap.max_recv_sge = 1;
+	a->cap.max_inline_data = ep->cfg.max_inline;
+}
+
+int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err)
+{
+	struct ibv_qp_init_attr a;
+	long pg = sysconf(_SC_PAGESIZE);
+	int rc;
+
+	memset(ep, 0, sizeof(*ep));
+	ep->ctx = ctx;
+	ep->cfg = *cfg;
+	ep->pd = ibv_alloc_pd(ctx);
+	if (!ep->pd) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot allocate a protection domain: %s", strerror(rc));
+		goto fail;
+	}
+	ep->chan = ibv_create_comp_channel(ctx);
+	if (!ep->chan) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot create a completion channel: %s", strerror(rc));
+		goto fail;
+	}
+	ep->scq = ibv_create_cq(ctx, (int)cfg->sq_depth + 16, NULL, ep->chan, 0);
+	ep->rcq = ibv_create_cq(ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
+	if (!ep->scq || !ep->rcq) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot create a cq of %u entries: %s", cfg->rq_depth + 16, strerror(rc));
+		goto fail;
+	}
+	ep->buf_len = ((size_t)cfg->max_msg * 2 + RT_DATA_OFF + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+	if (posix_memalign((void **)&ep->buf, (size_t)pg, ep->buf_len)) {
+		ep->buf = NULL;
+		rc = ENOMEM;
+		rt_error_set(err, rc, "cannot allocate a %zu-byte buffer", ep->buf_len);
+		goto fail;
+	}
+	memset(ep->buf, 0, ep->buf_len);
+	ep->mr = ibv_reg_mr(ep->pd, ep->buf, ep->buf_len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!ep->mr) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot register a %zu-byte memory region: %s", ep->buf_len, strerror(rc));
+		goto fail;
+	}
+	if (cfg->rc_qp) {
+		rt_ep_qp_init_attr(ep, &a);
+		ep->qp = ibv_create_qp(ep->pd, &a);
+		if (!ep->qp) {
+			rc = errno ? errno : ENOMEM;
+			rt_error_set(err, rc, "cannot create an rc qp (send queue %u, max inline %u): %s", cfg->sq_depth,
+				     cfg->max_inline, strerror(rc));
+			goto fail;
+		}
+	}
+	if (cfg->ud) {
+		ep->ud_scq = ibv_create_cq(ctx, (int)cfg->sq_depth + 16, NULL, NULL, 0);
+		ep->ud_rcq = ibv_create_cq(ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
+		if (!ep->ud_scq || !ep->ud_rcq) {
+			rc = errno ? errno : ENOMEM;
+			rt_error_set(err, rc, "cannot create a ud cq: %s", strerror(rc));
+			goto fail;
+		}
+		memset(&a, 0, sizeof(a));
+		a.send_cq = ep->ud_scq;
+		a.recv_cq = ep->ud_rcq;
+		a.qp_type = IBV_QPT_UD;
+		a.cap.max_send_wr = cfg->sq_depth;
+		a.cap.max_recv_wr = cfg->rq_depth;
+		a.cap.max_send_sge = 1;
+		a.cap.max_recv_sge = 1;
+		a.cap.max_inline_data = cfg->ud_max_inline;
+		ep->ud_qp = ibv_create_qp(ep->pd, &a);
+		if (!ep->ud_qp) {
+			rc = errno ? errno : ENOMEM;
+			rt_error_set(err, rc, "cannot create a ud qp (max inline %u): %s", cfg->ud_max_inline,
+				     strerror(rc));
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	rt_ep_destroy(ep);
+	return rc;
+}
+
+void rt_ep_destroy(struct rt_ep *ep)
+{
+	if (ep->ud_ah)
+		ibv_destroy_ah(ep->ud_ah);
+	if (ep->ud_qp)
+		ibv_destroy_qp(ep->ud_qp);
+	if (ep->qp) {
+		if (ep->cm_id)
+			rdma_destroy_qp(ep->cm_id);
+		else
+			ibv_destroy_qp(ep->qp);
+	}
+	if (ep->ud_scq)
+		ibv_destroy_cq(ep->ud_scq);
+	if (ep->ud_rcq)
+		ibv_destroy_cq(ep->ud_rcq);
+	if (ep->scq)
+		ibv_destroy_cq(ep->scq);
+	if (ep->rcq)
+		ibv_destroy_cq(ep->rcq);
+	if (ep->chan)
+		ibv_destroy_comp_channel(ep->chan);
+	if (ep->mr)
+		ibv_dereg_mr(ep->mr);
+	free(ep->buf);
+	if (ep->pd)
+		ibv_dealloc_pd(ep->pd);
+	memset(ep, 0, sizeof(*ep));
+}
+
+static void fill_ah(struct ibv_ah_attr *ah, const struct rt_addr *addr)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->port_num = (uint8_t)addr->port;
+	ah->dlid = addr->lid;
+	if (addr->gid_index >= 0) {
+		ah->is_global = 1;
+		ah->grh.dgid = addr->gid;
+		ah->grh.sgid_index = (uint8_t)addr->gid_index;
+		ah->grh.hop_limit = 64;
+	}
+}
+
+int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err)
+{
+	struct ibv_qp_attr at;
+	int rc;
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.pkey_index = 0;
+	at.port_num = (uint8_t)addr->port;
+	at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	rc = ibv_modify_qp(ep->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (rc)
+		return rt_error_set(err, rc, "cannot move the rc qp to INIT: %s", strerror(rc));
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	at.path_mtu = addr->mtu;
+	at.dest_qp_num = rqpn;
+	at.rq_psn = 0;
+	at.max_dest_rd_atomic = 1;
+	at.min_rnr_timer = 1; /* 0.01 ms */
+	fill_ah(&at.ah_attr, addr);
+	rc = ibv_modify_qp(ep->qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		return rt_error_set(err, rc, "cannot move the rc qp to RTR (gid index %d): %s", addr->gid_index,
+				    strerror(rc));
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTS;
+	at.sq_psn = 0;
+	at.timeout = 14;   /* 4.096 us * 2^14 = 67 ms per try */
+	at.retry_cnt = 7;
+	at.rnr_retry = 7;  /* infinite: a sink that lags behind slows the sender, never fails it */
+	at.max_rd_atomic = 1;
+	rc = ibv_modify_qp(ep->qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (rc)
+		return rt_error_set(err, rc, "cannot move the rc qp to RTS: %s", strerror(rc));
+	return 0;
+}
+
+int rt_ep_ud_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err)
+{
+	struct ibv_qp_attr at;
+	struct ibv_ah_attr ah;
+	int rc;
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = (uint8_t)addr->port;
+	at.qkey = RT_QKEY;
+	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	if (rc)
+		return rt_error_set(err, rc, "cannot move the ud qp to INIT: %s", strerror(rc));
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_RTR;
+	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE);
+	if (rc)
+		return rt_error_set(err, rc, "cannot move the ud qp to RTR: %s", strerror(rc));
+	at.qp_state = IBV_QPS_RTS;
+	at.sq_psn = 0;
+	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	if (rc)
+		return rt_error_set(err, rc, "cannot move the ud qp to RTS: %s", strerror(rc));
+	fill_ah(&ah, addr);
+	ep->ud_ah = ibv_create_ah(ep->pd, &ah);
+	if (!ep->ud_ah) {
+		rc = errno ? errno : EINVAL;
+		return rt_error_set(err, rc, "cannot create an address handle (gid index %d): %s", addr->gid_index,
+				    strerror(rc));
+	}
+	ep->ud_rqpn = rqpn;
+	return 0;
+}
+
+int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err)
+{
+	uint32_t *posted = ud ? &ep->ud_rq_posted : &ep->rq_posted;
+	struct ibv_qp *qp = ud ? ep->ud_qp : ep->qp;
+
+	while (*posted < ep->cfg.rq_depth) {
+		struct ibv_recv_wr wr[32], *bad;
+		struct ibv_sge sge[32];
+		uint32_t n = ep->cfg.rq_depth - *posted;
+		int rc;
+
+		if (n > 32)
+			n = 32;
+		for (uint32_t i = 0; i < n; i++) {
+			sge[i].addr = rt_ep_data_addr(ep) - (ud ? RT_GRH_BYTES : 0);
+			sge[i].length = ep->cfg.max_msg + (ud ? RT_GRH_BYTES : 0);
+			sge[i].lkey = ep->mr->lkey;
+			wr[i].wr_id = 0;
+			wr[i].sg_list = &sge[i];
+			wr[i].num_sge = 1;
+			wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		}
+		rc = ibv_post_recv(qp, wr, &bad);
+		if (rc)
+			return rt_error_set(err, rc, "cannot post receives: %s", strerror(rc));
+		*posted += n;
+	}
+	return 0;
+}
+
+int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled,
+	       uint64_t retires, uint32_t imm_cmd)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int rc;
+
+	memset(&wr, 0, sizeof(wr));
+	sge.addr = (uintptr_t)rt_ep_send_area(ep);
+	sge.length = size;
+	sge.lkey = ep->mr->lkey;
+	wr.wr_id = retires;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = (signaled ? IBV_SEND_SIGNALED : 0) | (inl ? IBV_SEND_INLINE : 0);
+	if (imm_cmd) {
+		wr.opcode = IBV_WR_SEND_WITH_IMM;
+		wr.imm_data = htonl(imm_cmd);
+		wr.num_sge = 0;
+		wr.send_flags &= ~(unsigned)IBV_SEND_INLINE;
+	} else if (op == RT_OP_WRITE) {
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.wr.rdma.remote_addr = ep->raddr;
+		wr.wr.rdma.rkey = ep->rkey;
+	} else {
+		wr.opcode = IBV_WR_SEND;
+	}
+	if (ud) {
+		wr.wr.ud.ah = ep->ud_ah;
+		wr.wr.ud.remote_qpn = ep->ud_rqpn;
+		wr.wr.ud.remote_qkey = RT_QKEY;
+	}
+	rc = ibv_post_send(ud ? ep->ud_qp : ep->qp, &wr, &bad);
+	if (rc == 0)
+		(*(ud ? &ep->ud_sq_out : &ep->sq_out))++;
+	return rc;
+}
+
+static int wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
+{
+	return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)", what,
+			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
+}
+
+int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
+{
+	struct ibv_wc wc[16];
+	uint32_t *out = ud ? &ep->ud_sq_out : &ep->sq_out;
+	int n = ibv_poll_cq(ud ? ep->ud_scq : ep->scq, 16, wc);
+
+	if (n < 0)
+		return -rt_error_set(err, EIO, "cannot poll the send cq");
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return -wc_error(&wc[i], ud ? "ud send queue" : "send queue", err);
+		*out = wc[i].wr_id > *out ? 0 : *out - (uint32_t)wc[i].wr_id;
+	}
+	return n;
+}
+
+/* responder: room for one more signaled send (bounded spin; the peer acks quickly or the QP errs) */
+static int resp_room(struct rt_ep *ep, bool ud, struct rt_error *err)
+{
+	uint64_t t0 = rt_clock_mono_ns();
+
+	while ((ud ? ep->ud_sq_out : ep->sq_out) + 1 >= ep->cfg.sq_depth) {
+		int n = rt_ep_poll_send(ep, ud, err);
+
+		if (n < 0)
+			return -n;
+		if (n > 0)
+			t0 = rt_clock_mono_ns();
+		else if (rt_clock_mono_ns() - t0 > 10000000000ull)
+			return rt_error_set(err, ETIMEDOUT, "send queue did not drain within 10 s");
+	}
+	return 0;
+}
+
+static int resp_send(struct rt_resp *r, bool ud, enum rt_opcode op, uint32_t size, bool inl, uint32_t imm,
+		     struct rt_error *err)
+{
+	int rc = resp_room(r->ep, ud, err);
+
+	if (rc)
+		return rc;
+	rc = rt_ep_post(r->ep, ud, op, size, inl, true, 1, imm);
+	if (rc)
+		return rt_error_set(err, rc, "cannot post a send: %s", strerror(rc));
+	return 0;
+}
+
+static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	struct ibv_wc wc[16];
+	int n = ibv_poll_cq(ud ? ep->ud_rcq : ep->rcq, 16, wc), rc;
+
+	if (n < 0)
+		return rt_error_set(err, EIO, "cannot poll the receive cq");
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
+		(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
+		if (!ud && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
+			uint32_t w = ntohl(wc[i].imm_data);
+
+			switch (w >> 28) {
+			case RT_CMD_PHASE:
+				r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
+				r->ud = (w >> 23) & 1;
+				r->inl = (w >> 22) & 1;
+				r->size = w & 0x3fffff;
+				r->seq = 0;
+				if (r->size > ep->cfg.max_msg || r->size == 0 || (r->ud && !ep->ud_qp))
+					return rt_error_set(err, EPROTO, "peer asked for an impossible phase (size %u)",
+							    r->size);
+				memset(rt_ep_data(ep), 0, ep->cfg.max_msg);
+				rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0), err);
+				if (rc)
+					return rc;
+				break;
+			case RT_CMD_END:
+				r->ended = true;
+				return 0;
+			default:
+				return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
+			}
+			continue;
+		}
+		if (r->mode == RT_MODE_PP_SEND && r->ud == ud) {
+			rc = resp_send(r, ud, RT_OP_SEND, r->size, r->inl, 0, err);
+			if (rc)
+				return rc;
+		}
+	}
+	if ((ud ? ep->ud_rq_posted : ep->rq_posted) < ep->cfg.rq_depth / 2)
+		return rt_ep_fill_recv(ep, ud, err);
+	return 0;
+}
+
+int rt_resp_step(struct rt_resp *r, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	int rc;
+
+	rc = resp_recv(r, false, err);
+	if (rc || r->ended)
+		return rc;
+	if (ep->ud_qp) {
+		rc = resp_recv(r, true, err);
+		if (rc)
+			return rc;
+	}
+	if (r->mode == RT_MODE_PP_WRITE) {
+		volatile uint8_t *flag = rt_ep_data(ep) + r->size - 1;
+		uint8_t v = (uint8_t)(r->seq % 255 + 1);
+
+		if (*flag == v) {
+			rt_ep_send_area(ep)[r->size - 1] = v;
+			rc = resp_send(r, false, RT_OP_WRITE, r->size, r->inl, 0, err);
+			if (rc)
+				return rc;
+			r->seq++;
+		}
+	}
+	rc = rt_ep_poll_send(ep, false, err);
+	if (rc < 0)
+		return -rc;
+	if (ep->ud_qp) {
+		rc = rt_ep_poll_send(ep, true, err);
+		if (rc < 0)
+			return -rc;
+	}
+	return 0;
+}
+
+/* ---- rdma_cm helpers ------------------------------------------------------------------------------------------ */
+
+int rt_cm_next(struct rdma_event_channel *ch, int timeout_ms, volatile sig_atomic_t *stop, struct rdma_cm_event **ev,
+	       struct rt_error *err)
+{
+	int waited = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+		int slice = timeout_ms - waited < 100 ? timeout_ms - waited : 100, rc;
+
+		if (stop && *stop)
+			return rt_error_set(err, EINTR, "interrupted");
+		if (slice <= 0)
+			return rt_error_set(err, ETIMEDOUT, "no connection event within %d ms", timeout_ms);
+		rc = poll(&p, 1, slice);
+		if (rc < 0 && errno != EINTR)
+			return rt_error_set(err, errno, "poll: %s", strerror(errno));
+		if (rc > 0) {
+			int fl = fcntl(ch->fd, F_GETFL);
+
+			if (!(fl & O_NONBLOCK))
+				fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+			if (rdma_get_cm_event(ch, ev) == 0)
+				return 0;
+			if (errno != EAGAIN && errno != EINTR)
+				return rt_error_set(err, errno, "rdma_get_cm_event: %s", strerror(errno));
+		}
+		waited += slice;
+	}
+}
+
+int rt_resolve(const char *spec, int default_port, bool passive, struct addrinfo **ai, struct rt_error *err)
+{
+	char host[256] = "", port[16];
+	const char *colon;
+	struct addrinfo hints;
+	int rc;
+
+	snprintf(port, sizeof(port), "%d", default_port);
+	if (spec && spec[0] == '[') {
+		const char *end = strchr(spec, ']');
+
+		if (!end || (size_t)(end - spec - 1) >= sizeof(host))
+			return rt_error_set(err, EINVAL, "bad address '%s'", spec);
+		memcpy(host, spec + 1, (size_t)(end - spec - 1));
+		host[end - spec - 1] = '\0';
+		if (end[1] == ':')
+			snprintf(port, sizeof(port), "%s", end + 2);
+	} else if (spec) {
+		colon = strrchr(spec, ':');
+		if (colon && strchr(spec, ':') == colon) {
+			if ((size_t)(colon - spec) >= sizeof(host))
+				return rt_error_set(err, EINVAL, "bad address '%s'", spec);
+			memcpy(host, spec, (size_t)(colon - spec));
+			host[colon - spec] = '\0';
+			snprintf(port, sizeof(port), "%s", colon + 1);
+		} else {
+			snprintf(host, sizeof(host), "%s", spec);
+		}
+	}
+	{
+		char *end;
+		long p = strtol(port, &end, 10);
+
+		if (*end || p <= 0 || p > 65535)
+			return rt_error_set(err, EINVAL, "bad port '%s' in '%s'", port, spec ? spec : "");
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = passive ? AI_PASSIVE : 0;
+	rc = getaddrinfo(host[0] ? host : NULL, port, &hints, ai);
+	if (rc)
+		return rt_error_set(err, EHOSTUNREACH, "cannot resolve '%s': %s", host[0] ? host : "(any)",
+				    gai_strerror(rc));
+	return 0;
+}

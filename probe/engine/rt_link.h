@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to the engine: one side of a calibration link (an RC QP, optionally a UD QP, their CQs and one registered
+ * buffer), the loopback and rdma_cm connection set-up, the control protocol (SEND with immediate, no payload), the
+ * responder state machine shared by the loopback thread and `rtune serve`, and the client's measuring loops.
+ */
+#ifndef RT_LINK_H
+#define RT_LINK_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <netdb.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <rtune/error.h>
+#include "rt_clock.h"
+#include "rt_model.h"
+
+#define RT_DATA_OFF 64u          /* payload offset in the receive area (UD receives put the 40-byte GRH before it) */
+#define RT_GRH_BYTES 40u
+#define RT_QKEY 0x11111111u
+#define RT_HELLO_MAGIC 0x5254554eu /* "RTUN" */
+#define RT_PROTO_VERSION 1
+
+/* Control words carried in the immediate data of zero-length SENDs on the RC QP. */
+enum rt_ctl_cmd { RT_CMD_PHASE = 1, RT_CMD_ACK = 2, RT_CMD_END = 3 };
+enum rt_resp_mode { RT_MODE_SINK = 0, RT_MODE_PP_SEND = 1, RT_MODE_PP_WRITE = 2 };
+
+static inline uint32_t rt_ctl_pack(enum rt_ctl_cmd cmd, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size)
+{
+	return ((uint32_t)cmd << 28) | ((uint32_t)mode << 24) | ((uint32_t)ud << 23) | ((uint32_t)inl << 22) |
+	       (size & 0x3fffffu);
+}
+
+struct rt_ep_cfg {
+	uint32_t max_msg;        /* largest payload */
+	uint32_t max_inline;     /* max_inline_data requested for the RC QP */
+	uint32_t ud_max_inline;  /* for the UD QP */
+	uint32_t sq_depth, rq_depth;
+	bool ud;                 /* also create a UD QP */
+	bool rc_qp;              /* create the RC QP here (false: rdma_cm creates it) */
+};
+
+struct rt_ep {
+	struct ibv_context *ctx;  /* borrowed */
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *chan;
+	struct ibv_cq *scq, *rcq, *ud_scq, *ud_rcq;
+	struct ibv_qp *qp, *ud_qp;
+	struct rdma_cm_id *cm_id; /* when the RC QP belongs to rdma_cm (rdma_destroy_qp) */
+	struct ibv_ah *ud_ah;
+	uint32_t ud_rqpn;
+	uint8_t *buf;
+	size_t buf_len;
+	struct ibv_mr *mr;
+	struct rt_ep_cfg cfg;
+	uint64_t raddr;           /* the peer's payload area and its rkey, for RDMA WRITE */
+	uint32_t rkey;
+	uint32_t sq_out, ud_sq_out; /* posted send WRs not yet retired by a completion */
+	uint32_t rq_posted, ud_rq_posted;
+};
+
+static inline uint8_t *rt_ep_send_area(const struct rt_ep *ep) { return ep->buf; }
+static inline uint8_t *rt_ep_data(const struct rt_ep *ep) { return ep->buf + ep->cfg.max_msg + RT_DATA_OFF; }
+static inline uint64_t rt_ep_data_addr(const struct rt_ep *ep) { return (uintptr_t)rt_ep_data(ep); }
+
+/* Creates PD, CQs, buffer + MR and (cfg->rc_qp) the RC QP in INIT-less RESET state, plus the UD QP when cfg->ud.
+ * On failure everything created is released and err names the object ("cannot create cq: ..."). */
+int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err);
+void rt_ep_destroy(struct rt_ep *ep);
+/* The RC QP init attributes used for this ep (for rdma_create_qp). */
+void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a);
+
+/* Loopback addressing of one port. */
+struct rt_addr {
+	int port;
+	int gid_index;            /* -1: no GRH (InfiniBand with LID only) */
+	union ibv_gid gid;
+	uint16_t lid;
+	enum ibv_mtu mtu;
+};
+/* Moves ep's RC QP to RTS connected to QP number rqpn at addr (INIT/RTR/RTS). */
+int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
+/* Moves ep's UD QP to RTS and creates the address handle to the peer UD QP rqpn at addr. */
+int rt_ep_ud_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
+
+/* Posts receives until rq_posted (or ud_rq_posted) reaches the configured depth. */
+int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err);
+/* Posts one send WR: op SEND/WRITE of size bytes from the send area (inline or from the MR), imm_cmd != 0: a control
+ * SEND_WITH_IMM with no payload. wr_id = number of WRs the completion retires (0 unsignaled). Returns 0 or the errno of
+ * ibv_post_send (ENOMEM when the SQ is full). */
+int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled,
+	       uint64_t retires, uint32_t imm_cmd);
+/* Polls a send CQ once (up to 16 completions), retiring WRs; returns completions seen (>= 0) or -EIO with err. */
+int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
+
+/* Responder: reflects ping-pongs, sinks receives, follows PHASE commands, stops at END. */
+struct rt_resp {
+	struct rt_ep *ep;
+	enum rt_resp_mode mode;
+	bool ud, inl, ended;
+	uint32_t size, seq;
+};
+/* One non-blocking step. Returns 0 (call again), or an errno + err (a completion error: EIO). */
+int rt_resp_step(struct rt_resp *r, struct rt_error *err);
+
+/* Client side of a link. */
+struct rt_client {
+	struct rt_ep *ep;
+	const struct rt_clock *clk;
+	volatile sig_atomic_t *stop;
+	volatile sig_atomic_t *peer_dead; /* loopback: set by the responder thread when it fails */
+	double timeout_ns;        /* longest wait for any single answer */
+	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
+	uint32_t size_limit_ud;
+};
+/* Sends PHASE and waits for its ACK. */
+int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,
+		    struct rt_error *err);
+/* Sends END (no answer expected) after draining the send queues. */
+int rt_client_end(struct rt_client *c, struct rt_error *err);
+/* n latency samples (ns) of one cell; adds thread CPU time to *cpu_ns. Sets the responder's phase itself. */
+int rt_client_lat(struct rt_client *c, enum rt_opcode op, enum rt_qp_type qpt, enum rt_lat_kind kind, uint32_t size,
+		  bool inl, size_t n, double *out, double *cpu_ns, struct rt_error *err);
+/* One throughput repetition on RC: posts for about duration_ns with one signaled WR every n_sig; responder must be in
+ * SINK. Fills msgs, wall ns, CPU ns and ENOMEM count. */
+struct rt_rate_rep {
+	uint64_t msgs, enomem;
+	double wall_ns, cpu_ns;
+};
+int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool inl, uint32_t n_sig,
+		   double duration_ns, struct rt_rate_rep *out, struct rt_error *err);
+/* CQ moderation on the RC send CQ: fills m (supported=false with the reason when ibv_modify_cq refuses). */
+int rt_client_cqmod(struct rt_client *c, enum rt_opcode op, double duration_ns, struct rt_cq_moderation *m,
+		    struct rt_error *err);
+
+/* rdma_cm private data (network byte order on the wire). */
+struct rt_hello_client {
+	uint32_t magic;
+	uint16_t version, flags;
+	uint32_t max_msg, max_inline, rq_depth, rkey;
+	uint64_t addr;
+} __attribute__((packed));
+struct rt_hello_server {
+	uint32_t magic;
+	uint16_t version, status;  /* status 0 ok, else an errno and reason */
+	uint32_t max_inline, rkey;
+	uint64_t addr;
+	char reason[64];
+} __attribute__((packed));
+
+/* Waits (bounded) for the next CM event on ch; returns 0 with *ev (ack it), ETIMEDOUT, EINTR (stop) or an errno. */
+int rt_cm_next(struct rdma_event_channel *ch, int timeout_ms, volatile sig_atomic_t *stop, struct rdma_cm_event **ev,
+	       struct rt_error *err);
+/* Splits "host[:port]" (IPv6 in brackets) and resolves it; *ai freed with freeaddrinfo. */
+int rt_resolve(const char *spec, int default_port, bool passive, struct addrinfo **ai, struct rt_error *err);
+
+#endif

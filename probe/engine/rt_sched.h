@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The latency point scheduler of `rtune calibrate`: plans the grid (opcode x qp type x kind x size x inline), samples it in
+ * rounds of batches with inline and non-inline blocks of each size in seeded random order (so drift hits both equally),
+ * stops each inline/non-inline pair by the stopping rule (rt_stats.h) -- early where the answer is already clear, late
+ * where the two overlap, i.e. near the crossover -- adds refinement sizes between the two sizes where the inline advantage
+ * ends, and stops everything at a deadline. Pure C: the measurement and the clock are callbacks, so it is unit-tested with
+ * synthetic curves and a fake clock.
+ */
+#ifndef RT_SCHED_H
+#define RT_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt_model.h"
+#include "rt_stats.h"
+
+struct rt_sched_cell {
+	enum rt_opcode op;
+	enum rt_qp_type qpt;
+	enum rt_lat_kind kind;
+	uint32_t msg_bytes;
+	bool inl;
+};
+
+struct rt_sched_point {
+	struct rt_sched_cell cell;
+	double *samples;         /* every sample so far (at most rule.max_samples), ns */
+	size_t n;
+	struct rt_summary sum;   /* summary of samples (kept up to date after each batch) */
+	double cpu_ns;           /* thread CPU time spent on its samples */
+	bool refined;            /* added by refinement */
+};
+
+struct rt_sched_pair {
+	size_t inl, non;         /* indices into pts */
+	enum rt_stop state;      /* RT_STOP_CONTINUE while active */
+	unsigned batches;
+};
+
+/*
+ * Measures n samples of cell into samples_out (ns each) and adds the thread CPU time it used to *cpu_ns.
+ * Returns 0, or an errno that aborts the schedule (EINTR on SIGINT, EIO on a completion error, ...).
+ */
+typedef int (*rt_sched_measure_fn)(void *ctx, const struct rt_sched_cell *cell, size_t n, double *samples_out,
+				   double *cpu_ns);
+typedef uint64_t (*rt_sched_clock_fn)(void *ctx);
+typedef void (*rt_sched_progress_fn)(void *ctx, double frac_done, double eta_s);
+
+struct rt_sched {
+	struct rt_stop_rule rule;
+	struct rt_rng rng;
+	size_t first_batch;      /* samples per point in round 0 (every planned point gets these first) */
+	size_t batch;            /* samples per point per later round */
+	bool refine;             /* add refinement sizes once the power-of-two grid is sampled */
+	uint32_t max_refine_bytes; /* refinement sizes must not exceed this (the inline limit used) */
+	struct rt_sched_point *pts;
+	size_t n_pts, cap_pts;
+	struct rt_sched_pair *pairs;
+	size_t n_pairs, cap_pairs;
+	unsigned rounds;
+	bool deadline_hit;
+	bool refine_done;
+	bool refined_groups[RT_OP__COUNT][RT_QPT__COUNT][RT_LAT__COUNT];
+};
+
+/* Powers of two from 1 up to max_bytes (inclusive), at most cap of them, into out; returns the count. */
+size_t rt_sched_pow2_sizes(uint32_t max_bytes, uint32_t *out, size_t cap);
+
+/* Up to three sizes strictly between lo and hi at its quarter points (deduplicated, ascending); returns the count. */
+size_t rt_sched_refine_sizes(uint32_t lo, uint32_t hi, uint32_t *out, size_t cap);
+
+/*
+ * Where the inline advantage ends on a curve sorted by size: the first i where inline is significantly faster (disjoint
+ * median CIs, inline lower) at sizes[i] and not at sizes[i+1]; failing that the first i where inline is not
+ * significantly slower at i but is at i+1. Returns i, or -1 when there is no such transition.
+ */
+long rt_sched_inline_end(const struct rt_summary *inl, const struct rt_summary *non, size_t n);
+
+/* Initialises s (no points yet). Returns 0. */
+void rt_sched_init(struct rt_sched *s, const struct rt_stop_rule *rule, uint64_t seed);
+
+/* Adds an inline/non-inline pair for the cell (cell.inl ignored). Returns 0 or ENOMEM. */
+int rt_sched_add_pair(struct rt_sched *s, enum rt_opcode op, enum rt_qp_type qpt, enum rt_lat_kind kind,
+		      uint32_t msg_bytes, bool refined);
+
+/*
+ * Runs rounds until every pair is stopped or clock(ctx) >= deadline_ns (checked before every batch; round 0 is always
+ * finished unless measure fails, so every planned point has samples). Returns 0, or the first error of measure (the
+ * points keep what was measured). progress may be NULL.
+ */
+int rt_sched_run(struct rt_sched *s, uint64_t deadline_ns, rt_sched_measure_fn measure, rt_sched_clock_fn clock,
+		 rt_sched_progress_fn progress, void *ctx);
+
+/* Frees what s owns. */
+void rt_sched_free(struct rt_sched *s);
+
+#endif
