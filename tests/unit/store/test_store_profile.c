@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of profiles: stored entries (validated, idempotent by node + run id, the latest measurement current),
+ * the round trip store -> JSON profile -> librtune, the env and Prometheus exports, atomic export (no partial file, a
+ * symlink at the target replaced and never followed, a failed export leaves the old file), and import from other nodes
+ * (idempotent, several nodes need --node).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "store_test_util.h"
+
+#define RUN_A "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"
+#define RUN_B "7f1c2d3e-4a5b-4c6d-8e7f-0123456789ab"
+
+static char dir[1024], path[1200];
+
+static int setup(void **state)
+{
+	(void)state;
+	tu_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/rtune.db", dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tu_rmdir(dir);
+	return 0;
+}
+
+static char *slurp(const char *p)
+{
+	FILE *f = fopen(p, "rb");
+	char *buf = calloc(1, 1 << 20);
+
+	assert_non_null(f);
+	assert_true(fread(buf, 1, (1 << 20) - 1, f) > 0);
+	fclose(f);
+	return buf;
+}
+
+/* Files in dir whose name starts with '.' (temporaries left behind). */
+static int hidden_files(const char *d)
+{
+	DIR *dh = opendir(d);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(dh);
+	while ((de = readdir(dh)))
+		if (de->d_name[0] == '.' && strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(dh);
+	return n;
+}
+
+/* A store holding host-a's profile: two runs of mlx5_0 (B newer) and one entry of rxe0. */
+static struct rt_store *filled_store(struct rt_node_info *node)
+{
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct rt_profile_entry e[4];
+	size_t added = 0;
+
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	tu_node(node, "host-a");
+	tu_entry(&e[0], "mlx5_0", RT_PROFILE_OP_SEND, 128, 16, RUN_A, 1700000000);
+	tu_entry(&e[1], "mlx5_0", RT_PROFILE_OP_WRITE, 64, 16, RUN_A, 1700000000);
+	tu_entry(&e[2], "mlx5_0", RT_PROFILE_OP_SEND, 188, 32, RUN_B, 1700001000);
+	tu_entry(&e[3], "rxe0", RT_PROFILE_OP_SEND, 0, 8, RUN_B, 1700001000);
+	e[3].max_inline_data = 0;
+	snprintf(e[3].guid, sizeof(e[3].guid), "%s", "");
+	e[2].cq_moderation = true;
+	e[2].cq_mod_count = 16;
+	e[2].cq_mod_period_us = 4;
+	snprintf(e[2].app, sizeof(e[2].app), "kvstore");
+	assert_int_equal(rt_store_put_profile(st, node, "fnv1a64:00000000deadbeef", e, 4, &added, &err), 0);
+	assert_int_equal(added, 4);
+	/* idempotent: the same entries again add nothing */
+	assert_int_equal(rt_store_put_profile(st, node, NULL, e, 4, &added, &err), 0);
+	assert_int_equal(added, 0);
+	return st;
+}
+
+static void test_put_and_current(void **state)
+{
+	struct rt_node_info node, back;
+	struct rt_store *st = filled_store(&node);
+	struct rt_profile_entry *v = NULL, bad;
+	struct rt_error err;
+	char sig[32];
+	size_t n = 0, added = 9;
+
+	(void)state;
+	assert_int_equal(rt_store_get_profile(st, NULL, NULL, &v, &n, &back, sig, &err), 0);
+	assert_string_equal(back.hostname, "host-a");
+	assert_string_equal(sig, "fnv1a64:00000000deadbeef");
+	assert_int_equal(n, 3); /* mlx5_0 send (B wins), mlx5_0 write (A), rxe0 send */
+	assert_string_equal(v[0].device, "mlx5_0");
+	assert_int_equal(v[0].opcode, RT_PROFILE_OP_SEND);
+	assert_int_equal(v[0].inline_threshold, 188);
+	assert_string_equal(v[0].run_id, RUN_B);
+	assert_true(v[0].cq_moderation);
+	assert_string_equal(v[0].app, "kvstore");
+	assert_int_equal(v[0].n_reasons, 2);
+	assert_string_equal(v[0].reasons[0].text, "inline wins up to 188 B \"quoted\"");
+	assert_true(rt_should_inline(&v[0], 188));
+	assert_false(rt_should_inline(&v[0], 189));
+	assert_int_equal(v[1].opcode, RT_PROFILE_OP_WRITE);
+	assert_int_equal(v[1].inline_threshold, 64);
+	assert_string_equal(v[2].device, "rxe0");
+	free(v);
+	/* by device name and by GUID */
+	assert_int_equal(rt_store_get_profile(st, NULL, "rxe0", &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	assert_int_equal(rt_store_get_profile(st, NULL, "0011:2233:4455:6677", &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(n, 2);
+	free(v);
+	assert_int_equal(rt_store_get_profile(st, NULL, "mlx5_7", &v, &n, NULL, NULL, &err), ENOENT);
+	assert_non_null(strstr(err.text, "no profile for device 'mlx5_7'"));
+	/* invalid entries are refused with the field named, and nothing of the call is stored */
+	tu_entry(&bad, "mlx5_0", RT_PROFILE_OP_SEND, 64, 512, "8f1c2d3e-4a5b-4c6d-8e7f-0123456789ab", 1800000000);
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &bad, 1, &added, &err), EINVAL);
+	assert_non_null(strstr(err.text, "signal_interval: 512 exceeds sq_depth 256"));
+	assert_int_equal(added, 0);
+	bad.signal_interval = 8;
+	snprintf(bad.run_id, sizeof(bad.run_id), "run-1");
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &bad, 1, NULL, &err), EINVAL);
+	assert_non_null(strstr(err.text, "is not a uuid"));
+	assert_int_equal(rt_store_get_profile(st, NULL, "mlx5_0", &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(v[0].inline_threshold, 188);
+	free(v);
+	rt_store_close(st);
+}
+
+static void test_roundtrip_store_json_librtune(void **state)
+{
+	struct rt_node_info node;
+	struct rt_store *st = filled_store(&node);
+	struct rt_profile_entry *v = NULL;
+	struct rt_profile *p = NULL;
+	struct rt_error err;
+	char out[1300];
+	struct stat sb;
+	size_t n = 0;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/profile.json", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
+	assert_int_equal(stat(out, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0644);
+	assert_int_equal(rt_profile_load(out, &p, &err), 0);
+	assert_string_equal(rt_profile_hostname(p), "host-a");
+	assert_string_equal(rt_profile_hw_signature(p), "fnv1a64:00000000deadbeef");
+	assert_string_equal(rt_profile_rtune_version(p), RTUNE_VERSION);
+	assert_int_equal(rt_store_get_profile(st, NULL, NULL, &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(rt_profile_entry_count(p), n);
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_profile_entry *e = rt_profile_select(p, v[i].device, v[i].port, v[i].opcode, v[i].qp_type);
+
+		assert_non_null(e);
+		/* every field survives, so the whole struct compares equal */
+		assert_memory_equal(e, &v[i], sizeof(*e));
+	}
+	free(v);
+	rt_profile_free(p);
+	rt_store_close(st);
+}
+
+static void test_env_and_prometheus(void **state)
+{
+	struct rt_node_info node;
+	struct rt_store *st = filled_store(&node);
+	struct rt_error err;
+	char out[1300];
+	char *text;
+	struct stat sb;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/env.sh", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_ENV, out, "/etc/rtune/it's.json", &err), 0);
+	text = slurp(out);
+	assert_non_null(strstr(text, "export RTUNE_PROFILE='/etc/rtune/it'\\''s.json'\n"));
+	assert_non_null(strstr(text, "export FI_VERBS_INLINE_SIZE=188\n"));
+	assert_non_null(strstr(text, "export UCX_RC_VERBS_TX_CQ_MODERATION=32\n"));
+	assert_non_null(strstr(text, "export RTUNE_INLINE_THRESHOLD_MLX5_0_P1=188\n"));
+	assert_non_null(strstr(text, "export RTUNE_SIGNAL_INTERVAL_RXE0_P1=8\n"));
+	free(text);
+	/* the env is valid shell */
+	{
+		char cmd[1500];
+
+		snprintf(cmd, sizeof(cmd), "sh -n '%s'", out);
+		assert_int_equal(system(cmd), 0);
+	}
+	snprintf(out, sizeof(out), "%s/rtune.prom", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_PROMETHEUS, out, NULL, &err), 0);
+	assert_int_equal(stat(out, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0644);
+	text = slurp(out);
+	assert_non_null(strstr(text, "# TYPE rtune_inline_threshold_bytes gauge\n"));
+	assert_non_null(strstr(text, "rtune_inline_threshold_bytes{node=\"host-a\",device=\"mlx5_0\",port=\"1\","
+				     "opcode=\"send\",qp_type=\"rc\"} 188\n"));
+	assert_non_null(strstr(text, "rtune_signal_interval{node=\"host-a\",device=\"rxe0\",port=\"1\",opcode=\"send\","
+				     "qp_type=\"rc\"} 8\n"));
+	assert_non_null(strstr(text, "rtune_profile_measured_timestamp_seconds{node=\"host-a\",device=\"mlx5_0\","
+				     "port=\"1\",opcode=\"write\",qp_type=\"rc\"} 1700000000\n"));
+	assert_non_null(strstr(text, "# TYPE rtune_profile_age_seconds gauge\n"));
+	assert_non_null(strstr(text, "rtune_profile_confidence{"));
+	free(text);
+	rt_store_close(st);
+}
+
+static void test_atomic_export(void **state)
+{
+	struct rt_node_info node;
+	struct rt_store *st = filled_store(&node);
+	struct rt_error err;
+	char out[1300], victim[1300], bad[1300];
+	char *text;
+	struct stat sb;
+	FILE *f;
+
+	(void)state;
+	/* a symlink planted at the target: replaced by the file, its target untouched */
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	f = fopen(victim, "w");
+	fputs("precious\n", f);
+	fclose(f);
+	snprintf(out, sizeof(out), "%s/profile.json", dir);
+	assert_int_equal(symlink(victim, out), 0);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
+	assert_int_equal(lstat(out, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
+	text = slurp(victim);
+	assert_string_equal(text, "precious\n");
+	free(text);
+	assert_int_equal(hidden_files(dir), 0);
+	/* an old file is replaced whole; a failing export leaves it as it was */
+	text = slurp(out);
+	assert_true(text[0] == '{');
+	free(text);
+	snprintf(bad, sizeof(bad), "%s/no/such/dir/profile.json", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, bad, NULL, &err), ENOENT);
+	assert_non_null(strstr(err.text, "cannot write '"));
+	/* a directory at the target: rename fails, the temporary is removed */
+	snprintf(bad, sizeof(bad), "%s/adir", dir);
+	assert_int_equal(mkdir(bad, 0755), 0);
+	assert_int_not_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, bad, NULL, &err), 0);
+	assert_int_equal(hidden_files(dir), 0);
+	/* rt_write_file_atomic itself: exact content and mode */
+	assert_int_equal(rt_write_file_atomic(out, "abc", 3, 0600, &err), 0);
+	assert_int_equal(stat(out, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(sb.st_size, 3);
+	rt_store_close(st);
+}
+
+static void test_import(void **state)
+{
+	struct rt_node_info node;
+	struct rt_store *st = filled_store(&node), *other = NULL;
+	struct rt_profile_entry *v = NULL;
+	struct rt_error err;
+	char out[1300], path2[1300];
+	size_t added = 0, skipped = 0, n = 0;
+	struct rt_node_info who;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/host-a.json", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
+	rt_store_close(st);
+	snprintf(path2, sizeof(path2), "%s/fleet.db", dir);
+	assert_int_equal(rt_store_open(path2, &other, &err), 0);
+	assert_int_equal(rt_store_import_file(other, out, &added, &skipped, &err), 0);
+	assert_int_equal(added, 3);
+	assert_int_equal(skipped, 0);
+	assert_int_equal(rt_store_import_file(other, out, &added, &skipped, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(skipped, 3);
+	assert_int_equal(rt_store_get_profile(other, "host-a", NULL, &v, &n, &who, NULL, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(who.cpu_model, "Test CPU @ 3.0GHz");
+	assert_int_equal(v[0].inline_threshold, 188);
+	free(v);
+	/* a second node: now the store needs to be told which one */
+	{
+		struct rt_node_info b;
+		struct rt_profile_entry e;
+
+		tu_node(&b, "host-b");
+		tu_entry(&e, "mlx5_0", RT_PROFILE_OP_SEND, 32, 4, RUN_A, 1700000000);
+		assert_int_equal(rt_store_put_profile(other, &b, NULL, &e, 1, NULL, &err), 0);
+	}
+	assert_int_equal(rt_store_get_profile(other, NULL, NULL, &v, &n, NULL, NULL, &err), EEXIST);
+	assert_non_null(strstr(err.text, "several nodes"));
+	assert_non_null(strstr(err.text, "host-a"));
+	assert_int_equal(rt_store_get_profile(other, "host-b", NULL, &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(v[0].inline_threshold, 32);
+	free(v);
+	/* a hostile document is refused and nothing is stored */
+	{
+		static const char doc[] = "{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"3.1\"}}";
+
+		assert_int_equal(rt_store_import_text(other, "x.json", doc, strlen(doc), &added, &skipped, &err), ENOTSUP);
+	}
+	assert_non_null(strstr(err.text, "profile 'x.json': schema version 3.1 is not supported"));
+	assert_int_equal(rt_store_import_file(other, dir, &added, &skipped, &err), EINVAL);
+	rt_store_close(other);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_put_and_current, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_roundtrip_store_json_librtune, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_and_prometheus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_export, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
