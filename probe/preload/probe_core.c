@@ -3,9 +3,10 @@
  * The probe's wrapping logic: hooks verbs contexts (ops.post_send, ops.poll_cq, verbs_context create_qp_ex and
  * create_cq_ex) and extended QPs (ibv_qp_ex wr_* pointers), and records per QP and opcode what the application sends.
  *
- * Send path rules: no allocation, no printing, no global lock, errno preserved, the real call's return value returned
- * unchanged. Every thread records into its own slab (preallocated, claimed lock-free from a pool the creation paths keep
- * topped up); a slab stays in the pool when its thread exits so nothing recorded is lost, and the writer sums all slabs.
+ * Send path rules: no allocation, no printing, no global lock, errno preserved, the real call's return value
+ * returned unchanged. Every thread records into its own slab (preallocated, claimed lock-free from a pool the creation
+ * paths keep topped up); a slab stays in the pool when its thread exits so nothing recorded is lost (merging at thread
+ * exit is implicit: the next owner adds to the same counters), and the writer sums all slabs.
  * Records that cannot be kept (no free slab, no free entry, unknown QP, full latency ring) are counted as drops.
  * QPs and contexts are found through open-addressed tables that are read lock-free and written under g_lock (which only
  * creation, destruction, fork and the writer take).
@@ -1199,6 +1200,7 @@ static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type t
 	if (!c)
 		return;
 	pthread_mutex_lock(&g_lock);
+	g_activity = true;
 	q = ht_get(&g_ht_qp, (uintptr_t)qp);
 	if (q && !q->destroyed)
 		goto out; /* seen twice (ibv_create_qp through the context's create_qp_ex) */

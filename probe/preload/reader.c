@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reader of the probe's JSON (see rt_probe_reader.h and docs/probe.md), with jansson.
+ */
+#include "rt_probe_reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static const char *const op_names[RT_PROBE_OP__COUNT] = {
+	"send", "send_imm", "rdma_write", "rdma_write_imm", "rdma_read", "atomic", "send_inv", "other",
+};
+
+const char *rt_probe_op_name(enum rt_probe_op op)
+{
+	return (unsigned)op < RT_PROBE_OP__COUNT ? op_names[op] : "?";
+}
+
+static uint64_t u64_of(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static void str_of(json_t *obj, const char *key, char *buf, size_t len)
+{
+	json_t *v = json_object_get(obj, key);
+
+	snprintf(buf, len, "%s", json_is_string(v) ? json_string_value(v) : "");
+}
+
+/* Reads [[lo, hi, count], ...] into hist by lo's bucket. EINVAL on a malformed triple. */
+static int read_hist(json_t *arr, uint64_t *hist, struct rt_error *err, const char *what)
+{
+	size_t i;
+	json_t *t;
+
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return rt_error_set(err, EINVAL, "probe file: '%s' histogram is not an array", what);
+	json_array_foreach(arr, i, t) {
+		json_t *lo = json_array_get(t, 0), *n = json_array_get(t, 2);
+
+		if (!json_is_array(t) || !json_is_integer(lo) || !json_is_integer(n) || json_integer_value(lo) < 0 ||
+		    json_integer_value(lo) > UINT32_MAX || json_integer_value(n) < 0)
+			return rt_error_set(err, EINVAL, "probe file: bad entry %zu in the '%s' histogram", i, what);
+		hist[rt_hist_bucket((uint32_t)json_integer_value(lo))] += (uint64_t)json_integer_value(n);
+	}
+	return 0;
+}
+
+static int read_ops(json_t *ops, struct rt_probe_op_summary *out, struct rt_error *err)
+{
+	if (!ops)
+		return 0;
+	if (!json_is_object(ops))
+		return rt_error_set(err, EINVAL, "probe file: 'ops' is not an object");
+	for (unsigned o = 0; o < RT_PROBE_OP__COUNT; o++) {
+		json_t *v = json_object_get(ops, op_names[o]);
+		int ret;
+
+		if (!v)
+			continue;
+		if (!json_is_object(v))
+			return rt_error_set(err, EINVAL, "probe file: op '%s' is not an object", op_names[o]);
+		out[o].wrs = u64_of(v, "wrs");
+		out[o].bytes = u64_of(v, "bytes");
+		out[o].inline_wrs = u64_of(v, "inline_wrs");
+		out[o].inline_bytes = u64_of(v, "inline_bytes");
+		out[o].signaled_wrs = u64_of(v, "signaled_wrs");
+		out[o].signaled_bytes = u64_of(v, "signaled_bytes");
+		ret = read_hist(json_object_get(v, "hist"), out[o].hist, err, op_names[o]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static uint64_t sum_values(json_t *obj)
+{
+	const char *k;
+	json_t *v;
+	uint64_t s = 0;
+
+	json_object_foreach(obj, k, v)
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			s += (uint64_t)json_integer_value(v);
+	return s;
+}
+
+static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *err)
+{
+	json_t *e = json_object_get(j, "errors"), *a = json_object_get(j, "apply"), *l = json_object_get(j, "latency");
+
+	if (!json_is_object(j))
+		return rt_error_set(err, EINVAL, "probe file: a 'qps' entry is not an object");
+	str_of(j, "device", q->device, sizeof(q->device));
+	str_of(j, "qp_type", q->qp_type, sizeof(q->qp_type));
+	q->qp_num = (uint32_t)u64_of(j, "qp_num");
+	q->max_inline_data = (uint32_t)u64_of(j, "max_inline_data");
+	q->requested_max_inline_data = (uint32_t)u64_of(j, "requested_max_inline_data");
+	q->max_send_wr = (uint32_t)u64_of(j, "max_send_wr");
+	q->sq_sig_all = json_is_true(json_object_get(j, "sq_sig_all"));
+	q->inline_raised = json_is_true(json_object_get(j, "inline_raised"));
+	q->ex_api = json_is_true(json_object_get(j, "ex_api"));
+	q->post_calls = u64_of(j, "post_calls");
+	if (json_is_object(e)) {
+		q->sq_full = u64_of(e, "sq_full");
+		q->enomem_other = u64_of(e, "enomem_inline_too_big") + u64_of(e, "enomem_too_many_sge") +
+				  u64_of(e, "enomem_other");
+		q->einval = u64_of(e, "einval");
+		q->other_errors = u64_of(e, "other");
+		q->wrs_not_posted = u64_of(e, "wrs_not_posted");
+	}
+	if (json_is_object(a)) {
+		q->apply_inline_set = u64_of(a, "inline_set");
+		q->apply_chain_too_long = u64_of(a, "chain_too_long");
+	}
+	if (json_is_object(l)) {
+		q->lat_samples = u64_of(l, "samples");
+		q->lat_sum_ns = u64_of(l, "sum_ns");
+		q->lat_min_ns = u64_of(l, "min_ns");
+		q->lat_max_ns = u64_of(l, "max_ns");
+	}
+	if (json_is_object(json_object_get(j, "wc_errors")))
+		q->wc_errors = sum_values(json_object_get(j, "wc_errors"));
+	return read_ops(json_object_get(j, "ops"), q->op, err);
+}
+
+int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, struct rt_error *err)
+{
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *qps, *fmt, *ver, *ap, *v;
+	struct rt_probe_summary *s = NULL;
+	int ret = 0;
+	size_t i;
+
+	*out = NULL;
+	if (!root)
+		return rt_error_set(err, EINVAL, "probe file: %s at line %d column %d", je.text, je.line, je.column);
+	fmt = json_object_get(root, "format");
+	ver = json_object_get(root, "version");
+	if (!json_is_object(root) || !json_is_string(fmt) || strcmp(json_string_value(fmt), RT_PROBE_FORMAT) ||
+	    !json_is_integer(ver)) {
+		ret = rt_error_set(err, EINVAL, "probe file: not an rtune-probe document");
+		goto out;
+	}
+	if (json_integer_value(ver) > RT_PROBE_FORMAT_VERSION || json_integer_value(ver) < 1) {
+		ret = rt_error_set(err, ENOTSUP, "probe file: format version %lld is not supported (this rtune reads %d)",
+				   (long long)json_integer_value(ver), RT_PROBE_FORMAT_VERSION);
+		goto out;
+	}
+	qps = json_object_get(root, "qps");
+	if (qps && !json_is_array(qps)) {
+		ret = rt_error_set(err, EINVAL, "probe file: 'qps' is not an array");
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || (json_array_size(qps) && !(s->qps = calloc(json_array_size(qps), sizeof(*s->qps))))) {
+		ret = rt_error_set(err, ENOMEM, "probe file: out of memory");
+		goto out;
+	}
+	s->version = (int)json_integer_value(ver);
+	s->pid = (long)u64_of(root, "pid");
+	s->n_files = 1;
+	s->sample_every = (uint32_t)u64_of(root, "sample_every");
+	str_of(root, "exe", s->exe, sizeof(s->exe));
+	ap = json_object_get(root, "apply");
+	if (json_is_object(ap)) {
+		s->apply_enabled = json_is_true(json_object_get(ap, "enabled"));
+		s->apply_threshold = (uint32_t)u64_of(ap, "inline_threshold");
+	}
+	if (json_is_object((v = json_object_get(root, "drops"))))
+		s->drops = sum_values(v);
+	json_array_foreach(qps, i, v) {
+		ret = read_qp(v, &s->qps[i], err);
+		if (ret)
+			goto out;
+		s->n_qps++;
+	}
+out:
+	json_decref(root);
+	if (ret)
+		rt_probe_summary_free(s);
+	else
+		*out = s;
+	return ret;
+}
+
+int rt_probe_read_file(const char *path, struct rt_probe_summary **out, struct rt_error *err)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int ret;
+
+	*out = NULL;
+	if (!f)
+		return rt_error_set(err, errno, "cannot open probe file '%s': %s", path, strerror(errno));
+	for (;;) {
+		if (len + 65536 > cap) {
+			char *nb = realloc(buf, cap ? cap * 2 : 1 << 17);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return rt_error_set(err, ENOMEM, "cannot read probe file '%s': out of memory", path);
+			}
+			buf = nb;
+			cap = cap ? cap * 2 : 1 << 17;
+		}
+		size_t n = fread(buf + len, 1, cap - len, f);
+
+		len += n;
+		if (n == 0)
+			break;
+	}
+	ret = ferror(f) ? EIO : 0;
+	fclose(f);
+	if (ret) {
+		free(buf);
+		return rt_error_set(err, EIO, "cannot read probe file '%s'", path);
+	}
+	ret = rt_probe_parse(buf, len, out, err);
+	free(buf);
+	if (ret && err) {
+		char text[RT_ERROR_TEXT_LEN];
+
+		snprintf(text, sizeof(text), "%s", err->text);
+		rt_error_set(err, ret, "'%s': %s", path, text);
+	}
+	return ret;
+}
+
+void rt_probe_summary_free(struct rt_probe_summary *s)
+{
+	if (!s)
+		return;
+	free(s->qps);
+	free(s);
+}
+
+int rt_probe_summary_merge(struct rt_probe_summary *dst, const struct rt_probe_summary *src)
+{
+	struct rt_probe_qp_summary *q;
+
+	if (src->n_qps) {
+		q = realloc(dst->qps, (dst->n_qps + src->n_qps) * sizeof(*q));
+		if (!q)
+			return ENOMEM;
+		memcpy(q + dst->n_qps, src->qps, src->n_qps * sizeof(*q));
+		dst->qps = q;
+		dst->n_qps += src->n_qps;
+	}
+	dst->n_files += src->n_files;
+	dst->drops += src->drops;
+	dst->apply_enabled |= src->apply_enabled;
+	return 0;
+}
+
+static void op_add(struct rt_probe_op_summary *d, const struct rt_probe_op_summary *s)
+{
+	d->wrs += s->wrs;
+	d->bytes += s->bytes;
+	d->inline_wrs += s->inline_wrs;
+	d->inline_bytes += s->inline_bytes;
+	d->signaled_wrs += s->signaled_wrs;
+	d->signaled_bytes += s->signaled_bytes;
+	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+		d->hist[b] += s->hist[b];
+}
+
+uint64_t rt_probe_summary_class(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
+				struct rt_probe_op_summary *out, uint64_t *sq_full)
+{
+	const char *want = qpt == RT_QPT_UD ? "UD" : "RC";
+
+	memset(out, 0, sizeof(*out));
+	if (sq_full)
+		*sq_full = 0;
+	for (size_t i = 0; i < s->n_qps; i++) {
+		const struct rt_probe_qp_summary *q = &s->qps[i];
+
+		if (strcmp(q->qp_type, want))
+			continue;
+		if (op == RT_OP_SEND) {
+			op_add(out, &q->op[RT_PROBE_OP_SEND]);
+			op_add(out, &q->op[RT_PROBE_OP_SEND_IMM]);
+			op_add(out, &q->op[RT_PROBE_OP_SEND_INV]);
+		} else {
+			op_add(out, &q->op[RT_PROBE_OP_WRITE]);
+			op_add(out, &q->op[RT_PROBE_OP_WRITE_IMM]);
+		}
+		if (sq_full)
+			*sq_full += q->sq_full;
+	}
+	return out->wrs;
+}

@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host tests of the probe's wrapping logic against a hand-built verbs context (fake_verbs.h): exact counts and
+ * histogram buckets, bad_wr handling (only WRs before bad_wr count), ENOMEM classification, errno and return values
+ * passed through, apply mode inlining without the application seeing its WRs change, the extended QP API (including a
+ * provider that swaps wr_complete at RTS), latency sampling and error completions, 8 threads x 4 QPs, fork, and the
+ * output file (0600, O_EXCL, unwritable path). Results are read back through the JSON reader.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake_verbs.h"
+#include "rt_probe_reader.h"
+
+static struct ibv_context *ctx;
+static struct rt_probe_summary *snap;
+static char buf[1 << 16];
+
+static void configure(uint32_t sample, uint32_t thr, uint32_t max_inline, const char *out)
+{
+	struct rt_probe_config c = { .sample_every = sample, .apply_threshold = thr, .apply_max_inline = max_inline };
+
+	if (thr)
+		snprintf(c.apply_source, sizeof(c.apply_source), "test");
+	if (out)
+		snprintf(c.out_pattern, sizeof(c.out_pattern), "%s", out);
+	rt_probe_configure(&c);
+}
+
+/* The probe's current record of the QP with qp_num, through render + reader. */
+static const struct rt_probe_qp_summary *qp_rec(uint32_t qpn)
+{
+	char *doc;
+	size_t len;
+	struct rt_error err;
+
+	rt_probe_summary_free(snap);
+	snap = NULL;
+	assert_int_equal(rt_probe_render_json(false, &doc, &len), 0);
+	if (rt_probe_parse(doc, len, &snap, &err))
+		fail_msg("reader: %s", err.text);
+	free(doc);
+	for (size_t i = 0; i < snap->n_qps; i++)
+		if (snap->qps[i].qp_num == qpn)
+			return &snap->qps[i];
+	fail_msg("qp %u not in the probe's output", qpn);
+	return NULL;
+}
+
+static struct ibv_send_wr mkwr(struct ibv_sge *sge, int nsge, enum ibv_wr_opcode op, unsigned flags)
+{
+	return (struct ibv_send_wr){ .wr_id = 7, .sg_list = sge, .num_sge = nsge, .opcode = op, .send_flags = flags };
+}
+
+static void chain(struct ibv_send_wr *w, int n)
+{
+	for (int i = 0; i < n; i++)
+		w[i].next = i + 1 < n ? &w[i + 1] : NULL;
+}
+
+static void test_counts_and_buckets(void **state)
+{
+	struct ibv_qp *qp = fake_rc_qp(64, 0);
+	struct ibv_sge sge[2] = { { .addr = (uintptr_t)buf, .length = 60 }, { .addr = (uintptr_t)buf, .length = 40 } };
+	struct ibv_sge big = { .addr = (uintptr_t)buf, .length = 4096 };
+	struct ibv_send_wr w[5], *bad = (struct ibv_send_wr *)0x1234;
+	const struct rt_probe_qp_summary *r;
+	uint32_t qpn;
+
+	(void)state;
+	assert_non_null(qp);
+	qpn = qp->qp_num;
+	for (int i = 0; i < 10; i++) {
+		struct ibv_send_wr one = mkwr(sge, 2, IBV_WR_SEND, i % 2 ? IBV_SEND_SIGNALED : 0);
+
+		errno = 0;
+		assert_int_equal(ibv_post_send(qp, &one, &bad), 0);
+		assert_int_equal(errno, FAKE_ERRNO_MARK);
+		assert_ptr_equal(bad, (void *)0x1234); /* untouched on success */
+	}
+	for (int i = 0; i < 5; i++)
+		w[i] = mkwr(&big, 1, IBV_WR_RDMA_WRITE, 0);
+	chain(w, 5);
+	assert_int_equal(ibv_post_send(qp, w, &bad), 0);
+	struct ibv_send_wr tiny = mkwr(sge, 1, IBV_WR_SEND_WITH_IMM, IBV_SEND_INLINE | IBV_SEND_SIGNALED);
+	assert_int_equal(ibv_post_send(qp, &tiny, &bad), 0);
+
+	r = qp_rec(qp->qp_num);
+	assert_string_equal(r->qp_type, "RC");
+	assert_int_equal(r->max_inline_data, 64);
+	assert_int_equal(r->max_send_wr, 128);
+	assert_int_equal(r->post_calls, 12);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 10);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].bytes, 1000);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_wrs, 5);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_bytes, 500);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].inline_wrs, 0);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(100)], 10);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(100) + 1], 0);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].wrs, 5);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].bytes, 5 * 4096);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].hist[rt_hist_bucket(4096)], 5);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND_IMM].wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND_IMM].inline_wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND_IMM].inline_bytes, 60);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND_IMM].hist[rt_hist_bucket(60)], 1);
+	assert_int_equal(r->sq_full + r->einval + r->enomem_other + r->other_errors, 0);
+
+	/* sq_sig_all QPs count every WR as signaled */
+	struct ibv_qp *qa = fake_rc_qp(0, 1);
+	struct ibv_send_wr u = mkwr(sge, 1, IBV_WR_SEND, 0);
+	assert_int_equal(ibv_post_send(qa, &u, &bad), 0);
+	r = qp_rec(qa->qp_num);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_wrs, 1);
+	assert_true(r->sq_sig_all);
+	assert_int_equal(rt_probe_destroy_qp(qa), 0);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	/* destroyed QPs keep their record */
+	r = qp_rec(qpn);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 10);
+}
+
+static void test_bad_wr_and_enomem(void **state)
+{
+	struct ibv_qp *qp = fake_rc_qp(64, 0);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 32 }, huge = { .addr = (uintptr_t)buf, .length = 1000 };
+	struct ibv_send_wr w[5], *bad = NULL, *app_bad = (struct ibv_send_wr *)0x77;
+	const struct rt_probe_qp_summary *r;
+
+	(void)state;
+	for (int i = 0; i < 5; i++)
+		w[i] = mkwr(&sge, 1, IBV_WR_SEND, 0);
+	chain(w, 5);
+	/* SQ full at the third WR: exactly ENOMEM back, bad_wr the third, two WRs counted */
+	fk.fail_at = 2;
+	fk.fail_ret = ENOMEM;
+	errno = 0;
+	assert_int_equal(ibv_post_send(qp, w, &bad), ENOMEM);
+	assert_int_equal(errno, FAKE_ERRNO_MARK);
+	assert_ptr_equal(bad, &w[2]);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
+	assert_int_equal(r->sq_full, 1);
+	assert_int_equal(r->wrs_not_posted, 3);
+
+	/* a provider returning -ENOMEM: passed through as is, still SQ full */
+	fk.fail_at = 0;
+	fk.fail_ret = -ENOMEM;
+	assert_int_equal(ibv_post_send(qp, w, &bad), -ENOMEM);
+	assert_ptr_equal(bad, &w[0]);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->sq_full, 2);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
+
+	/* ENOMEM for an inline WR larger than the QP's max_inline_data is not an SQ-full event */
+	struct ibv_send_wr inl = mkwr(&huge, 1, IBV_WR_SEND, IBV_SEND_INLINE);
+	fk.fail_ret = ENOMEM;
+	assert_int_equal(ibv_post_send(qp, &inl, &bad), ENOMEM);
+	/* nor is one for too many SGEs */
+	struct ibv_sge three[3] = { sge, sge, sge };
+	struct ibv_send_wr many = mkwr(three, 3, IBV_WR_SEND, 0);
+	assert_int_equal(ibv_post_send(qp, &many, &bad), ENOMEM);
+	/* EINVAL and other codes are told apart */
+	fk.fail_ret = EINVAL;
+	assert_int_equal(ibv_post_send(qp, w, &bad), EINVAL);
+	fk.fail_ret = EIO;
+	assert_int_equal(ibv_post_send(qp, w, &bad), EIO);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->sq_full, 2);
+	assert_int_equal(r->enomem_other, 2);
+	assert_int_equal(r->einval, 1);
+	assert_int_equal(r->other_errors, 1);
+
+	/* a provider that fails without setting bad_wr: the app's variable is restored, nothing counted as posted */
+	fk.fail_at = 3;
+	fk.leave_bad_unset = 1;
+	bad = app_bad;
+	assert_int_equal(ibv_post_send(qp, w, &bad), EIO);
+	assert_ptr_equal(bad, app_bad);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
+	fk.leave_bad_unset = 0;
+	fk.fail_at = -1;
+	fk.fail_ret = 0;
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+}
+
+static void test_apply_mode(void **state)
+{
+	struct ibv_sge s32 = { .addr = (uintptr_t)buf, .length = 32, .lkey = 5 };
+	struct ibv_sge s100 = { .addr = (uintptr_t)buf, .length = 100, .lkey = 5 };
+	struct ibv_sge s64 = { .addr = (uintptr_t)buf, .length = 64, .lkey = 5 };
+	struct ibv_send_wr w[4], before[4], *bad = NULL;
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 64, .max_send_sge = 1 } };
+	const struct rt_probe_qp_summary *r;
+	struct ibv_qp *qp;
+	unsigned first;
+
+	(void)state;
+	configure(0, 64, 128, NULL);
+	qp = rt_probe_create_qp(&fk.pd, &a);
+	assert_non_null(qp);
+	assert_int_equal(a.cap.max_inline_data, 128); /* raised at creation, the real value written back */
+
+	w[0] = mkwr(&s32, 1, IBV_WR_SEND, IBV_SEND_SIGNALED);
+	w[1] = mkwr(&s100, 1, IBV_WR_SEND, 0);
+	w[2] = mkwr(&s64, 1, IBV_WR_RDMA_WRITE, 0);
+	w[3] = mkwr(&s32, 1, IBV_WR_RDMA_READ, 0);
+	chain(w, 4);
+	memcpy(before, w, sizeof(w));
+	first = fk.n_log;
+	assert_int_equal(ibv_post_send(qp, w, &bad), 0);
+	assert_memory_equal(before, w, sizeof(w)); /* the application's WRs are untouched */
+	assert_int_equal(fk.n_log - first, 4);
+	assert_true(fk.log_flags[first] & IBV_SEND_INLINE);
+	assert_int_equal(fk.log_flags[first] & IBV_SEND_SIGNALED, IBV_SEND_SIGNALED); /* signaling never changed */
+	assert_false(fk.log_flags[first + 1] & IBV_SEND_INLINE);                       /* 100 > threshold */
+	assert_true(fk.log_flags[first + 2] & IBV_SEND_INLINE);                        /* 64 <= threshold */
+	assert_false(fk.log_flags[first + 3] & IBV_SEND_INLINE);                       /* RDMA READ never */
+	assert_false(fk.log_flags[first + 3] & IBV_SEND_SIGNALED);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->apply_inline_set, 2);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].inline_wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].inline_wrs, 1);
+	assert_true(r->inline_raised);
+	assert_int_equal(r->requested_max_inline_data, 0);
+
+	/* failure inside the copied chain: bad_wr names the application's WR, not the probe's copy */
+	fk.fail_at = 2;
+	fk.fail_ret = ENOMEM;
+	assert_int_equal(ibv_post_send(qp, w, &bad), ENOMEM);
+	assert_ptr_equal(bad, &w[2]);
+	assert_memory_equal(before, w, sizeof(w));
+	fk.fail_at = -1;
+	fk.fail_ret = 0;
+
+	/* a chain longer than the copy buffer passes through unchanged and is counted */
+	static struct ibv_send_wr lng[100];
+	for (int i = 0; i < 100; i++)
+		lng[i] = mkwr(&s32, 1, IBV_WR_SEND, 0);
+	chain(lng, 100);
+	first = fk.n_log;
+	assert_int_equal(ibv_post_send(qp, lng, &bad), 0);
+	assert_false(fk.log_flags[first] & IBV_SEND_INLINE);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->apply_chain_too_long, 1);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+
+	/* the device refuses the raised max_inline_data: retried with the app's attributes, limit = the QP's real one */
+	configure(0, 200, 512, NULL);
+	struct ibv_qp_init_attr b = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 64, .max_send_sge = 1,
+								 .max_inline_data = 0 } };
+	qp = rt_probe_create_qp(&fk.pd, &b);
+	assert_non_null(qp);
+	assert_int_equal(b.cap.max_inline_data, 16);
+	struct ibv_send_wr one = mkwr(&s32, 1, IBV_WR_SEND, 0);
+	first = fk.n_log;
+	assert_int_equal(ibv_post_send(qp, &one, &bad), 0);
+	assert_false(fk.log_flags[first] & IBV_SEND_INLINE); /* 32 > the QP's 16 */
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 0, 0, NULL);
+}
+
+static void test_ex_api(void **state)
+{
+	struct ibv_qp_init_attr_ex a = {
+		.qp_type = IBV_QPT_RC, .pd = &fk.pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+		.cap = { .max_send_wr = 64, .max_send_sge = 1, .max_inline_data = 64 },
+	};
+	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS };
+	const struct rt_probe_qp_summary *r;
+	struct ibv_qp_ex *qx;
+	struct ibv_qp *qp;
+
+	(void)state;
+	qp = ibv_create_qp_ex(ctx, &a); /* the inline verbs.h path: through the hooked verbs_context */
+	assert_non_null(qp);
+	qx = rt_probe_qp_to_qp_ex(qp);
+	assert_non_null(qx);
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 200);
+	qx->wr_flags = 0;
+	ibv_wr_rdma_write(qx, 2, 0x1000);
+	ibv_wr_set_inline_data(qx, buf, 50);
+	errno = 0;
+	assert_int_equal(ibv_wr_complete(qx), 0);
+	assert_int_equal(errno, FAKE_ERRNO_MARK);
+	assert_int_equal(fk.ex_sends, 1);
+	assert_int_equal(fk.ex_writes, 1);
+	assert_int_equal(fk.ex_sge, 1);
+	assert_int_equal(fk.ex_inline, 1);
+	assert_int_equal(fk.ex_complete, 1);
+	/* aborted and failed batches are not counted as sent */
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 999);
+	ibv_wr_abort(qx);
+	assert_int_equal(fk.ex_abort, 1);
+	fk.fail_ret = ENOMEM;
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 999);
+	assert_int_equal(ibv_wr_complete(qx), ENOMEM);
+	fk.fail_ret = 0;
+	r = qp_rec(qp->qp_num);
+	assert_true(r->ex_api);
+	assert_int_equal(r->post_calls, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].bytes, 200);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].inline_wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_WRITE].hist[rt_hist_bucket(50)], 1);
+	assert_int_equal(r->sq_full, 1);
+	assert_int_equal(r->wrs_not_posted, 1);
+
+	/* the provider swaps wr_complete at RTS: the probe re-wraps and still counts */
+	fk.rewrite_on_rts = 1;
+	assert_int_equal(rt_probe_modify_qp(qp, &rts, IBV_QP_STATE), 0);
+	fk.rewrite_on_rts = 0;
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 8);
+	assert_int_equal(ibv_wr_complete(qx), 0);
+	assert_int_equal(fk.ex_complete2, 1);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(8)], 1);
+
+	/* apply mode on the extended API: wr_set_sge of a small SEND becomes wr_set_inline_data */
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 64, 64, NULL);
+	qp = ibv_create_qp_ex(ctx, &a);
+	assert_non_null(qp);
+	qx = rt_probe_qp_to_qp_ex(qp);
+	unsigned inl0 = fk.ex_inline, sge0 = fk.ex_sge;
+	ibv_wr_start(qx);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 40);
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 400);
+	assert_int_equal(ibv_wr_complete(qx), 0);
+	assert_int_equal(fk.ex_inline - inl0, 1);
+	assert_int_equal(fk.ex_sge - sge0, 1);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->apply_inline_set, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].inline_wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 0, 0, NULL);
+}
+
+static void test_latency_and_wc_errors(void **state)
+{
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, IBV_SEND_SIGNALED), *bad;
+	struct ibv_wc wc[8];
+	const struct rt_probe_qp_summary *r;
+
+	(void)state;
+	configure(1, 0, 0, NULL);
+	qp = fake_rc_qp(0, 0);
+	cq = rt_probe_create_cq(ctx, 16, NULL, NULL, 0);
+	assert_non_null(cq);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+	for (int i = 0; i < 3; i++)
+		fk.wc[fk.n_wc++] = (struct ibv_wc){ .wr_id = 7, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+						    .qp_num = qp->qp_num };
+	fk.wc[fk.n_wc++] = (struct ibv_wc){ .wr_id = 9, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
+					    .qp_num = qp->qp_num };
+	fk.wc[fk.n_wc++] = (struct ibv_wc){ .status = IBV_WC_REM_ACCESS_ERR, .qp_num = qp->qp_num };
+	errno = 0;
+	assert_int_equal(ibv_poll_cq(cq, 8, wc), 5);
+	assert_int_equal(errno, FAKE_ERRNO_MARK);
+	assert_int_equal(wc[4].status, IBV_WC_REM_ACCESS_ERR);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->lat_samples, 3);
+	assert_true(r->lat_max_ns >= r->lat_min_ns);
+	assert_int_equal(r->wc_errors, 1);
+	assert_int_equal(rt_probe_destroy_cq(cq), 0);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 0, 0, NULL);
+}
+
+#define NTHREADS 8
+#define NQPS 4
+#define NPOSTS 20000
+
+static struct ibv_qp *tqp[NQPS];
+
+static void *poster(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+
+	for (unsigned i = 0; i < NPOSTS; i++) {
+		sge.length = (i * 7 + seed) % 300;
+		if (ibv_post_send(tqp[i % NQPS], &w, &bad))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	pthread_t th[NTHREADS];
+	uint64_t want_bytes[NQPS] = { 0 }, want_small[NQPS] = { 0 };
+
+	(void)state;
+	for (int q = 0; q < NQPS; q++)
+		tqp[q] = fake_rc_qp(0, 0);
+	/* two waves: the second wave's threads inherit released slabs, nothing recorded by the first may be lost */
+	for (int wave = 0; wave < 2; wave++) {
+		for (int t = 0; t < NTHREADS; t++)
+			assert_int_equal(pthread_create(&th[t], NULL, poster, (void *)(uintptr_t)(t + wave * 8)), 0);
+		for (int t = 0; t < NTHREADS; t++) {
+			void *ret;
+
+			assert_int_equal(pthread_join(th[t], &ret), 0);
+			assert_null(ret);
+		}
+		for (int t = 0; t < NTHREADS; t++)
+			for (unsigned i = 0; i < NPOSTS; i++) {
+				uint32_t len = (i * 7 + (unsigned)(t + wave * 8)) % 300;
+
+				want_bytes[i % NQPS] += len;
+				want_small[i % NQPS] += rt_hist_bucket(len) == rt_hist_bucket(5);
+			}
+	}
+	for (int q = 0; q < NQPS; q++) {
+		const struct rt_probe_qp_summary *r = qp_rec(tqp[q]->qp_num);
+		uint64_t hsum = 0;
+
+		assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2 * NTHREADS * NPOSTS / NQPS);
+		assert_int_equal(r->op[RT_PROBE_OP_SEND].bytes, want_bytes[q]);
+		assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(5)], want_small[q]);
+		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+			hsum += r->op[RT_PROBE_OP_SEND].hist[b];
+		assert_int_equal(hsum, 2 * NTHREADS * NPOSTS / NQPS);
+		assert_int_equal(r->post_calls, 2 * NTHREADS * NPOSTS / NQPS);
+	}
+	assert_int_equal(snap->drops, 0);
+	for (int q = 0; q < NQPS; q++)
+		assert_int_equal(rt_probe_destroy_qp(tqp[q]), 0);
+}
+
+static void test_fork(void **state)
+{
+	struct ibv_qp *qp = fake_rc_qp(0, 0);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 10 };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* the child starts from zero and records its own sends */
+		const struct rt_probe_qp_summary *r = qp_rec(qp->qp_num);
+		int ok = r->op[RT_PROBE_OP_SEND].wrs == 0;
+
+		for (int i = 0; i < 3; i++)
+			ok &= ibv_post_send(qp, &w, &bad) == 0;
+		r = qp_rec(qp->qp_num);
+		ok &= r->op[RT_PROBE_OP_SEND].wrs == 3;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(qp_rec(qp->qp_num)->op[RT_PROBE_OP_SEND].wrs, 4);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+}
+
+static void test_output_file(void **state)
+{
+	char dir[] = "/tmp/rtune-probe-test.XXXXXX", pat[256], path[256], target[256];
+	struct rt_probe_summary *s;
+	struct rt_error err;
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(pat, sizeof(pat), "%s/out.%%p.json", dir);
+	pid = fork();
+	if (pid == 0) {
+		char got[256];
+		struct ibv_qp *cq = fake_rc_qp(0, 0);
+
+		configure(0, 0, 0, pat);
+		if (!cq)
+			_exit(2);
+		int wret = rt_probe_write_now(true, got, sizeof(got));
+		if (wret)
+			fprintf(stderr, "write_now: %s\n", strerror(wret));
+		_exit(wret ? 1 : 0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	snprintf(path, sizeof(path), "%s/out.%ld.json", dir, (long)pid);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(rt_probe_read_file(path, &s, &err), 0);
+	assert_int_equal(s->version, 1);
+	assert_true(s->n_qps > 0);
+	rt_probe_summary_free(s);
+	unlink(path);
+
+	/* an existing name (here a symlink) is never followed nor overwritten: the write fails, the process goes on */
+	snprintf(pat, sizeof(pat), "%s/fixed.json", dir);
+	snprintf(target, sizeof(target), "%s/victim", dir);
+	close(open(target, O_WRONLY | O_CREAT, 0644));
+	pid = fork();
+	if (pid == 0) {
+		/* a forked child without %p in the pattern writes <pattern>.<pid>: plant the symlink there */
+		snprintf(path, sizeof(path), "%s.%ld", pat, (long)getpid());
+		if (!fake_rc_qp(0, 0) || symlink(target, path))
+			_exit(2);
+		configure(0, 0, 0, pat);
+		int ret = rt_probe_write_now(true, NULL, 0);
+		rt_probe_fini(); /* prints the one line on stderr */
+		_exit(ret == EEXIST ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	snprintf(path, sizeof(path), "%s.%ld", pat, (long)pid);
+	assert_int_equal(unlink(path), 0);
+	unlink(target);
+	rmdir(dir);
+}
+
+static void test_reader_rejects(void **state)
+{
+	struct rt_probe_summary *s;
+	struct rt_error err;
+	const char *newer = "{\"format\":\"rtune-probe\",\"version\":99,\"qps\":[]}";
+	const char *other = "{\"format\":\"something\",\"version\":1}";
+	const char *broken = "{\"format\":\"rtune-probe\",";
+	const char *badhist = "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":[{\"ops\":{\"send\":{\"hist\":[[1]]}}}]}";
+
+	(void)state;
+	assert_int_equal(rt_probe_parse(newer, strlen(newer), &s, &err), ENOTSUP);
+	assert_null(s);
+	assert_int_equal(rt_probe_parse(other, strlen(other), &s, &err), EINVAL);
+	assert_int_equal(rt_probe_parse(broken, strlen(broken), &s, &err), EINVAL);
+	assert_non_null(strstr(err.text, "line"));
+	assert_int_equal(rt_probe_parse(badhist, strlen(badhist), &s, &err), EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_counts_and_buckets),
+		cmocka_unit_test(test_bad_wr_and_enomem),
+		cmocka_unit_test(test_apply_mode),
+		cmocka_unit_test(test_ex_api),
+		cmocka_unit_test(test_latency_and_wc_errors),
+		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_fork),
+		cmocka_unit_test(test_output_file),
+		cmocka_unit_test(test_reader_rejects),
+	};
+	int ret;
+
+	configure(0, 0, 0, NULL);
+	ctx = fake_setup();
+	if (!ctx || ctx->ops.post_send == fake_post_send) {
+		fprintf(stderr, "the probe did not hook the fake context\n");
+		return 1;
+	}
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	rt_probe_summary_free(snap);
+	return ret;
+}
