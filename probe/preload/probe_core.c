@@ -176,6 +176,7 @@ struct rtp_qp {
 	uint32_t slot;
 	struct ibv_qp *qp;
 	struct rtp_ctx *ctx;
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr); /* the provider's */
 	uint32_t qp_num;
 	enum ibv_qp_type type;
 	uint32_t max_inline_data, max_send_wr, max_send_sge, max_recv_wr;
@@ -472,8 +473,9 @@ static inline uint32_t wr_bytes(const struct ibv_send_wr *w)
 	return b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
 }
 
-static inline void record_wr(const struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s, unsigned op,
-			     uint32_t bytes, bool inl, bool sig, struct rtp_rec *rc)
+static inline __attribute__((always_inline)) void record_wr(const struct rtp_qp *q, struct rtp_entry *e,
+							     struct rtp_slab *s, unsigned op, uint32_t bytes, bool inl,
+							     bool sig, struct rtp_rec *rc, const bool sampling)
 {
 	struct rtp_op_stat *st = &e->st.op[op];
 
@@ -488,7 +490,7 @@ static inline void record_wr(const struct rtp_qp *q, struct rtp_entry *e, struct
 		CTR_ADD(st->sig_wrs, 1);
 		CTR_ADD(st->sig_bytes, bytes);
 		rc->nsig++;
-		if (g_cfg.sample_every && ++s->sample_ctr >= g_cfg.sample_every) {
+		if (sampling && g_cfg.sample_every && ++s->sample_ctr >= g_cfg.sample_every) {
 			s->sample_ctr = 0;
 			if (rc->timing && rc->nsamp < 4)
 				rc->samp_k[rc->nsamp++] = rc->nsig;
@@ -555,60 +557,21 @@ static void classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret,
 
 /* ---- ops.post_send --------------------------------------------------------------------------------------------- */
 
-static int post_send_rec(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s, struct ibv_qp *qp,
-			 struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+/*
+ * Everything after the provider's post_send except the plain success of the histogram-only path: records the WRs
+ * before bad_wr, classifies the error, maps bad_wr back from apply mode's copy, queues latency samples. errno as the
+ * provider left it.
+ */
+static __attribute__((noinline)) int post_send_after(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
+						     struct ibv_send_wr *sent, struct ibv_send_wr **bad_wr,
+						     struct ibv_send_wr *saved_bad, int ret, unsigned ncopy,
+						     struct rtp_rec *rc, uint64_t t0)
 {
-	struct ibv_send_wr *sent = wr, *stop = NULL, *saved_bad, *w;
-	struct rtp_rec rc = { 0 };
-	unsigned n = 0, ncopy = 0, nchain;
-	uint64_t t0 = 0;
+	struct ibv_send_wr *stop = NULL, *w;
+	unsigned n = 0, nchain;
 	bool unknown_bad = false;
-	int ret, err;
+	int err = errno;
 
-	if (unlikely(g_cfg.sample_every || q->apply_limit)) {
-		unsigned nsig = 0, need = 0, len = 0;
-
-		for (w = wr; w; w = w->next) {
-			len++;
-			if (q->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED))
-				nsig++;
-			if (q->apply_limit && !(w->send_flags & IBV_SEND_INLINE) && rtp_op_inlinable(rtp_op(w->opcode))) {
-				uint32_t b = wr_bytes(w);
-
-				if (b && b <= q->apply_limit)
-					need++;
-			}
-		}
-		if (need) {
-			if (len > RTP_APPLY_MAX_WRS) {
-				CTR_ADD(e->st.apply_chain_too_long, 1);
-			} else {
-				for (w = wr; w; w = w->next, ncopy++) {
-					struct ibv_send_wr *c = &s->wr_copy[ncopy];
-					uint32_t b;
-
-					*c = *w;
-					c->next = w->next ? c + 1 : NULL;
-					s->wr_orig[ncopy] = w;
-					b = wr_bytes(w);
-					if (!(w->send_flags & IBV_SEND_INLINE) && rtp_op_inlinable(rtp_op(w->opcode)) && b &&
-					    b <= q->apply_limit) {
-						c->send_flags |= IBV_SEND_INLINE;
-					}
-				}
-				sent = s->wr_copy;
-			}
-		}
-		if (g_cfg.sample_every && nsig && s->sample_ctr + nsig >= g_cfg.sample_every) {
-			rc.timing = true;
-			t0 = now_ns();
-		}
-	}
-
-	saved_bad = *bad_wr;
-	*bad_wr = &g_bad_sentinel;
-	ret = q->ctx->post_send(qp, sent, bad_wr);
-	err = errno;
 	if (likely(ret == 0)) {
 		*bad_wr = saved_bad;
 	} else if (*bad_wr == &g_bad_sentinel) {
@@ -624,7 +587,7 @@ static int post_send_rec(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab 
 		unsigned op = rtp_op(w->opcode);
 
 		record_wr(q, e, s, op, wr_bytes(w), w->send_flags & IBV_SEND_INLINE, w->send_flags & IBV_SEND_SIGNALED,
-			  &rc);
+			  rc, true);
 		if (ncopy && !(s->wr_orig[n]->send_flags & IBV_SEND_INLINE) && (w->send_flags & IBV_SEND_INLINE))
 			CTR_ADD(e->st.apply_inline_set, 1);
 	}
@@ -640,10 +603,91 @@ static int post_send_rec(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab 
 			*bad_wr = s->wr_orig[*bad_wr - s->wr_copy];
 	}
 	record_batch(e, nchain);
-	if (rc.nsig && g_cfg.sample_every)
-		finish_samples(q, &rc, t0);
+	if (rc->nsig && g_cfg.sample_every)
+		finish_samples(q, rc, t0);
 	errno = err;
 	return ret;
+}
+
+/* Sampling and/or apply mode: look at the chain before posting (copy it for apply mode, take t0 for a sample). */
+static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
+						    struct ibv_qp *qp, struct ibv_send_wr *wr,
+						    struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *sent = wr, *saved_bad, *w;
+	struct rtp_rec rc = { 0 };
+	unsigned ncopy = 0, nsig = 0, need = 0, len = 0;
+	uint64_t t0 = 0;
+	int ret;
+
+	for (w = wr; w; w = w->next) {
+		len++;
+		if (q->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED))
+			nsig++;
+		if (q->apply_limit && !(w->send_flags & IBV_SEND_INLINE) && rtp_op_inlinable(rtp_op(w->opcode))) {
+			uint32_t b = wr_bytes(w);
+
+			if (b && b <= q->apply_limit)
+				need++;
+		}
+	}
+	if (need) {
+		if (len > RTP_APPLY_MAX_WRS) {
+			CTR_ADD(e->st.apply_chain_too_long, 1);
+		} else {
+			for (w = wr; w; w = w->next, ncopy++) {
+				struct ibv_send_wr *c = &s->wr_copy[ncopy];
+				uint32_t b;
+
+				*c = *w;
+				c->next = w->next ? c + 1 : NULL;
+				s->wr_orig[ncopy] = w;
+				b = wr_bytes(w);
+				if (!(w->send_flags & IBV_SEND_INLINE) && rtp_op_inlinable(rtp_op(w->opcode)) && b &&
+				    b <= q->apply_limit)
+					c->send_flags |= IBV_SEND_INLINE;
+			}
+			sent = s->wr_copy;
+		}
+	}
+	if (g_cfg.sample_every && nsig && s->sample_ctr + nsig >= g_cfg.sample_every) {
+		int err = errno;
+
+		rc.timing = true;
+		t0 = now_ns();
+		errno = err;
+	}
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = q->post_send(qp, sent, bad_wr);
+	return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, ncopy, &rc, t0);
+}
+
+/*
+ * The send path. Histogram-only mode and success: post, then count the chain in this thread's entry. errno is not
+ * touched here (nothing called sets it), the provider's return value is returned as is.
+ */
+static inline int post_send_rec(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s, struct ibv_qp *qp,
+				struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *saved_bad, *w;
+	struct rtp_rec rc = { 0 };
+	unsigned n = 0;
+	int ret;
+
+	if (unlikely(g_cfg.sample_every || q->apply_limit))
+		return post_send_full(q, e, s, qp, wr, bad_wr);
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = q->post_send(qp, wr, bad_wr);
+	if (unlikely(ret))
+		return post_send_after(q, e, s, wr, bad_wr, saved_bad, ret, 0, &rc, 0);
+	*bad_wr = saved_bad;
+	for (w = wr; w; w = w->next, n++)
+		record_wr(q, e, s, rtp_op(w->opcode), wr_bytes(w), w->send_flags & IBV_SEND_INLINE,
+			  w->send_flags & IBV_SEND_SIGNALED, &rc, false);
+	record_batch(e, n);
+	return 0;
 }
 
 static struct rtp_ctx *ctx_of(struct ibv_context *ctx)
@@ -669,12 +713,12 @@ static int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ib
 		s = slab_attach();
 	if (unlikely(!s)) {
 		atomic_fetch_add_explicit(&g_posts_no_slab, 1, memory_order_relaxed);
-		return q->ctx->post_send(qp, wr, bad_wr);
+		return q->post_send(qp, wr, bad_wr);
 	}
 	e = entry_get(s, q);
 	if (unlikely(!e)) {
 		CTR_ADD(s->posts_no_entry, 1);
-		return q->ctx->post_send(qp, wr, bad_wr);
+		return q->post_send(qp, wr, bad_wr);
 	}
 	s->c_key = qp;
 	s->c_q = q;
@@ -707,38 +751,37 @@ static struct rtp_qp *qp_by_num(const struct rtp_ctx *c, uint32_t qp_num)
 	return tls_pq;
 }
 
-static void wc_send_done(struct rtp_qp *q, uint64_t *now)
+/* k successful send completions of q were polled: advance its completed sequence and time the sampled ones. */
+static void wc_send_done(struct rtp_qp *q, unsigned k, uint64_t *now)
 {
-	uint64_t done = atomic_fetch_add_explicit(&q->sig_completed, 1, memory_order_relaxed) + 1;
+	uint64_t hi = atomic_fetch_add_explicit(&q->sig_completed, k, memory_order_relaxed) + k, lo = hi - k + 1;
 
 	if (!atomic_load_explicit(&q->ring_n, memory_order_relaxed))
 		return;
 	if (atomic_flag_test_and_set_explicit(&q->lat_lock, memory_order_acquire))
-		return;
+		return; /* the entries left behind are found stale later */
 	while (q->ring_head != q->ring_tail) {
 		struct rtp_lat_sample *r = &q->ring[q->ring_head % RTP_LAT_RING];
 		uint64_t lat;
 
-		if (r->seq < done) {
+		if (r->seq > hi)
+			break;
+		q->ring_head++;
+		if (r->seq < lo) {
 			/* its completion went by while the sample was being queued or the lock was busy */
 			atomic_fetch_add_explicit(&q->lat_stale, 1, memory_order_relaxed);
-			q->ring_head++;
 			continue;
 		}
-		if (r->seq == done) {
-			if (!*now)
-				*now = now_ns();
-			lat = *now > r->t_ns ? *now - r->t_ns : 0;
-			CTR_ADD(q->lat_n, 1);
-			CTR_ADD(q->lat_sum_ns, lat);
-			if (CTR_GET(q->lat_n) == 1 || lat < CTR_GET(q->lat_min_ns))
-				CTR_SET(q->lat_min_ns, lat);
-			if (lat > CTR_GET(q->lat_max_ns))
-				CTR_SET(q->lat_max_ns, lat);
-			CTR_ADD(q->lat_hist[rt_hist_bucket(lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat)], 1);
-			q->ring_head++;
-		}
-		break;
+		if (!*now)
+			*now = now_ns();
+		lat = *now > r->t_ns ? *now - r->t_ns : 0;
+		CTR_ADD(q->lat_n, 1);
+		CTR_ADD(q->lat_sum_ns, lat);
+		if (CTR_GET(q->lat_n) == 1 || lat < CTR_GET(q->lat_min_ns))
+			CTR_SET(q->lat_min_ns, lat);
+		if (lat > CTR_GET(q->lat_max_ns))
+			CTR_SET(q->lat_max_ns, lat);
+		CTR_ADD(q->lat_hist[rt_hist_bucket(lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat)], 1);
 	}
 	atomic_store_explicit(&q->ring_n, q->ring_tail - q->ring_head, memory_order_relaxed);
 	atomic_flag_clear_explicit(&q->lat_lock, memory_order_release);
@@ -747,6 +790,8 @@ static void wc_send_done(struct rtp_qp *q, uint64_t *now)
 static int w_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 {
 	struct rtp_ctx *c = ctx_of(cq->context);
+	struct rtp_qp *run_q = NULL;
+	unsigned run_n = 0;
 	uint64_t now = 0;
 	int ret, err;
 
@@ -766,12 +811,20 @@ static int w_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 			else
 				atomic_fetch_add_explicit(&g_wc_err_untracked, 1, memory_order_relaxed);
 		} else if (g_cfg.sample_every && !(wc[i].opcode & IBV_WC_RECV)) {
+			/* runs of completions of one QP are accounted at once */
 			struct rtp_qp *q = qp_by_num(c, wc[i].qp_num);
 
-			if (q)
-				wc_send_done(q, &now);
+			if (q != run_q) {
+				if (run_q)
+					wc_send_done(run_q, run_n, &now);
+				run_q = q;
+				run_n = 0;
+			}
+			run_n++;
 		}
 	}
+	if (run_q)
+		wc_send_done(run_q, run_n, &now);
 	errno = err;
 	return ret;
 }
@@ -816,7 +869,7 @@ static void ex_commit(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
 	for (unsigned i = 0; i < e->npend; i++) {
 		struct rtp_pending *p = &e->pend[i];
 
-		record_wr(q, e, s, p->op, p->bytes, p->inl, p->flags & IBV_SEND_SIGNALED, &rc);
+		record_wr(q, e, s, p->op, p->bytes, p->inl, p->flags & IBV_SEND_SIGNALED, &rc, true);
 		if (p->applied)
 			CTR_ADD(e->st.apply_inline_set, 1);
 	}
@@ -1212,6 +1265,7 @@ static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type t
 	q->slot = slot;
 	q->qp = qp;
 	q->ctx = c;
+	q->post_send = c->post_send;
 	q->qp_num = qp->qp_num;
 	q->type = type;
 	q->max_inline_data = cap->max_inline_data;
