@@ -5,6 +5,7 @@
  * documents from other nodes, and the atomic file writer every export uses.
  */
 #include "store_internal.h"
+#include "rt_store_json.h"
 #include "lib/profile_internal.h"
 
 #include <ctype.h>
@@ -276,7 +277,7 @@ out:
 
 /* ---- JSON document ---------------------------------------------------------------------------------------------- */
 
-static json_t *entry_to_json(const struct rt_profile_entry *e)
+json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 {
 	char when[32];
 	json_t *o, *reasons = json_array();
@@ -308,20 +309,25 @@ static json_t *document(const struct rt_node_info *node, const char *hw_sig, con
 	snprintf(ver, sizeof(ver), "%d.%d", RT_PROFILE_SCHEMA_MAJOR, RT_PROFILE_SCHEMA_MINOR);
 	rt_profile_time_format((int64_t)time(NULL), now);
 	for (size_t i = 0; entries && i < n; i++) {
-		json_t *e = entry_to_json(&v[i]);
+		json_t *e = rt_store_entry_json(&v[i]);
 
 		if (!e || json_array_append_new(entries, e)) {
 			json_decref(entries);
 			return NULL;
 		}
 	}
-	doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:i, s:i, s:s}, s:o}", "schema", "name",
-			RT_PROFILE_SCHEMA_NAME, "version", ver, "rtune_version", RTUNE_VERSION, "generated_at", now,
-			"node", "hostname", node->hostname, "machine_id", node->machine_id, "cpu_model", node->cpu_model,
-			"kernel", node->kernel, "cpu_count", node->cpu_count, "numa_nodes",
-			node->numa_nodes > 0 ? node->numa_nodes : 1, "hardware_signature", hw_sig ? hw_sig : "",
+	doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:o, s:o}", "schema", "name", RT_PROFILE_SCHEMA_NAME, "version", ver,
+			"rtune_version", RTUNE_VERSION, "generated_at", now, "node", rt_store_node_json(node, hw_sig),
 			"entries", entries);
 	return doc;
+}
+
+json_t *rt_store_node_json(const struct rt_node_info *node, const char *hw_signature)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "hostname", node->hostname, "machine_id",
+			 node->machine_id, "cpu_model", node->cpu_model, "kernel", node->kernel, "cpu_count",
+			 node->cpu_count, "numa_nodes", node->numa_nodes > 0 ? node->numa_nodes : 1, "hardware_signature",
+			 hw_signature ? hw_signature : "");
 }
 
 /* ---- env and prometheus ------------------------------------------------------------------------------------------ */

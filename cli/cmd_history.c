@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `rtune history [DEVICE]`: every calibration run in the store, oldest first, with its effective status (a run left
+ * "running" by a process that died is shown as interrupted), its point counts and the decision stored from it, plus
+ * the drift: how each device's inline threshold and signal interval moved from one run to the next.
+ */
+#include "cli.h"
+#include "rt_store.h"
+#include "rt_store_json.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+	"usage: rtune history [DEVICE] [--db PATH] [--json]\n"
+	"\n"
+	"List the calibration runs in the store (oldest first) with their status, points and the decision stored\n"
+	"from each (send/RC inline threshold and signal interval), and the drift of each device between runs.\n"
+	"A run whose process died before finishing shows as interrupted.\n"
+	"\n"
+	"  DEVICE          only this device (name or node GUID)\n"
+	"  --db PATH       store to read (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
+	"                  else $XDG_STATE_HOME/rtune/rtune.db, i.e. ~/.local/state/rtune/rtune.db)\n"
+	"  --json          print one JSON document on stdout\n"
+	"  -h, --help      this text\n"
+	"\n"
+	"exit codes: 0 ok, 1 failure, 2 usage\n";
+
+static void fmt_time(int64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (ns <= 0) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%SZ", &tm);
+}
+
+/* The previous run of the same host/device/port that produced a profile, or NULL. */
+static const struct rt_store_run_summary *previous(const struct rt_store_run_summary *v, size_t i)
+{
+	for (size_t j = i; j-- > 0;)
+		if (v[j].has_profile && !strcmp(v[j].device, v[i].device) && !strcmp(v[j].hostname, v[i].hostname) &&
+		    v[j].port_num == v[i].port_num)
+			return &v[j];
+	return NULL;
+}
+
+int cmd_history(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'D' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *db = NULL, *device = NULL;
+	struct rt_store_run_summary *v = NULL;
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	bool json = false;
+	size_t n = 0;
+	int c, rc = RT_EXIT_FAIL;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': db = optarg; break;
+		case 'j': json = true; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("history", "unknown option");
+		}
+	}
+	if (optind < argc)
+		device = argv[optind++];
+	if (optind < argc)
+		return rt_cli_usage_error("history", "unexpected argument '%s'", argv[optind]);
+	if (rt_store_open_existing(db, &st, &err)) {
+		rt_cli_error("%s", err.text);
+		return RT_EXIT_FAIL;
+	}
+	if (rt_store_run_list(st, device, &v, &n, &err)) {
+		rt_cli_error("%s", err.text);
+		goto out;
+	}
+	if (json) {
+		json_t *doc = json_pack("{s:s, s:[]}", "store", rt_store_path(st), "runs");
+		json_t *arr = json_object_get(doc, "runs");
+
+		for (size_t i = 0; doc && i < n; i++) {
+			json_t *r = rt_store_run_summary_json(&v[i]);
+			const struct rt_store_run_summary *p = v[i].has_profile ? previous(v, i) : NULL;
+
+			if (r && p)
+				json_object_set_new(r, "drift", json_pack("{s:s, s:I, s:I, s:I, s:I}", "from_run_id", p->uuid,
+					"inline_threshold_from", (json_int_t)p->inline_threshold, "inline_threshold_to",
+					(json_int_t)v[i].inline_threshold, "signal_interval_from",
+					(json_int_t)p->signal_interval, "signal_interval_to", (json_int_t)v[i].signal_interval));
+			else if (r)
+				json_object_set_new(r, "drift", json_null());
+			json_array_append_new(arr, r);
+		}
+		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+			json_decref(doc);
+			rt_cli_error("cannot print the history");
+			goto out;
+		}
+		json_decref(doc);
+		putchar('\n');
+		rc = RT_EXIT_OK;
+		goto out;
+	}
+	if (n == 0) {
+		printf("no runs%s%s%s in %s\n", device ? " of '" : "", device ? device : "", device ? "'" : "",
+		       rt_store_path(st));
+		rc = RT_EXIT_OK;
+		goto out;
+	}
+	printf("%-5s %-21s %-12s %-16s %-4s %-11s %6s %5s %9s %6s  %s\n", "id", "started", "host", "device", "port",
+	       "status", "lat", "rate", "threshold", "N", "drift");
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_store_run_summary *r = &v[i], *p = r->has_profile ? previous(v, i) : NULL;
+		char when[32], thr[16] = "-", ni[16] = "-", drift[96] = "";
+
+		fmt_time(r->started_ns, when, sizeof(when));
+		if (r->has_profile) {
+			snprintf(thr, sizeof(thr), "%" PRIu32 " B", r->inline_threshold);
+			snprintf(ni, sizeof(ni), "%" PRIu32, r->signal_interval);
+		}
+		if (p)
+			snprintf(drift, sizeof(drift), "threshold %+" PRId64 " B (%" PRIu32 "->%" PRIu32 "), N %" PRIu32
+				 "->%" PRIu32 " since run %" PRId64, (int64_t)r->inline_threshold - p->inline_threshold,
+				 p->inline_threshold, r->inline_threshold, p->signal_interval, r->signal_interval, p->id);
+		printf("%-5" PRId64 " %-21s %-12.12s %-16.16s %-4d %-11s %6zu %5zu %9s %6s  %s\n", r->id, when, r->hostname,
+		       r->device, r->port_num, rt_run_status_name(r->status), r->n_lat, r->n_rate, thr, ni, drift);
+	}
+	rc = RT_EXIT_OK;
+out:
+	free(v);
+	rt_store_close(st);
+	return rc;
+}

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `rtune import FILE...`: adds JSON profiles written by `rtune export` on other nodes to the store, as those nodes'
+ * profiles. Idempotent: entries already present (same node and run id) are skipped. A bad file is reported and the
+ * others are still imported.
+ */
+#include "cli.h"
+#include "rt_store.h"
+
+#include <getopt.h>
+
+static const char usage[] =
+	"usage: rtune import [--db PATH] FILE...\n"
+	"\n"
+	"Import JSON profiles (schema rtune-profile 1.x, from 'rtune export') of other nodes into the store.\n"
+	"Importing the same profile again changes nothing (entries are keyed by node and run id).\n"
+	"\n"
+	"  --db PATH       store to write (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
+	"                  else $XDG_STATE_HOME/rtune/rtune.db, i.e. ~/.local/state/rtune/rtune.db)\n"
+	"  -q, --quiet     print errors only\n"
+	"  -h, --help      this text\n"
+	"\n"
+	"exit codes: 0 every file imported, 1 a file or the store failed, 2 usage\n";
+
+int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'D' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *db = NULL;
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	bool quiet = false;
+	int c, rc = RT_EXIT_OK;
+
+	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': db = optarg; break;
+		case 'q': quiet = true; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("import", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return rt_cli_usage_error("import", "no profile file given");
+	if (rt_store_open(db, &st, &err)) {
+		rt_cli_error("%s", err.text);
+		return RT_EXIT_FAIL;
+	}
+	for (int i = optind; i < argc; i++) {
+		size_t added = 0, skipped = 0;
+
+		if (rt_store_import_file(st, argv[i], &added, &skipped, &err)) {
+			rt_cli_error("%s", err.text);
+			rc = RT_EXIT_FAIL;
+			continue;
+		}
+		if (!quiet)
+			printf("imported '%s': %zu entr%s added, %zu already present\n", argv[i], added,
+			       added == 1 ? "y" : "ies", skipped);
+	}
+	rt_store_close(st);
+	return rc;
+}

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `rtune show [DEVICE]`: the current profile of a node (per device/port/opcode/QP type: inline threshold, max inline,
+ * signal interval, queue depths, CQ moderation, confidence and reasons) and the curves behind it, read from the
+ * calibration run each entry came from. --json prints the same as one document.
+ */
+#include "cli.h"
+#include "rt_store.h"
+#include "rt_store_json.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char usage[] =
+	"usage: rtune show [DEVICE] [--db PATH] [--node NODE] [--json]\n"
+	"\n"
+	"Show the current profile (the latest decision per device, port, opcode and QP type) with its confidence and\n"
+	"reasons, and the measured curves behind it: latency vs message size inline and not, message rate vs signaling\n"
+	"interval N.\n"
+	"\n"
+	"  DEVICE          only this device (name or node GUID)\n"
+	"  --db PATH       store to read (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
+	"                  else $XDG_STATE_HOME/rtune/rtune.db, i.e. ~/.local/state/rtune/rtune.db)\n"
+	"  --node NODE     node (hostname or machine-id) when the store holds several\n"
+	"  --json          print one JSON document on stdout\n"
+	"  -h, --help      this text\n"
+	"\n"
+	"exit codes: 0 ok, 1 failure (no store, no profile), 2 usage\n";
+
+static void print_when(int64_t t)
+{
+	char buf[32];
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
+	fputs(buf, stdout);
+}
+
+/* The pingpong curve of one opcode: per size, inline and non-inline medians side by side. */
+static void print_curves(const struct rt_run *run, const struct rt_profile_entry *e)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < run->n_lat; i++) {
+		const struct rt_lat_point *p = &run->lat[i], *q = NULL;
+
+		if ((int)p->op != (int)e->opcode || (int)p->qpt != (int)e->qp_type || !p->inl)
+			continue;
+		for (size_t j = 0; j < run->n_lat; j++) {
+			const struct rt_lat_point *c = &run->lat[j];
+
+			if (c->op == p->op && c->qpt == p->qpt && c->kind == p->kind && c->msg_bytes == p->msg_bytes &&
+			    !c->inl)
+				q = c;
+		}
+		if (!any)
+			printf("    latency (%s, median ns):   size   inline  not-inline   gain\n",
+			       rt_lat_kind_name(p->kind));
+		any = true;
+		if (q)
+			printf("    %31s%6" PRIu32 " %8.0f %11.0f %+6.0f%s\n", "", p->msg_bytes, p->median_ns, q->median_ns,
+			       q->median_ns - p->median_ns, p->msg_bytes <= e->inline_threshold ? "" : "   (above threshold)");
+		else
+			printf("    %31s%6" PRIu32 " %8.0f %11s\n", "", p->msg_bytes, p->median_ns, "-");
+	}
+	if (!any)
+		printf("    latency: no points for %s/%s in run %s\n", rt_profile_opcode_name(e->opcode),
+		       rt_profile_qp_type_name(e->qp_type), run->uuid);
+	any = false;
+	for (size_t i = 0; i < run->n_rate; i++) {
+		const struct rt_rate_point *p = &run->rate[i];
+
+		if ((int)p->op != (int)e->opcode || (int)p->qpt != (int)e->qp_type)
+			continue;
+		if (!any)
+			printf("    rate:     N   size  inline    Mops  cpu ns/msg  enomem\n");
+		any = true;
+		printf("          %5" PRIu32 " %6" PRIu32 " %7s %7.3f %11.1f %7" PRIu64 "%s\n", p->signal_interval,
+		       p->msg_bytes, p->inl ? "yes" : "no", p->mops, p->cpu_ns_per_msg, p->enomem,
+		       p->signal_interval == e->signal_interval ? "   <- chosen" : "");
+	}
+}
+
+static void print_entry(const struct rt_profile_entry *e)
+{
+	printf("%s port %d %s/%s   confidence %s\n", e->device, e->port, rt_profile_opcode_name(e->opcode),
+	       rt_profile_qp_type_name(e->qp_type), rt_profile_confidence_name(e->confidence));
+	printf("    inline_threshold %" PRIu32 " B%s   max_inline_data %" PRIu32 " B   signal_interval %" PRIu32
+	       "   sq_depth %" PRIu32 "   cq_depth %" PRIu32 "\n", e->inline_threshold,
+	       e->inline_threshold ? "" : " (never inline)", e->max_inline_data, e->signal_interval, e->sq_depth,
+	       e->cq_depth);
+	if (e->cq_moderation)
+		printf("    cq_moderation count %" PRIu32 " period %" PRIu32 " us\n", e->cq_mod_count, e->cq_mod_period_us);
+	else
+		printf("    cq_moderation none\n");
+	printf("    measured ");
+	print_when(e->measured_at);
+	printf(" on CPUs %s (device NUMA node %d), run %s, rtune %s%s%s\n", e->cpus[0] ? e->cpus : "unknown",
+	       e->numa_node, e->run_id, e->rtune_version, e->app[0] ? ", weighted by app " : "", e->app);
+	for (unsigned i = 0; i < e->n_reasons; i++)
+		printf("    - %s: %s\n", e->reasons[i].code, e->reasons[i].text);
+}
+
+int cmd_show(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'D' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *db = NULL, *node_key = NULL, *device = NULL;
+	struct rt_profile_entry *v = NULL;
+	struct rt_node_info node;
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	char sig[32] = "";
+	bool json = false;
+	size_t n = 0;
+	int c, rc = RT_EXIT_FAIL;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': db = optarg; break;
+		case 'n': node_key = optarg; break;
+		case 'j': json = true; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("show", "unknown option");
+		}
+	}
+	if (optind < argc)
+		device = argv[optind++];
+	if (optind < argc)
+		return rt_cli_usage_error("show", "unexpected argument '%s'", argv[optind]);
+	if (rt_store_open_existing(db, &st, &err)) {
+		rt_cli_error("%s", err.text);
+		return RT_EXIT_FAIL;
+	}
+	if (rt_store_get_profile(st, node_key, device, &v, &n, &node, sig, &err)) {
+		rt_cli_error("%s", err.text);
+		goto out;
+	}
+	if (json) {
+		json_t *doc = json_pack("{s:o, s:[]}", "node", rt_store_node_json(&node, sig), "entries");
+		json_t *arr = json_object_get(doc, "entries");
+
+		for (size_t i = 0; doc && i < n; i++) {
+			json_t *e = rt_store_entry_json(&v[i]);
+			struct rt_run run;
+
+			if (e && rt_store_run_load(st, v[i].run_id, NULL, &run, NULL) == 0) {
+				json_object_set_new(e, "run", rt_store_run_json(&run));
+				rt_run_release(&run);
+			} else if (e) {
+				json_object_set_new(e, "run", json_null());
+			}
+			json_array_append_new(arr, e);
+		}
+		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+			json_decref(doc);
+			rt_cli_error("cannot print the profile");
+			goto out;
+		}
+		json_decref(doc);
+		putchar('\n');
+	} else {
+		printf("node %s  hardware %s  store %s\n", node.hostname, sig[0] ? sig : "unknown", rt_store_path(st));
+		for (size_t i = 0; i < n; i++) {
+			struct rt_run run;
+
+			putchar('\n');
+			print_entry(&v[i]);
+			if (rt_store_run_load(st, v[i].run_id, NULL, &run, NULL) == 0) {
+				print_curves(&run, &v[i]);
+				rt_run_release(&run);
+			} else {
+				printf("    curves: run %s is not in this store (profile imported from another node)\n",
+				       v[i].run_id);
+			}
+		}
+	}
+	rc = RT_EXIT_OK;
+out:
+	free(v);
+	rt_store_close(st);
+	return rc;
+}
