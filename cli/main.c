@@ -22,6 +22,7 @@ static const struct rt_cmd commands[] = {
 	{ "history", cmd_history, "list calibration runs and how each device's decisions drifted" },
 	{ "export", cmd_export, "write the profile as JSON, shell env lines or a Prometheus textfile" },
 	{ "import", cmd_import, "import JSON profiles of other nodes into the store" },
+	{ "probe", cmd_probe, "run an application under the probe and store what it sends" },
 };
 
 static void print_help(FILE *f)

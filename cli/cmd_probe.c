@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `rtune probe`: runs an unmodified RDMA application with librtune_probe.so preloaded, collects the JSON file each of
+ * its processes wrote, prints what it sent (per opcode and QP type: messages, bytes, inline, signaled, SQ-full ENOMEM),
+ * and stores the message-size histograms in the store as the application's histograms (`rtune tune --app NAME`).
+ * With --apply the probe also applies a profile (raises max_inline_data, inlines small SEND/RDMA WRITE WRs).
+ */
+#include "cli.h"
+#include "rt_probe_reader.h"
+#include "rt_store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: rtune probe [--db PATH] [--name APP] [--apply PROFILE] [--out FILE] [--no-store] -- CMD [ARGS...]\n"
+	"\n"
+	"Run CMD with the rtune probe preloaded (LD_PRELOAD=librtune_probe.so): record, per QP and opcode, the message\n"
+	"sizes it posts, how many were inline and signaled, its send-queue-full ENOMEM events and sampled post->completion\n"
+	"latencies, then store the message-size histograms as the application's (for 'rtune tune --app APP').\n"
+	"\n"
+	"  --db PATH        store to use (default: $RTUNE_DB, else the per-user or system default)\n"
+	"  --name APP       name to store the histograms under (default: CMD's base name)\n"
+	"  --apply PROFILE  also apply the profile: raise max_inline_data at QP creation and set IBV_SEND_INLINE on\n"
+	"                   SEND/RDMA WRITE WRs up to its inline_threshold (RTUNE_INLINE_THRESHOLD=BYTES overrides)\n"
+	"  --out FILE       keep the probe's JSON (one process: FILE; several: FILE.<pid> each)\n"
+	"  --no-store       do not write to the store\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Environment passed to the probe: RTUNE_PROBE_SAMPLE=K (time 1 in K signaled sends, 0 = off, default 64).\n"
+	"The probe library is found through $RTUNE_PROBE_LIB, next to this rtune (build tree) or in the install libdir.\n"
+	"exit codes: 0 ok, 1 failure (CMD failed, recorded nothing, or the store could not be written), 2 usage\n";
+
+/* Finds librtune_probe.so: $RTUNE_PROBE_LIB, the build tree next to this executable, the install directory. */
+static int find_probe_lib(char *out, size_t len)
+{
+	const char *env = getenv("RTUNE_PROBE_LIB");
+	char exe[PATH_MAX], *dir;
+	ssize_t n;
+	const char *rel[] = { "../probe/preload/librtune_probe.so", "../" RTUNE_INSTALL_LIBDIR "/rtune/librtune_probe.so" };
+
+	if (env && *env) {
+		if (access(env, R_OK))
+			return errno;
+		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		dir = dirname(exe);
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			char cand[PATH_MAX * 2];
+
+			snprintf(cand, sizeof(cand), "%s/%s", dir, rel[i]);
+			if (!access(cand, R_OK) && realpath(cand, out))
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s/rtune/librtune_probe.so", RTUNE_INSTALL_FULL_LIBDIR);
+	return access(out, R_OK) ? ENOENT : 0;
+}
+
+/* Copies src to dst, creating dst 0600 and refusing an existing name or a symlink. */
+static int copy_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	int in = open(src, O_RDONLY | O_CLOEXEC), out, ret = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		ret = errno;
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			ret = errno ? errno : EIO;
+			break;
+		}
+	if (n < 0)
+		ret = errno;
+	close(in);
+	if (close(out) && !ret)
+		ret = errno;
+	return ret;
+}
+
+static void print_class(const char *app, const struct rt_probe_summary *sum)
+{
+	bool any = false;
+
+	for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
+		for (int op = 0; op < RT_OP__COUNT; op++) {
+			struct rt_probe_op_summary o;
+			uint64_t sq_full;
+
+			if (!rt_probe_summary_class(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &sq_full))
+				continue;
+			any = true;
+			printf("rtune probe: %s %s/%s: %llu messages, %llu bytes, %llu inline, %llu signaled, "
+			       "%llu SQ-full ENOMEM\n",
+			       app, rt_opcode_name((enum rt_opcode)op), rt_qp_type_name((enum rt_qp_type)qpt),
+			       (unsigned long long)o.wrs, (unsigned long long)o.bytes, (unsigned long long)o.inline_wrs,
+			       (unsigned long long)o.signaled_wrs, (unsigned long long)sq_full);
+		}
+	if (!any)
+		printf("rtune probe: %s posted no SEND or RDMA WRITE on RC or UD QPs\n", app);
+	if (sum->drops)
+		printf("rtune probe: %llu records were dropped by the probe (see 'drops' in the JSON)\n",
+		       (unsigned long long)sum->drops);
+}
+
+static int store_histograms(const char *db, const char *app, const struct rt_probe_summary *sum)
+{
+	struct rt_store *st = NULL;
+	struct rt_node_info node;
+	struct rt_error err = { 0 };
+	int ret, stored = 0;
+
+	ret = rt_store_open(db, &st, &err);
+	if (ret) {
+		rt_cli_error("%s", err.text);
+		return RT_EXIT_FAIL;
+	}
+	rt_store_local_node(&node);
+	for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
+		for (int op = 0; op < RT_OP__COUNT; op++) {
+			struct rt_store_histogram h = { 0 };
+			struct rt_probe_op_summary o;
+			uint64_t sq_full;
+
+			if (!rt_probe_summary_class(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &sq_full))
+				continue;
+			snprintf(h.app, sizeof(h.app), "%s", app);
+			h.op = (enum rt_opcode)op;
+			h.qpt = (enum rt_qp_type)qpt;
+			h.messages = o.wrs;
+			h.bytes = o.bytes;
+			h.inline_count = o.inline_wrs;
+			h.signaled_count = o.signaled_wrs;
+			h.sq_full_enomem = sq_full;
+			memcpy(h.buckets, o.hist, sizeof(h.buckets));
+			ret = rt_store_put_histogram(st, &node, &h, &err);
+			if (ret) {
+				rt_cli_error("%s", err.text);
+				rt_store_close(st);
+				return RT_EXIT_FAIL;
+			}
+			stored++;
+		}
+	if (stored)
+		printf("rtune probe: stored %d histogram%s of '%s' in '%s'\n", stored, stored == 1 ? "" : "s", app,
+		       rt_store_path(st));
+	rt_store_close(st);
+	return RT_EXIT_OK;
+}
+
+/* Runs argv with the probe; returns the wait status, or -1 with errno. */
+static int run_app(char **argv, const char *lib, const char *out_pattern, const char *profile)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_term;
+	char preload[PATH_MAX * 2];
+	const char *prev = getenv("LD_PRELOAD");
+	int status = 0;
+	pid_t pid;
+
+	if (prev && *prev)
+		snprintf(preload, sizeof(preload), "%s:%s", lib, prev);
+	else
+		snprintf(preload, sizeof(preload), "%s", lib);
+	/* the application gets ^C; rtune waits for it and imports what it recorded */
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGTERM, &ign, &old_term);
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		setenv("LD_PRELOAD", preload, 1);
+		setenv("RTUNE_PROBE_OUT", out_pattern, 1);
+		if (profile)
+			setenv("RTUNE_PROFILE", profile, 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "rtune probe: cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return status;
+}
+
+int cmd_probe(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "db", required_argument, NULL, 'D' },     { "name", required_argument, NULL, 'n' },
+		{ "apply", required_argument, NULL, 'a' },  { "out", required_argument, NULL, 'o' },
+		{ "no-store", no_argument, NULL, 'N' },     { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *db = NULL, *name = NULL, *apply = NULL, *out = NULL;
+	char lib[PATH_MAX], dir[PATH_MAX], pattern[PATH_MAX + 32], app[RT_NAME_LEN];
+	struct rt_probe_summary *sum = NULL;
+	bool no_store = false;
+	int c, status, ret = RT_EXIT_OK, nfiles = 0;
+	char **files = NULL;
+	DIR *d;
+	struct dirent *de;
+	const char *tmp = getenv("TMPDIR");
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'D': db = optarg; break;
+		case 'n': name = optarg; break;
+		case 'a': apply = optarg; break;
+		case 'o': out = optarg; break;
+		case 'N': no_store = true; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("probe", "unknown option");
+		}
+	}
+	if (optind >= argc)
+		return rt_cli_usage_error("probe", "no command to run: rtune probe [OPTIONS] -- CMD [ARGS...]");
+	if (name && (!*name || strlen(name) >= RT_NAME_LEN))
+		return rt_cli_usage_error("probe", "--name must have 1 to %d characters", RT_NAME_LEN - 1);
+	if (apply && access(apply, R_OK)) {
+		rt_cli_error("cannot read profile '%s': %s", apply, strerror(errno));
+		return RT_EXIT_USAGE;
+	}
+	if (find_probe_lib(lib, sizeof(lib))) {
+		rt_cli_error("cannot find librtune_probe.so (looked next to rtune and in %s/rtune); set RTUNE_PROBE_LIB",
+			     RTUNE_INSTALL_FULL_LIBDIR);
+		return RT_EXIT_FAIL;
+	}
+	snprintf(app, sizeof(app), "%s", name ? name : argv[optind]);
+	if (!name) {
+		char *slash = strrchr(argv[optind], '/');
+
+		snprintf(app, sizeof(app), "%s", slash ? slash + 1 : argv[optind]);
+	}
+	snprintf(dir, sizeof(dir), "%s/rtune-probe.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		rt_cli_error("cannot create a directory for the probe's output in '%s': %s", tmp && *tmp ? tmp : "/tmp",
+			     strerror(errno));
+		return RT_EXIT_FAIL;
+	}
+	snprintf(pattern, sizeof(pattern), "%s/probe.%%p.json", dir);
+
+	status = run_app(argv + optind, lib, pattern, apply);
+	if (status < 0) {
+		rt_cli_error("cannot run '%s': %s", argv[optind], strerror(errno));
+		ret = RT_EXIT_FAIL;
+	} else if (WIFSIGNALED(status)) {
+		rt_cli_error("'%s' was killed by signal %d; importing what it wrote", argv[optind], WTERMSIG(status));
+		ret = RT_EXIT_FAIL;
+	} else if (WEXITSTATUS(status)) {
+		rt_cli_error("'%s' exited with status %d; importing what it wrote", argv[optind], WEXITSTATUS(status));
+		ret = RT_EXIT_FAIL;
+	}
+
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		char path[PATH_MAX * 2];
+		struct rt_probe_summary *one;
+		struct rt_error err = { 0 };
+		char **nf;
+
+		if (strncmp(de->d_name, "probe.", 6))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		nf = realloc(files, (size_t)(nfiles + 1) * sizeof(*files));
+		if (!nf || !(nf[nfiles] = strdup(path))) {
+			files = nf ? nf : files;
+			rt_cli_error("out of memory");
+			ret = RT_EXIT_FAIL;
+			break;
+		}
+		files = nf;
+		nfiles++;
+		if (rt_probe_read_file(path, &one, &err)) {
+			rt_cli_error("%s", err.text);
+			ret = RT_EXIT_FAIL;
+			continue;
+		}
+		if (!sum) {
+			sum = one;
+		} else {
+			if (rt_probe_summary_merge(sum, one)) {
+				rt_cli_error("out of memory");
+				ret = RT_EXIT_FAIL;
+			}
+			rt_probe_summary_free(one);
+		}
+	}
+	if (d)
+		closedir(d);
+
+	if (!sum) {
+		rt_cli_error("'%s' did no RDMA work the probe could see (no verbs device opened; see docs/probe.md for "
+			     "what the probe cannot see)", argv[optind]);
+		ret = RT_EXIT_FAIL;
+	} else {
+		print_class(app, sum);
+		if (!no_store && store_histograms(db, app, sum))
+			ret = RT_EXIT_FAIL;
+	}
+	for (int i = 0; i < nfiles; i++) {
+		if (out) {
+			char dst[PATH_MAX * 2];
+			const char *pid = strrchr(files[i], '/') + 7; /* "<pid>.json" after "/probe." */
+			int e;
+
+			if (nfiles == 1)
+				snprintf(dst, sizeof(dst), "%s", out);
+			else
+				snprintf(dst, sizeof(dst), "%s.%.*s", out, (int)strcspn(pid, "."), pid);
+			e = copy_file(files[i], dst);
+			if (e) {
+				rt_cli_error("cannot write '%s': %s", dst, strerror(e));
+				ret = RT_EXIT_FAIL;
+			} else {
+				printf("rtune probe: wrote '%s'\n", dst);
+			}
+		}
+		unlink(files[i]);
+		free(files[i]);
+	}
+	free(files);
+	rmdir(dir);
+	rt_probe_summary_free(sum);
+	return ret;
+}
