@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Checks a `rtune calibrate --out` JSON run (used by the calibrate rxe tests): the status, that every planned latency
+# point (both opcodes, both kinds, powers of two up to the limit, inline and not; UD SEND when asked) and the whole
+# signaling sweep are there, and that the numbers are internally consistent; optionally that the store has the run
+# with the same status and point counts. Prints one line per failed check; exit 1 when any failed.
+import argparse
+import json
+import sqlite3
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("json")
+ap.add_argument("--status", default="complete")
+ap.add_argument("--mode", default="loopback")
+ap.add_argument("--ud", action="store_true", help="expect UD SEND points")
+ap.add_argument("--complete-grid", action="store_true", help="expect every planned point")
+ap.add_argument("--db", help="store to cross-check")
+a = ap.parse_args()
+
+fails = []
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+
+
+r = json.load(open(a.json))
+check(r.get("format") == "rtune.run", "format is %r" % r.get("format"))
+check(r["status"] == a.status, "status %r, expected %r" % (r["status"], a.status))
+check(r["env"]["mode"] == a.mode, "mode %r, expected %r" % (r["env"]["mode"], a.mode))
+check(r["env"]["clock"] in ("rdtsc", "clock_gettime(CLOCK_MONOTONIC)"), "clock %r" % r["env"]["clock"])
+check(r["env"]["cpu"] >= 0, "no cpu recorded")
+lat = r["latency"]
+rate = r["rate"]
+for p in lat:
+    name = "%s/%s/%s/%dB/%s" % (p["op"], p["qp_type"], p["kind"], p["msg_bytes"], "inl" if p["inline"] else "dma")
+    check(p["n_samples"] > 0, name + ": no samples")
+    check(p["p99_ns"] >= p["median_ns"] > 0, name + ": p99 %s < median %s" % (p["p99_ns"], p["median_ns"]))
+    check(p["p999_ns"] >= p["p99_ns"], name + ": p99.9 < p99")
+    check(p["min_ns"] <= p["median_ns"], name + ": min > median")
+    check(p["ci_lo_ns"] <= p["median_ns"] <= p["ci_hi_ns"], name + ": median outside its CI")
+    check(p["cpu_ns_per_op"] > 0, name + ": no cpu time")
+    check(0 < p["n_kept"] <= p["n_samples"], name + ": n_kept %d of %d" % (p["n_kept"], p["n_samples"]))
+    if "samples_ns" in p:
+        check(len(p["samples_ns"]) == p["n_kept"], name + ": samples_ns length != n_kept")
+        check(min(p["samples_ns"]) >= p["min_ns"] * 0.999, name + ": a kept sample below min")
+    check(not p["inline"] or p["msg_bytes"] <= r["max_inline_used"], name + ": inline above max_inline_used")
+keys = {(p["op"], p["qp_type"], p["kind"], p["msg_bytes"], p["inline"]) for p in lat}
+check(len(keys) == len(lat), "duplicate latency points")
+if a.complete_grid:
+    sizes = r["params"]["sizes"]
+    ops = r["params"]["ops"].split(",")
+    qpts = ["rc"] + (["ud"] if a.ud else [])
+    check(("ud" in r["params"]["qp_types"]) == a.ud, "qp types %r" % r["params"]["qp_types"])
+    for op in ops:
+        for qpt in qpts:
+            if qpt == "ud" and op != "send":
+                continue
+            for kind in ("pingpong", "post_cqe"):
+                for s in sizes:
+                    if qpt == "ud" and s > r["device"]["max_inline_ud"]:
+                        continue
+                    for inl in (True, False):
+                        check((op, qpt, kind, s, inl) in keys, "missing latency point %s/%s/%s/%dB/%s"
+                              % (op, qpt, kind, s, "inl" if inl else "dma"))
+    sq = r["sq_depth"]
+    ns = []
+    n = 1
+    while n <= sq // 2:
+        ns.append(n)
+        n *= 2
+    rkeys = {(p["op"], p["msg_bytes"], p["inline"], p["signal_interval"]) for p in rate}
+    rsizes = sorted({p["msg_bytes"] for p in rate})
+    check(len(rsizes) >= 1, "no rate sizes")
+    for op in ops:
+        for s in rsizes:
+            for inl in (True, False):
+                for n in ns:
+                    check((op, s, inl, n) in rkeys, "missing rate point %s/%dB/%s/N=%d"
+                          % (op, s, "inl" if inl else "dma", n))
+    for op in ops:
+        m = r["cq_moderation"].get(op)
+        check(m is not None and m["measured"], "cq moderation of %s not measured" % op)
+        if m and not m["supported"]:
+            check(len(m["reason"]) > 0, "cq moderation unsupported without a reason")
+for p in rate:
+    name = "rate %s/%dB/%s/N=%d" % (p["op"], p["msg_bytes"], "inl" if p["inline"] else "dma", p["signal_interval"])
+    check(p["reps"] >= 1 and p["msgs"] > 0, name + ": nothing measured")
+    check(p["mops_lo"] <= p["mops"] <= p["mops_hi"] and p["mops"] > 0, name + ": mops outside [lo, hi]")
+    check(p["enomem"] == 0, name + ": %d ENOMEM (send queue overflow)" % p["enomem"])
+    check(p["signal_interval"] <= p["sq_depth"] // 2, name + ": N above sq_depth/2")
+    check(p["cpu_ns_per_msg"] > 0, name + ": no cpu time")
+if a.db:
+    db = sqlite3.connect(a.db)
+    row = db.execute("SELECT id, status FROM runs WHERE uuid = ?", (r["uuid"],)).fetchone()
+    check(row is not None, "run %s not in the store" % r["uuid"])
+    if row:
+        check(row[1] == a.status, "stored status %r, expected %r" % (row[1], a.status))
+        nl = db.execute("SELECT count(*) FROM lat_points WHERE run_id = ?", (row[0],)).fetchone()[0]
+        nr = db.execute("SELECT count(*) FROM rate_points WHERE run_id = ?", (row[0],)).fetchone()[0]
+        check(nl == len(lat) and nr == len(rate), "stored %d/%d points, JSON has %d/%d" % (nl, nr, len(lat), len(rate)))
+    ic = db.execute("PRAGMA integrity_check").fetchone()[0]
+    check(ic == "ok", "integrity_check: " + ic)
+for f in fails[:40]:
+    print("FAIL: " + f)
+if fails:
+    print("FAIL: %d check(s) failed on %s" % (len(fails), a.json))
+    sys.exit(1)
+print("ok: %s: %s, %d latency points, %d rate points" % (a.json, r["status"], len(lat), len(rate)))
