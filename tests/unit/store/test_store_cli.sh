@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The store's CLI commands end to end on a store filled by store_fill: show (text and JSON, curves included), history
+# with drift and the interrupted run, export in the three formats (atomic, mode 0644, valid shell / textfile),
+# import idempotence, and the error paths (not a database, no store, newer schema, bad file, usage) with their
+# messages and exit codes; every error leaves the files as they were.
+set -uo pipefail
+rtune=$1 fill=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # check DESCRIPTION COMMAND...: the command must succeed
+  if "${@:2}" >/dev/null 2>&1; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi
+}
+db=$tmp/rtune.db
+"$fill" "$db" rxe0 || { echo "FAIL store_fill"; exit 1; }
+
+"$rtune" show --db "$db" >"$tmp/show.txt"; rc=$?
+check "show exits 0" test $rc -eq 0
+check "show prints the current send threshold (the newest run's 96 B)" grep -q "inline_threshold 96 B" "$tmp/show.txt"
+check "show prints the reasons" grep -q -- "- crossover: inline wins up to 96 B" "$tmp/show.txt"
+check "show prints the latency curve" grep -q "latency (pingpong, median ns)" "$tmp/show.txt"
+check "show prints the rate curve with the chosen N" grep -q "<- chosen" "$tmp/show.txt"
+"$rtune" show --db "$db" --json >"$tmp/show.json"
+check "show --json is JSON with entries and their runs" python3 -c "
+import json,sys; d=json.load(open('$tmp/show.json'))
+assert d['node']['hostname']=='fill-host'; e=d['entries'][0]
+assert e['inline_threshold']==96 and e['run']['latency'] and e['run']['status']=='complete'"
+"$rtune" show --db "$db" mlx5_9 2>"$tmp/err"; rc=$?
+check "show of an unknown device fails with exit 1" test $rc -eq 1
+check "and names it" grep -q "rtune: no profile for device 'mlx5_9'" "$tmp/err"
+
+"$rtune" history --db "$db" >"$tmp/hist.txt"; rc=$?
+check "history exits 0" test $rc -eq 0
+check "history shows the drift 64 -> 128" grep -q "threshold +64 B (64->128), N 16->32" "$tmp/hist.txt"
+check "history shows the drift 128 -> 96" grep -q "threshold -32 B (128->96), N 32->32" "$tmp/hist.txt"
+check "history shows the dead run as interrupted" grep -q " interrupted " "$tmp/hist.txt"
+"$rtune" history --db "$db" --json >"$tmp/hist.json"
+check "history --json: 4 runs, drift, interrupted" python3 -c "
+import json; d=json.load(open('$tmp/hist.json'))['runs']
+assert len(d)==4 and d[1]['drift']['inline_threshold_from']==64 and d[1]['drift']['inline_threshold_to']==128
+assert d[3]['status']=='interrupted' and d[3]['stored_status']=='running' and d[0]['drift'] is None"
+
+"$rtune" export --db "$db" -o "$tmp/p.json"; rc=$?
+check "export json exits 0" test $rc -eq 0
+check "export json is mode 0644" test "$(stat -c %a "$tmp/p.json")" = 644
+check "export json is a v1 profile" python3 -c "
+import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.0'}
+assert [e['inline_threshold'] for e in d['entries']]==[96,48]"
+RTUNE_PROFILE=/x/p.json "$rtune" export --db "$db" --format env >"$tmp/env.sh"
+check "env output is valid shell" sh -n "$tmp/env.sh"
+check "env sets FI_VERBS_INLINE_SIZE" grep -qx "export FI_VERBS_INLINE_SIZE=96" "$tmp/env.sh"
+check "env sets UCX_RC_VERBS_TX_CQ_MODERATION" grep -qx "export UCX_RC_VERBS_TX_CQ_MODERATION=32" "$tmp/env.sh"
+check "env sets RTUNE_PROFILE from the environment" grep -qx "export RTUNE_PROFILE='/x/p.json'" "$tmp/env.sh"
+check "env sets RTUNE_INLINE_THRESHOLD per device" grep -qx "export RTUNE_INLINE_THRESHOLD_RXE0_P1=96" "$tmp/env.sh"
+check "env evaluates" bash -c "set -e; . '$tmp/env.sh'; test \"\$RTUNE_SIGNAL_INTERVAL_RXE0_P1\" = 32"
+ln -s "$tmp/victim" "$tmp/rtune.prom"; echo keep >"$tmp/victim"
+"$rtune" export --db "$db" --format prometheus -o "$tmp/rtune.prom"
+check "prometheus file replaced the symlink" test -f "$tmp/rtune.prom" -a ! -L "$tmp/rtune.prom"
+check "and did not write through it" grep -qx keep "$tmp/victim"
+check "prometheus has the threshold gauge" grep -q '^rtune_inline_threshold_bytes{node="fill-host",device="rxe0",port="1",opcode="send",qp_type="rc"} 96$' "$tmp/rtune.prom"
+check "prometheus has the profile age" grep -q '^rtune_profile_age_seconds{.*} [0-9][0-9]*$' "$tmp/rtune.prom"
+check "no temporary files left" test -z "$(find "$tmp" -name '.*.tmp')"
+
+"$rtune" import --db "$tmp/fleet.db" "$tmp/p.json" >"$tmp/imp1"
+"$rtune" import --db "$tmp/fleet.db" "$tmp/p.json" >"$tmp/imp2"
+check "import adds the entries" grep -q "2 entries added, 0 already present" "$tmp/imp1"
+check "import again is idempotent" grep -q "0 entries added, 2 already present" "$tmp/imp2"
+"$rtune" import --db "$tmp/fleet.db" "$tmp/nope.json" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
+check "import with one bad file exits 1" test $rc -eq 1
+check "and names it" grep -q "rtune: cannot open profile '$tmp/nope.json': No such file or directory" "$tmp/err"
+
+echo "just text" >"$tmp/notes.db"; cp "$tmp/notes.db" "$tmp/notes.orig"
+"$rtune" show --db "$tmp/notes.db" 2>"$tmp/err"; rc=$?
+check "not a database: exit 1" test $rc -eq 1
+check "not a database: message" grep -qx "rtune: cannot open store '$tmp/notes.db': not a database" "$tmp/err"
+"$rtune" import --db "$tmp/notes.db" "$tmp/p.json" 2>/dev/null
+check "not a database: file unchanged by import" cmp -s "$tmp/notes.db" "$tmp/notes.orig"
+"$rtune" history --db "$tmp/none.db" 2>"$tmp/err"; rc=$?
+check "no store: exit 1 and message" grep -q "rtune: no store at '$tmp/none.db'" "$tmp/err"
+check "no store: nothing created" test ! -e "$tmp/none.db"
+cp "$db" "$tmp/newer.db"
+python3 -c "import sqlite3; c=sqlite3.connect('$tmp/newer.db'); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=7'); c.commit()"
+cp "$tmp/newer.db" "$tmp/newer.orig"
+"$rtune" import --db "$tmp/newer.db" "$tmp/p.json" 2>"$tmp/err"; rc=$?
+check "newer schema: exit 1" test $rc -eq 1
+check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports (2); upgrade rtune" "$tmp/err"
+check "newer schema: file unchanged" cmp -s "$tmp/newer.db" "$tmp/newer.orig"
+"$rtune" export --db "$db" --format yaml 2>/dev/null; rc=$?
+check "unknown format: usage exit 2" test $rc -eq 2
+"$rtune" import --db "$db" 2>/dev/null; rc=$?
+check "import without files: usage exit 2" test $rc -eq 2
+for c in show history export import; do
+  check "$c --help" "$rtune" "$c" --help
+done
+if [ $fails -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all store CLI checks passed"
