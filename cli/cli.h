@@ -28,6 +28,7 @@ int cmd_history(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Prints "rtune: <message>\n" on stderr. */
 void rt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

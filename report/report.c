@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fleet report's inputs: the report object, its problem list, walking files and directories, telling stores from
+ * JSON profiles, reading a JSON profile v1 document (entries validated by librtune's rt_profile_parse, exactly as
+ * applications would; the optional "hardware" object, per-entry "calibration" and the node identity read with jansson),
+ * and merging a node met in several inputs.
+ */
+#include "report_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rtune/profile.h>
+
+#define RP_MAX_FILE_BYTES (16u << 20)
+#define RP_MAX_DEPTH 32
+
+char *rp_strdup(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+uint64_t rp_fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	h ^= 0xff;
+	h *= 0x100000001b3ULL;
+	return h;
+}
+
+const char *rp_metric_name(enum rp_metric m)
+{
+	static const char *const names[] = { "inline_threshold", "signal_interval", "latency_ns", "mops" };
+
+	return (unsigned)m < RP_M__COUNT ? names[m] : "unknown";
+}
+
+int rt_report_create(const struct rt_report_opts *opts, struct rt_report **out)
+{
+	struct rt_report *r = calloc(1, sizeof(*r));
+
+	*out = NULL;
+	if (!r)
+		return ENOMEM;
+	if (opts)
+		r->opts = *opts;
+	if (!r->opts.now)
+		r->opts.now = (int64_t)time(NULL);
+	if (r->opts.outlier_z <= 0)
+		r->opts.outlier_z = 3.5;
+	if (r->opts.stale_days <= 0)
+		r->opts.stale_days = 90;
+	if (r->opts.min_group <= 0)
+		r->opts.min_group = 4;
+	*out = r;
+	return 0;
+}
+
+void rp_node_release(struct rp_node *n)
+{
+	free(n->hostname);
+	free(n->node_key);
+	free(n->source);
+	free(n->cpu_model);
+	free(n->devs);
+	for (int i = 0; i < n->n_entries; i++)
+		free(n->entries[i].curve);
+	free(n->entries);
+	memset(n, 0, sizeof(*n));
+}
+
+void rt_report_free(struct rt_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_nodes; i++)
+		rp_node_release(&r->nodes[i]);
+	free(r->nodes);
+	for (size_t i = 0; i < r->n_problems; i++)
+		free(r->problems[i]);
+	free(r->problems);
+	free(r->key_tab);
+	for (size_t i = 0; i < r->n_groups; i++) {
+		free(r->groups[i].label);
+		free(r->groups[i].nodes);
+		free(r->groups[i].slots);
+	}
+	free(r->groups);
+	free(r->outliers);
+	for (size_t i = 0; i < r->n_drifts; i++) {
+		free(r->drifts[i].hostname);
+		free(r->drifts[i].device);
+		free(r->drifts[i].source);
+	}
+	free(r->drifts);
+	free(r);
+}
+
+void rp_problem(struct rt_report *r, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (r->n_problems == r->cap_problems) {
+		size_t cap = r->cap_problems ? r->cap_problems * 2 : 16;
+		char **np = realloc(r->problems, cap * sizeof(*np));
+
+		if (!np)
+			return;
+		r->problems = np;
+		r->cap_problems = cap;
+	}
+	r->problems[r->n_problems] = strdup(buf);
+	if (r->problems[r->n_problems])
+		r->n_problems++;
+}
+
+size_t rt_report_problem_count(const struct rt_report *r)
+{
+	return r->n_problems;
+}
+
+const char *rt_report_problem_at(const struct rt_report *r, size_t i)
+{
+	return i < r->n_problems ? r->problems[i] : NULL;
+}
+
+size_t rt_report_node_count(const struct rt_report *r)
+{
+	return r->n_nodes;
+}
+
+/* ---- node table keyed by node_key ------------------------------------------------------------------------------ */
+
+static int key_grow(struct rt_report *r)
+{
+	size_t cap = r->key_cap ? r->key_cap * 2 : 1024;
+	size_t *t = malloc(cap * sizeof(*t));
+
+	if (!t)
+		return ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		t[i] = SIZE_MAX;
+	for (size_t i = 0; i < r->n_nodes; i++) {
+		size_t h = (size_t)rp_fnv1a(0xcbf29ce484222325ULL, r->nodes[i].node_key) & (cap - 1);
+
+		while (t[h] != SIZE_MAX)
+			h = (h + 1) & (cap - 1);
+		t[h] = i;
+	}
+	free(r->key_tab);
+	r->key_tab = t;
+	r->key_cap = cap;
+	return 0;
+}
+
+long rp_add_node(struct rt_report *r, struct rp_node *node)
+{
+	size_t h;
+
+	if ((r->n_nodes + 1) * 2 > r->key_cap && key_grow(r)) {
+		rp_node_release(node);
+		return -ENOMEM;
+	}
+	h = (size_t)rp_fnv1a(0xcbf29ce484222325ULL, node->node_key) & (r->key_cap - 1);
+	while (r->key_tab[h] != SIZE_MAX) {
+		struct rp_node *old = &r->nodes[r->key_tab[h]];
+
+		if (strcmp(old->node_key, node->node_key) == 0) {
+			/* the same node from another input: the newer profile wins; hardware facts are kept if only one
+			 * input had them */
+			bool take = node->newest > old->newest || (node->newest == old->newest && node->has_hw && !old->has_hw);
+
+			if (take) {
+				if (!node->has_hw && old->has_hw) {
+					node->has_hw = true;
+					node->n_devs = old->n_devs;
+					node->devs = old->devs;
+					old->devs = NULL;
+					if (node->numa_nodes < 0)
+						node->numa_nodes = old->numa_nodes;
+				}
+				rp_node_release(old);
+				*old = *node;
+			} else {
+				if (!old->has_hw && node->has_hw) {
+					old->has_hw = true;
+					old->n_devs = node->n_devs;
+					old->devs = node->devs;
+					node->devs = NULL;
+				}
+				rp_node_release(node);
+			}
+			return (long)r->key_tab[h];
+		}
+		h = (h + 1) & (r->key_cap - 1);
+	}
+	if (r->n_nodes == r->cap_nodes) {
+		size_t cap = r->cap_nodes ? r->cap_nodes * 2 : 64;
+		struct rp_node *nv = realloc(r->nodes, cap * sizeof(*nv));
+
+		if (!nv) {
+			rp_node_release(node);
+			return -ENOMEM;
+		}
+		r->nodes = nv;
+		r->cap_nodes = cap;
+	}
+	r->nodes[r->n_nodes] = *node;
+	r->key_tab[h] = r->n_nodes;
+	return (long)r->n_nodes++;
+}
+
+/* ---- JSON profile documents -------------------------------------------------------------------------------------- */
+
+static void copy_json_str(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	snprintf(dst, len, "%s", s ? s : "");
+}
+
+static int json_int_or(json_t *o, const char *key, int dflt)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+}
+
+/* The optional "hardware" object (docs/report.md); a malformed one is ignored with has_hw false. */
+static void read_hardware(json_t *hw, struct rp_node *n)
+{
+	json_t *devs = json_object_get(hw, "devices");
+	size_t cnt;
+
+	if (!json_is_object(hw))
+		return;
+	if (json_is_string(json_object_get(hw, "cpu_model"))) {
+		free(n->cpu_model);
+		n->cpu_model = rp_strdup(json_string_value(json_object_get(hw, "cpu_model")));
+	}
+	n->numa_nodes = json_int_or(hw, "numa_nodes", n->numa_nodes);
+	cnt = json_is_array(devs) ? json_array_size(devs) : 0;
+	if (cnt > RP_MAX_DEVS)
+		cnt = RP_MAX_DEVS;
+	n->devs = cnt ? calloc(cnt, sizeof(*n->devs)) : NULL;
+	if (cnt && !n->devs)
+		return;
+	for (size_t i = 0; i < cnt; i++) {
+		json_t *d = json_array_get(devs, i), *p;
+		struct rp_dev *o = &n->devs[n->n_devs];
+
+		if (!json_is_object(d))
+			continue;
+		copy_json_str(o->name, sizeof(o->name), d, "name");
+		copy_json_str(o->guid, sizeof(o->guid), d, "guid");
+		o->vendor_id = json_int_or(d, "vendor_id", -1);
+		o->vendor_part_id = json_int_or(d, "vendor_part_id", -1);
+		copy_json_str(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
+		copy_json_str(o->link_layer, sizeof(o->link_layer), d, "link_layer");
+		o->active_mtu = json_int_or(d, "active_mtu", -1);
+		o->numa_node = json_int_or(d, "numa_node", -1);
+		o->mps = o->mrrs = o->pcie_width = -1;
+		p = json_object_get(d, "pcie");
+		if (json_is_object(p)) {
+			o->has_pcie = true;
+			copy_json_str(o->pcie_speed, sizeof(o->pcie_speed), p, "speed");
+			o->pcie_width = json_int_or(p, "width", -1);
+			o->mps = json_int_or(p, "max_payload_bytes", -1);
+			o->mrrs = json_int_or(p, "max_read_request_bytes", -1);
+		}
+		n->n_devs++;
+	}
+	n->has_hw = true;
+}
+
+static void entry_from_profile(const struct rt_profile_entry *e, struct rp_entry *o)
+{
+	memset(o, 0, sizeof(*o));
+	snprintf(o->device, sizeof(o->device), "%s", e->device);
+	o->port = (uint8_t)e->port;
+	o->opcode = (uint8_t)e->opcode;
+	o->qp_type = (uint8_t)e->qp_type;
+	o->confidence = (uint8_t)e->confidence;
+	o->inline_threshold = e->inline_threshold;
+	o->max_inline_data = e->max_inline_data;
+	o->signal_interval = e->signal_interval;
+	o->sq_depth = e->sq_depth;
+	o->cq_depth = e->cq_depth;
+	o->numa_node = (int16_t)e->numa_node;
+	o->cal_cpu_numa = -1;
+	o->cal_local = -1;
+	o->measured_at = e->measured_at;
+	snprintf(o->run_id, sizeof(o->run_id), "%s", e->run_id);
+	o->lat_ns = NAN;
+	o->mops = NAN;
+}
+
+/* Per-entry "calibration": {"cpu_numa_node": int|null, "numa_local": bool}. */
+static void read_calibration(json_t *je, struct rp_entry *o)
+{
+	json_t *c = json_object_get(je, "calibration"), *v;
+
+	if (!json_is_object(c))
+		return;
+	v = json_object_get(c, "cpu_numa_node");
+	if (json_is_integer(v))
+		o->cal_cpu_numa = (int16_t)json_integer_value(v);
+	v = json_object_get(c, "numa_local");
+	if (json_is_boolean(v))
+		o->cal_local = json_is_true(v) ? 1 : 0;
+	else if (o->cal_cpu_numa >= 0 && o->numa_node >= 0)
+		o->cal_local = o->cal_cpu_numa == o->numa_node;
+}
+
+long rt_report_add_json_text(struct rt_report *r, const char *name, const char *text, size_t len)
+{
+	struct rt_profile *p = NULL;
+	struct rt_error err;
+	struct rp_node n;
+	json_t *root, *node, *entries;
+	size_t cnt;
+
+	if (rt_profile_parse(text, len, &p, &err)) {
+		/* librtune's messages start with "profile: " when parsing text */
+		const char *why = strncmp(err.text, "profile: ", 9) == 0 ? err.text + 9 : err.text;
+
+		rp_problem(r, "%s: %s", name, why);
+		return 0;
+	}
+	root = json_loadb(text, len, 0, NULL);
+	if (!root) { /* cannot happen after rt_profile_parse accepted it, but never trust that */
+		rt_profile_free(p);
+		rp_problem(r, "%s: not valid JSON", name);
+		return 0;
+	}
+	memset(&n, 0, sizeof(n));
+	node = json_object_get(root, "node");
+	n.hostname = rp_strdup(rt_profile_hostname(p));
+	{
+		const char *mid = json_string_value(json_object_get(node, "machine_id"));
+
+		n.node_key = rp_strdup(mid && *mid ? mid : rt_profile_hostname(p));
+	}
+	n.source = rp_strdup(name);
+	n.cpu_model = rp_strdup(json_string_value(json_object_get(node, "cpu_model")));
+	snprintf(n.hw_sig, sizeof(n.hw_sig), "%s", rt_profile_hw_signature(p));
+	n.numa_nodes = json_int_or(node, "numa_nodes", -1);
+	n.group = -1;
+	read_hardware(json_object_get(root, "hardware"), &n);
+	cnt = rt_profile_entry_count(p);
+	entries = json_object_get(root, "entries");
+	n.entries = cnt ? calloc(cnt, sizeof(*n.entries)) : NULL;
+	if (!n.hostname || !n.node_key || !n.source || !n.cpu_model || (cnt && !n.entries)) {
+		json_decref(root);
+		rt_profile_free(p);
+		rp_node_release(&n);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		struct rp_entry *o = &n.entries[n.n_entries++];
+
+		entry_from_profile(rt_profile_entry_at(p, i), o);
+		read_calibration(json_array_get(entries, i), o);
+		if (o->measured_at > n.newest)
+			n.newest = o->measured_at;
+	}
+	json_decref(root);
+	rt_profile_free(p);
+	if (n.n_entries == 0) {
+		rp_problem(r, "%s: profile of '%s' has no entries", name, n.hostname);
+		rp_node_release(&n);
+		return 0;
+	}
+	r->n_inputs_ok++;
+	{
+		long rc = rp_add_node(r, &n);
+
+		return rc < 0 ? rc : 1;
+	}
+}
+
+static long read_json_file(struct rt_report *r, const char *path, int fd, const struct stat *sb)
+{
+	char *buf;
+	size_t got = 0;
+	long rc;
+
+	if ((uint64_t)sb->st_size > RP_MAX_FILE_BYTES) {
+		rp_problem(r, "%s: larger than %u bytes", path, RP_MAX_FILE_BYTES);
+		return 0;
+	}
+	buf = malloc((size_t)sb->st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (got < (size_t)sb->st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)sb->st_size - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rp_problem(r, "%s: cannot read: %s", path, strerror(errno));
+			free(buf);
+			return 0;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	rc = rt_report_add_json_text(r, path, buf, got);
+	free(buf);
+	return rc;
+}
+
+/* ---- files and directories ----------------------------------------------------------------------------------------- */
+
+static bool has_suffix(const char *s, const char *sfx)
+{
+	size_t a = strlen(s), b = strlen(sfx);
+
+	return a >= b && strcmp(s + a - b, sfx) == 0;
+}
+
+static bool wanted_in_dir(const char *name)
+{
+	if (name[0] == '.')
+		return false; /* hidden files, the store's temporary files */
+	return has_suffix(name, ".json") || has_suffix(name, ".db") || has_suffix(name, ".sqlite") ||
+	       has_suffix(name, ".sqlite3") || has_suffix(name, ".rtune");
+}
+
+static long add_file(struct rt_report *r, const char *path)
+{
+	unsigned char head[16] = { 0 };
+	struct stat sb;
+	ssize_t got;
+	long rc;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rp_problem(r, "%s: cannot open: %s", path, strerror(errno));
+		return 0;
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		rp_problem(r, "%s: not a regular file", path);
+		close(fd);
+		return 0;
+	}
+	if (sb.st_size == 0) {
+		rp_problem(r, "%s: empty file", path);
+		close(fd);
+		return 0;
+	}
+	got = pread(fd, head, sizeof(head), 0);
+	if (got == (ssize_t)sizeof(head) && memcmp(head, "SQLite format 3", 16) == 0) {
+		close(fd);
+		return rp_read_store(r, path);
+	}
+	{
+		ssize_t i = 0;
+
+		while (i < got && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r'))
+			i++;
+		if (i < got && head[i] == '{') {
+			rc = read_json_file(r, path, fd, &sb);
+			close(fd);
+			return rc;
+		}
+	}
+	close(fd);
+	/* neither JSON nor an SQLite header: let the store name it (e.g. "not a database") */
+	return rp_read_store(r, path);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Collects wanted files under dir (sorted per directory, depth-bounded); symlinked directories are not followed. */
+static long walk_dir(struct rt_report *r, const char *dir, int depth, size_t *seen)
+{
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	long total = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > RP_MAX_DEPTH) {
+		rp_problem(r, "%s: directories nested deeper than %d, not read", dir, RP_MAX_DEPTH);
+		return 0;
+	}
+	d = opendir(dir);
+	if (!d) {
+		rp_problem(r, "%s: cannot read directory: %s", dir, strerror(errno));
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap) {
+			char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*nn));
+
+			if (!nn) {
+				total = -ENOMEM;
+				goto out;
+			}
+			names = nn;
+		}
+		if (!(names[n] = strdup(de->d_name))) {
+			total = -ENOMEM;
+			goto out;
+		}
+		n++;
+	}
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		char path[4096];
+		struct stat sb;
+		long rc = 0;
+
+		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= (int)sizeof(path))
+			continue;
+		if (lstat(path, &sb) < 0)
+			continue;
+		if (S_ISDIR(sb.st_mode)) {
+			rc = walk_dir(r, path, depth + 1, seen);
+		} else if (wanted_in_dir(names[i]) && (S_ISREG(sb.st_mode) ||
+						       (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 &&
+							S_ISREG(sb.st_mode)))) {
+			(*seen)++;
+			rc = add_file(r, path);
+		}
+		if (rc < 0) {
+			total = rc;
+			goto out;
+		}
+		total += rc;
+	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	closedir(d);
+	return total;
+}
+
+long rt_report_add_path(struct rt_report *r, const char *path)
+{
+	struct stat sb;
+
+	if (stat(path, &sb) < 0) {
+		rp_problem(r, "%s: %s", path, strerror(errno));
+		return 0;
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		size_t seen = 0;
+		long rc = walk_dir(r, path, 0, &seen);
+
+		if (rc >= 0 && seen == 0)
+			rp_problem(r, "%s: directory holds no profiles or stores (*.json, *.db, *.sqlite, *.sqlite3, *.rtune)",
+				   path);
+		return rc;
+	}
+	return add_file(r, path);
+}

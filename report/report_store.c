@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fleet report's store input. The store's public API gives each node's current profile (rt_store_get_profile),
+ * the runs with the profile each produced (rt_store_run_list, for drift) and a run's environment and curves
+ * (rt_store_run_load: where the calibration ran, latency vs size, rate vs N). What the API does not expose yet — the
+ * list of nodes in a store and their hardware facts (devices, ports, PCIe) — is read here with read-only SQL against
+ * the store's schema (store/store.c, schema version 2); this file is the only place in report/ that knows it.
+ */
+#include "report_internal.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_store.h"
+
+static const char *col(sqlite3_stmt *s, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(s, i);
+
+	return t ? t : "";
+}
+
+static int col_int(sqlite3_stmt *s, int i, int unknown_if_zero)
+{
+	if (sqlite3_column_type(s, i) == SQLITE_NULL)
+		return -1;
+	if (unknown_if_zero && sqlite3_column_int(s, i) == 0)
+		return -1;
+	return sqlite3_column_int(s, i);
+}
+
+/* Devices of node_id with their first port's link layer and MTU (read-only SQL). */
+static int read_devices(sqlite3 *db, int64_t node_id, struct rp_node *n)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	if (sqlite3_prepare_v2(db,
+		"SELECT d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
+		" d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
+		" (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
+		" (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
+		" FROM devices d WHERE d.node_id = ?1 AND d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id"
+		" AND e.name = d.name) ORDER BY d.name LIMIT 16", -1, &s, NULL) != SQLITE_OK)
+		return EIO;
+	sqlite3_bind_int64(s, 1, node_id);
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rp_dev *nd = realloc(n->devs, (size_t)(n->n_devs + 1) * sizeof(*nd)), *d;
+
+		if (!nd) {
+			sqlite3_finalize(s);
+			return ENOMEM;
+		}
+		n->devs = nd;
+		d = &nd[n->n_devs++];
+		memset(d, 0, sizeof(*d));
+		snprintf(d->name, sizeof(d->name), "%s", col(s, 0));
+		snprintf(d->guid, sizeof(d->guid), "%s", col(s, 1));
+		d->vendor_id = col_int(s, 2, 0);
+		d->vendor_part_id = col_int(s, 3, 0);
+		snprintf(d->fw_ver, sizeof(d->fw_ver), "%s", col(s, 4));
+		d->numa_node = col_int(s, 5, 0);
+		d->has_pcie = col(s, 6)[0] != '\0';
+		snprintf(d->pcie_speed, sizeof(d->pcie_speed), "%s", col(s, 7));
+		d->pcie_width = col_int(s, 8, 1);
+		d->mps = col_int(s, 9, 1);
+		d->mrrs = col_int(s, 10, 1);
+		snprintf(d->link_layer, sizeof(d->link_layer), "%s", col(s, 11));
+		d->active_mtu = col_int(s, 12, 1);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return EIO;
+	n->has_hw = n->n_devs > 0;
+	return 0;
+}
+
+/* Latency at the chosen settings, rate at the chosen N and (optionally) the curves, from the entry's run. */
+static void from_run(const struct rt_run *run, struct rp_entry *e, bool with_curves)
+{
+	enum rt_lat_kind kind = RT_LAT_PINGPONG;
+	bool any_pp = false, want_inl = e->inline_threshold > 0;
+	uint32_t target = e->inline_threshold, best_bytes = 0, min_rate_bytes = UINT32_MAX;
+	float best_lat = NAN, best_mops = NAN;
+	bool rate_inl = false;
+
+	e->cal_cpu_numa = (int16_t)run->env.cpu_numa_node;
+	e->cal_local = run->env.numa_local ? 1 : 0;
+	for (size_t i = 0; i < run->n_lat; i++)
+		if (run->lat[i].kind == RT_LAT_PINGPONG && (int)run->lat[i].op == e->opcode &&
+		    (int)run->lat[i].qpt == e->qp_type)
+			any_pp = true;
+	if (!any_pp)
+		kind = RT_LAT_POST_CQE;
+	if (!want_inl)
+		target = UINT32_MAX;
+	for (size_t i = 0; i < run->n_lat; i++) {
+		const struct rt_lat_point *p = &run->lat[i];
+
+		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->kind != kind || p->inl != want_inl)
+			continue;
+		if (want_inl ? (p->msg_bytes <= target && p->msg_bytes >= best_bytes) :
+			       (isnan(best_lat) || p->msg_bytes < best_bytes)) {
+			best_bytes = p->msg_bytes;
+			best_lat = (float)p->median_ns;
+		}
+	}
+	e->lat_ns = best_lat;
+	for (size_t i = 0; i < run->n_rate; i++) {
+		const struct rt_rate_point *p = &run->rate[i];
+
+		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type)
+			continue;
+		if (p->msg_bytes < min_rate_bytes || (p->msg_bytes == min_rate_bytes && p->inl)) {
+			min_rate_bytes = p->msg_bytes;
+			rate_inl = p->inl;
+		}
+	}
+	for (size_t i = 0; i < run->n_rate; i++) {
+		const struct rt_rate_point *p = &run->rate[i];
+
+		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->msg_bytes != min_rate_bytes ||
+		    p->inl != rate_inl || p->signal_interval != e->signal_interval)
+			continue;
+		if (isnan(best_mops) || p->mops > best_mops)
+			best_mops = (float)p->mops;
+	}
+	e->mops = best_mops;
+	if (!with_curves || (!run->n_lat && !run->n_rate))
+		return;
+	e->curve = calloc(1, sizeof(*e->curve));
+	if (!e->curve)
+		return;
+	for (size_t i = 0; i < run->n_lat; i++) {
+		const struct rt_lat_point *p = &run->lat[i];
+		struct rp_curve *c = e->curve;
+		int k;
+
+		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->kind != kind)
+			continue;
+		for (k = 0; k < c->n_lat && c->lat[k].bytes != p->msg_bytes; k++)
+			;
+		if (k == c->n_lat) {
+			if (c->n_lat == RP_MAX_CURVE)
+				continue;
+			c->n_lat++;
+			c->lat[k].bytes = p->msg_bytes;
+			c->lat[k].inl_ns = c->lat[k].noinl_ns = NAN;
+		}
+		if (p->inl)
+			c->lat[k].inl_ns = (float)p->median_ns;
+		else
+			c->lat[k].noinl_ns = (float)p->median_ns;
+	}
+	for (size_t i = 0; i < run->n_rate; i++) {
+		const struct rt_rate_point *p = &run->rate[i];
+		struct rp_curve *c = e->curve;
+		int k;
+
+		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->msg_bytes != min_rate_bytes ||
+		    p->inl != rate_inl)
+			continue;
+		for (k = 0; k < c->n_rate && c->rate[k].n != p->signal_interval; k++)
+			;
+		if (k == c->n_rate) {
+			if (c->n_rate == RP_MAX_CURVE)
+				continue;
+			c->n_rate++;
+			c->rate[k].n = p->signal_interval;
+			c->rate[k].mops = (float)p->mops;
+		} else if (p->mops > c->rate[k].mops) {
+			c->rate[k].mops = (float)p->mops;
+		}
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median_u32(uint32_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u32);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + (double)v[n / 2]) / 2;
+}
+
+static int add_drift(struct rt_report *r, const char *path, const struct rt_store_run_summary *last, enum rp_metric m,
+		     double latest, double hist, size_t hist_n)
+{
+	struct rp_drift *d;
+
+	if (r->n_drifts == r->cap_drifts) {
+		size_t cap = r->cap_drifts ? r->cap_drifts * 2 : 16;
+		struct rp_drift *nd = realloc(r->drifts, cap * sizeof(*nd));
+
+		if (!nd)
+			return ENOMEM;
+		r->drifts = nd;
+		r->cap_drifts = cap;
+	}
+	d = &r->drifts[r->n_drifts];
+	memset(d, 0, sizeof(*d));
+	d->hostname = rp_strdup(last->hostname);
+	d->device = rp_strdup(last->device);
+	d->source = rp_strdup(path);
+	if (!d->hostname || !d->device || !d->source) {
+		free(d->hostname);
+		free(d->device);
+		free(d->source);
+		return ENOMEM;
+	}
+	d->port = last->port_num;
+	d->metric = m;
+	d->latest = latest;
+	d->hist_median = hist;
+	d->hist_runs = hist_n;
+	snprintf(d->evidence, sizeof(d->evidence), "latest run %.36s chose %s %.0f, its %zu earlier runs' median is %.0f",
+		 last->uuid, rp_metric_name(m), latest, hist_n, hist);
+	r->n_drifts++;
+	return 0;
+}
+
+/*
+ * Drift: per (host, device, port), the complete runs that produced a profile, oldest first. With at least two earlier
+ * runs, the latest drifted when its threshold is at least 1.5x (or 1/1.5x) away from the earlier runs' median and
+ * more than 16 bytes, or its signal interval at least 2x away.
+ */
+static int find_drift(struct rt_report *r, struct rt_store *st, const char *path)
+{
+	struct rt_store_run_summary *v = NULL;
+	struct rt_error err;
+	uint32_t *a = NULL, *b = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (rt_store_run_list(st, NULL, &v, &n, &err)) {
+		rp_problem(r, "%s: runs not read (no drift): %s", path, err.text);
+		return 0;
+	}
+	a = malloc((n + 1) * sizeof(*a));
+	b = malloc((n + 1) * sizeof(*b));
+	if (!a || !b) {
+		rc = ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_store_run_summary *last = NULL;
+		size_t k = 0;
+
+		if (!v[i].has_profile || v[i].status != RT_RUN_COMPLETE)
+			continue;
+		/* is i the latest of its series? collect the earlier ones */
+		for (size_t j = i + 1; j < n && !last; j++)
+			if (v[j].has_profile && v[j].status == RT_RUN_COMPLETE && v[j].port_num == v[i].port_num &&
+			    !strcmp(v[j].hostname, v[i].hostname) && !strcmp(v[j].device, v[i].device))
+				last = &v[j];
+		if (last)
+			continue;
+		last = &v[i];
+		for (size_t j = 0; j < i; j++)
+			if (v[j].has_profile && v[j].status == RT_RUN_COMPLETE && v[j].port_num == last->port_num &&
+			    !strcmp(v[j].hostname, last->hostname) && !strcmp(v[j].device, last->device)) {
+				a[k] = v[j].inline_threshold;
+				b[k] = v[j].signal_interval;
+				k++;
+			}
+		if (k < 2)
+			continue;
+		{
+			double mt = median_u32(a, k), mi = median_u32(b, k);
+			double lt = last->inline_threshold, li = last->signal_interval;
+
+			bool thr_moved = fabs(lt - mt) > 16 && ((lt + 1) / (mt + 1) >= 1.5 || (mt + 1) / (lt + 1) >= 1.5);
+
+			if (thr_moved && (rc = add_drift(r, path, last, RP_M_THRESHOLD, lt, mt, k)))
+				goto out;
+			if ((li / mi >= 2 || mi / li >= 2) && (rc = add_drift(r, path, last, RP_M_INTERVAL, li, mi, k)))
+				goto out;
+		}
+	}
+out:
+	free(a);
+	free(b);
+	free(v);
+	return rc;
+}
+
+long rp_read_store(struct rt_report *r, const char *path)
+{
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	long added = 0;
+	int rc, step;
+
+	if (rt_store_open_existing(path, &st, &err)) {
+		rp_problem(r, "%s", err.text);
+		return 0;
+	}
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db, "SELECT id, node_key, hostname, machine_id, cpu_model, numa_nodes, hw_signature"
+			       " FROM nodes n WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id",
+			       -1, &s, NULL) != SQLITE_OK) {
+		rp_problem(r, "cannot read store '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(db, 5000);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rt_profile_entry *v = NULL;
+		struct rp_node n;
+		size_t cnt = 0;
+		long idx;
+
+		memset(&n, 0, sizeof(n));
+		n.group = -1;
+		n.node_key = rp_strdup(col(s, 1));
+		n.hostname = rp_strdup(col(s, 2));
+		n.cpu_model = rp_strdup(col(s, 4));
+		n.source = rp_strdup(path);
+		n.numa_nodes = col_int(s, 5, 1);
+		snprintf(n.hw_sig, sizeof(n.hw_sig), "%s", col(s, 6));
+		if (!n.node_key || !n.hostname || !n.cpu_model || !n.source) {
+			rp_node_release(&n);
+			added = -ENOMEM;
+			goto out;
+		}
+		if (rt_store_get_profile(st, n.node_key, NULL, &v, &cnt, NULL, NULL, &err)) {
+			rp_problem(r, "%s: node '%s': %s", path, n.hostname, err.text);
+			rp_node_release(&n);
+			continue;
+		}
+		if ((rc = read_devices(db, sqlite3_column_int64(s, 0), &n))) {
+			free(v);
+			rp_node_release(&n);
+			if (rc == ENOMEM) {
+				added = -ENOMEM;
+				goto out;
+			}
+			rp_problem(r, "%s: node '%s': devices not read: %s", path, n.hostname, sqlite3_errmsg(db));
+			continue;
+		}
+		n.entries = cnt ? calloc(cnt, sizeof(*n.entries)) : NULL;
+		if (cnt && !n.entries) {
+			free(v);
+			rp_node_release(&n);
+			added = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < cnt; i++) {
+			struct rp_entry *e = &n.entries[n.n_entries++];
+			struct rt_run run;
+
+			memset(e, 0, sizeof(*e));
+			snprintf(e->device, sizeof(e->device), "%s", v[i].device);
+			e->port = (uint8_t)v[i].port;
+			e->opcode = (uint8_t)v[i].opcode;
+			e->qp_type = (uint8_t)v[i].qp_type;
+			e->confidence = (uint8_t)v[i].confidence;
+			e->inline_threshold = v[i].inline_threshold;
+			e->max_inline_data = v[i].max_inline_data;
+			e->signal_interval = v[i].signal_interval;
+			e->sq_depth = v[i].sq_depth;
+			e->cq_depth = v[i].cq_depth;
+			e->numa_node = (int16_t)v[i].numa_node;
+			e->cal_cpu_numa = -1;
+			e->cal_local = -1;
+			e->measured_at = v[i].measured_at;
+			snprintf(e->run_id, sizeof(e->run_id), "%s", v[i].run_id);
+			e->lat_ns = e->mops = NAN;
+			if (e->measured_at > n.newest)
+				n.newest = e->measured_at;
+			/* the run behind the entry, when this store has it (an imported profile's run stays on its node) */
+			if (rt_store_run_load(st, e->run_id, NULL, &run, NULL) == 0) {
+				from_run(&run, e, r->opts.with_curves);
+				rt_run_release(&run);
+			}
+		}
+		free(v);
+		if (n.n_entries == 0) {
+			rp_node_release(&n);
+			continue;
+		}
+		idx = rp_add_node(r, &n);
+		if (idx < 0) {
+			added = idx;
+			goto out;
+		}
+		added++;
+	}
+	if (step != SQLITE_DONE) {
+		rp_problem(r, "cannot read store '%s': %s", path, sqlite3_errmsg(db));
+		goto out;
+	}
+	if (added == 0)
+		rp_problem(r, "%s: store holds no profiles (run 'rtune calibrate' and 'rtune tune', or 'rtune import')",
+			   path);
+	else
+		r->n_inputs_ok++;
+	if ((rc = find_drift(r, st, path)))
+		added = -rc;
+out:
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	rt_store_close(st);
+	return added;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fleet generator for the report's tests and benchmark: synthetic JSON profile v1 documents (with the optional
+ * "hardware" object and per-entry "calibration") for a fleet of nodes in planted hardware groups, with planted
+ * outliers whose cause is known (remote-NUMA calibration, different PCIe MPS, different firmware, low confidence,
+ * stale profile), and rtune stores of a few nodes (through the store API) with runs, curves and drift.
+ * Deterministic for a given seed.
+ */
+#ifndef FLEET_GEN_H
+#define FLEET_GEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum fg_cause { FG_NONE, FG_REMOTE_NUMA, FG_MPS, FG_FIRMWARE, FG_LOW_CONF, FG_STALE, FG__COUNT };
+
+/* The cause code the report must name for each planted cause. */
+const char *fg_cause_code(enum fg_cause c);
+
+struct fg_opts {
+	uint64_t seed;
+	int groups;                /* hardware groups (1..8) */
+	int nodes_per_group;
+	int outliers_per_group;    /* planted outliers per group, causes cycling through FG_REMOTE_NUMA..FG_STALE */
+	int64_t now;               /* seconds since the epoch */
+	bool with_hardware;        /* write the "hardware" object and "calibration" (else: signature only) */
+	int entries_per_node;      /* 1..4: send/write x rc/ud on mlx5_0 port 1 */
+};
+
+struct fg_node {
+	char hostname[64];
+	int group;
+	enum fg_cause cause;
+	char *json;                /* the document (malloc'd) */
+	size_t len;
+};
+
+/* Builds the fleet in memory; *out (free with fg_free) holds groups * nodes_per_group nodes. 0 or ENOMEM. */
+int fg_build(const struct fg_opts *o, struct fg_node **out, size_t *n);
+void fg_free(struct fg_node *v, size_t n);
+/* Writes each node's document to dir/<group>/<hostname>.json (directories created). 0 or an errno. */
+int fg_write_dir(const char *dir, const struct fg_node *v, size_t n);
+
+/*
+ * Writes an rtune store at path holding n_nodes nodes of one hardware class (through the store API: a calibration run
+ * per node with latency and rate curves and the profile from it). Node 0's latest calibration ran NUMA-remote and
+ * chose a threshold far below the rest (when plant_remote); node 1 has 4 runs whose latest threshold drifted from
+ * the 3 before (when plant_drift). Hostnames are "<prefix>-<i>". 0 or an errno (message on stderr).
+ */
+int fg_write_store(const char *path, const char *prefix, int n_nodes, bool plant_remote, bool plant_drift,
+		   int64_t now);
+
+#endif

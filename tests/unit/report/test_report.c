@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the fleet report against generated fleets: every planted outlier is found with its planted cause and
+ * no other node is flagged (many seeds); a clean fleet has no outlier; nodes land in their planted hardware group;
+ * without hardware facts nodes are grouped by signature; stores give calibration locality, latency/rate at the
+ * chosen settings, curves and drift; bad inputs (newer schema major, truncated JSON, corrupt and foreign databases,
+ * an empty directory) are each named and skipped while the rest is reported; the JSON, CSV and HTML writers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fleet_gen.h"
+#include "report_internal.h"
+
+#define NOW 1780000000LL /* 2026-05-28 */
+
+static struct rt_report *report_of(const struct fg_node *v, size_t n)
+{
+	struct rt_report_opts o = { .now = NOW };
+	struct rt_report *r = NULL;
+	struct rt_error err;
+
+	assert_int_equal(rt_report_create(&o, &r), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
+	assert_int_equal(rt_report_analyze(r, &err), 0);
+	return r;
+}
+
+/* Every planted outlier found with its cause; nothing else flagged; nodes in their planted group. */
+static void check_planted(uint64_t seed, int groups, int nodes, int outliers, int entries)
+{
+	struct fg_opts o = { .seed = seed, .groups = groups, .nodes_per_group = nodes, .outliers_per_group = outliers,
+			     .now = NOW, .with_hardware = true, .entries_per_node = entries };
+	struct fg_node *v;
+	struct rt_report *r;
+	size_t n, planted = 0;
+
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	r = report_of(v, n);
+	assert_int_equal(rt_report_group_count(r), (size_t)groups);
+	for (size_t i = 0; i < n; i++) {
+		const char *gid = rt_report_group_of(r, v[i].hostname);
+
+		assert_non_null(gid);
+		/* same planted group <=> same report group */
+		for (size_t j = 0; j < n; j += 7)
+			assert_int_equal(strcmp(gid, rt_report_group_of(r, v[j].hostname)) == 0, v[i].group == v[j].group);
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool found = false;
+
+		for (size_t k = 0; k < rt_report_outlier_count(r); k++) {
+			struct rt_report_outlier_view ov;
+
+			assert_true(rt_report_outlier_at(r, k, &ov));
+			if (strcmp(ov.hostname, v[i].hostname))
+				continue;
+			if (v[i].cause == FG_NONE)
+				fail_msg("seed %llu: clean node %s flagged: %s %g (median %g, z %.1f) cause %s",
+					 (unsigned long long)seed, ov.hostname, ov.metric, ov.value, ov.group_median, ov.robust_z,
+					 ov.causes);
+			if (strcmp(ov.cause, fg_cause_code(v[i].cause)))
+				fail_msg("seed %llu: %s planted %s, report says %s (%s)", (unsigned long long)seed,
+					 v[i].hostname, fg_cause_code(v[i].cause), ov.causes, ov.evidence);
+			assert_non_null(strstr(ov.evidence, " ")); /* evidence is a sentence, not empty */
+			found = true;
+		}
+		if (v[i].cause != FG_NONE) {
+			planted++;
+			if (!found)
+				fail_msg("seed %llu: planted %s outlier %s not found", (unsigned long long)seed,
+					 fg_cause_code(v[i].cause), v[i].hostname);
+		}
+	}
+	assert_int_equal(planted, (size_t)(groups * outliers));
+	rt_report_free(r);
+	fg_free(v, n);
+}
+
+static void test_planted_outliers(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 40; seed++)
+		check_planted(seed, 1 + (int)(seed % 4), 30 + (int)(seed % 5) * 10, 4, 1 + (int)(seed % 4));
+}
+
+static void test_every_cause_in_one_group(void **state)
+{
+	(void)state;
+	/* 5 outliers per group: each of the five causes appears in every group */
+	for (uint64_t seed = 100; seed < 110; seed++)
+		check_planted(seed, 3, 60, 5, 2);
+}
+
+static void test_clean_fleet(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 200; seed < 260; seed++) {
+		struct fg_opts o = { .seed = seed, .groups = 1 + (int)(seed % 5), .nodes_per_group = 8 + (int)(seed % 50),
+				     .outliers_per_group = 0, .now = NOW, .with_hardware = seed % 2 == 0,
+				     .entries_per_node = 1 + (int)(seed % 4) };
+		struct fg_node *v;
+		struct rt_report *r;
+		size_t n;
+
+		assert_int_equal(fg_build(&o, &v, &n), 0);
+		r = report_of(v, n);
+		if (rt_report_outlier_count(r)) {
+			struct rt_report_outlier_view ov;
+
+			rt_report_outlier_at(r, 0, &ov);
+			fail_msg("seed %llu: clean fleet has %zu outliers, first %s %s %g (median %g, z %.1f)",
+				 (unsigned long long)seed, rt_report_outlier_count(r), ov.hostname, ov.metric, ov.value,
+				 ov.group_median, ov.robust_z);
+		}
+		assert_int_equal(rt_report_group_count(r), (size_t)o.groups);
+		rt_report_free(r);
+		fg_free(v, n);
+	}
+}
+
+/* Without the hardware object, nodes are grouped by signature; planted MPS/firmware nodes have their own. */
+static void test_signature_only(void **state)
+{
+	struct fg_opts o = { .seed = 7, .groups = 3, .nodes_per_group = 40, .outliers_per_group = 5, .now = NOW,
+			     .with_hardware = false, .entries_per_node = 1 };
+	struct fg_node *v;
+	struct rt_report *r;
+	size_t n, big = 0;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	r = report_of(v, n);
+	for (size_t i = 0; i < rt_report_group_count(r); i++) {
+		assert_non_null(strstr(rt_report_group_id(r, i), "fnv1a64:"));
+		if (rt_report_group_nodes(r, i) >= 30)
+			big++;
+	}
+	assert_int_equal(big, 3);
+	assert_int_equal(rt_report_group_count(r), 3 + 3 * 2); /* + one MPS and one firmware signature per group */
+	/* the stale and low-confidence outliers are still found and named without hardware facts */
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].cause != FG_STALE && v[i].cause != FG_LOW_CONF)
+			continue;
+		for (size_t k = 0;; k++) {
+			struct rt_report_outlier_view ov;
+
+			if (!rt_report_outlier_at(r, k, &ov))
+				fail_msg("%s (%s) not found", v[i].hostname, fg_cause_code(v[i].cause));
+			if (!strcmp(ov.hostname, v[i].hostname)) {
+				assert_string_equal(ov.cause, fg_cause_code(v[i].cause));
+				break;
+			}
+		}
+	}
+	rt_report_free(r);
+	fg_free(v, n);
+}
+
+static char tmpdir[] = "/tmp/rtune-report-test.XXXXXX";
+
+static void write_file(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static bool problem_has(const struct rt_report *r, const char *a, const char *b)
+{
+	for (size_t i = 0; i < rt_report_problem_count(r); i++)
+		if (strstr(rt_report_problem_at(r, i), a) && strstr(rt_report_problem_at(r, i), b))
+			return true;
+	return false;
+}
+
+static void test_bad_inputs(void **state)
+{
+	struct fg_opts o = { .seed = 3, .groups = 1, .nodes_per_group = 6, .outliers_per_group = 0, .now = NOW,
+			     .with_hardware = true, .entries_per_node = 1 };
+	char dir[600], empty[600], store[600], sub[600];
+	struct rt_report *r = NULL;
+	struct fg_node *v;
+	struct rt_error err;
+	size_t n;
+	char *newer;
+	static const char junk_db[] = "SQLite format 3\0this is not really a database, just its header and junk......";
+
+	(void)state;
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(dir, sizeof(dir), "%s/fleet", tmpdir);
+	snprintf(empty, sizeof(empty), "%s/empty", tmpdir);
+	snprintf(sub, sizeof(sub), "%s/fleet/g0", tmpdir);
+	assert_int_equal(mkdir(empty, 0755), 0);
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	assert_int_equal(fg_write_dir(dir, v, n), 0);
+	/* a newer schema major among them */
+	newer = strdup(v[0].json);
+	memcpy(strstr(newer, "\"version\":\"1.0\""), "\"version\":\"2.0\"", 15);
+	write_file(sub, "newer.json", newer, strlen(newer));
+	free(newer);
+	write_file(sub, "truncated.json", v[1].json, v[1].len / 2);
+	write_file(sub, "corrupt.db", junk_db, sizeof(junk_db));
+	write_file(sub, "garbage.db", "hello, I am not a database at all\n", 34);
+	write_file(sub, "notes.txt", "ignored: not a profile name\n", 28);
+	write_file(sub, "empty.json", "", 0);
+	/* an SQLite database of another program */
+	snprintf(store, sizeof(store), "sqlite3 %s/fleet/g0/other.sqlite 'CREATE TABLE t(x); INSERT INTO t VALUES(1);'",
+		 tmpdir);
+	assert_int_equal(system(store), 0);
+	/* and one good store */
+	snprintf(store, sizeof(store), "%s/fleet/good.db", tmpdir);
+	assert_int_equal(fg_write_store(store, "st", 3, false, false, NOW), 0);
+
+	assert_int_equal(rt_report_create(NULL, &r), 0);
+	assert_int_equal(rt_report_add_path(r, dir), 6 + 3);
+	assert_int_equal(rt_report_add_path(r, empty), 0);
+	assert_int_equal(rt_report_add_path(r, "/nonexistent/rtune"), 0);
+	assert_true(problem_has(r, "newer.json", "schema version 2.0 is not supported"));
+	assert_true(problem_has(r, "truncated.json", "line"));
+	assert_true(problem_has(r, "corrupt.db", "not a database"));
+	assert_true(problem_has(r, "garbage.db", "not a database"));
+	assert_true(problem_has(r, "other.sqlite", "not an rtune store"));
+	assert_true(problem_has(r, "empty.json", "empty file"));
+	assert_true(problem_has(r, "/empty", "holds no profiles"));
+	assert_true(problem_has(r, "/nonexistent/rtune", "No such file"));
+	assert_false(problem_has(r, "notes.txt", ""));
+	assert_int_equal(rt_report_problem_count(r), 8);
+	assert_int_equal(rt_report_node_count(r), 9);
+	assert_int_equal(rt_report_analyze(r, &err), 0);
+	assert_int_equal(rt_report_group_count(r), 2);
+	rt_report_free(r);
+	fg_free(v, n);
+	snprintf(store, sizeof(store), "rm -rf %s", tmpdir);
+	assert_int_equal(system(store), 0);
+}
+
+/* Stores: calibration locality from the run, latency/rate at the chosen settings, curves, drift. */
+static void test_store_input(void **state)
+{
+	char d[] = "/tmp/rtune-report-store.XXXXXX", path[128], cmd[160];
+	struct rt_report_opts ro = { .now = NOW, .with_curves = true };
+	struct rt_report *r = NULL;
+	struct rt_error err;
+	bool remote_found = false;
+
+	(void)state;
+	assert_non_null(mkdtemp(d));
+	snprintf(path, sizeof(path), "%s/fleet.db", d);
+	assert_int_equal(fg_write_store(path, "rack", 8, true, true, NOW), 0);
+	assert_int_equal(rt_report_create(&ro, &r), 0);
+	assert_int_equal(rt_report_add_path(r, path), 8);
+	assert_int_equal(rt_report_problem_count(r), 0);
+	assert_int_equal(rt_report_analyze(r, &err), 0);
+	assert_int_equal(rt_report_group_count(r), 1);
+	assert_non_null(strstr(rt_report_group_id(r, 0), "hw:"));
+	assert_non_null(strstr(rt_report_group_label(r, 0), "Synthetic EPYC S"));
+	for (size_t k = 0; k < rt_report_outlier_count(r); k++) {
+		struct rt_report_outlier_view ov;
+
+		rt_report_outlier_at(r, k, &ov);
+		if (!strcmp(ov.hostname, "rack-0") && !strcmp(ov.metric, "inline_threshold")) {
+			assert_string_equal(ov.cause, "remote_numa_calibration");
+			assert_non_null(strstr(ov.evidence, "NUMA node 1"));
+			remote_found = true;
+		}
+	}
+	assert_true(remote_found);
+	/* the drifted node's outlier names its drift */
+	for (size_t k = 0;; k++) {
+		struct rt_report_outlier_view ov;
+
+		assert_true(rt_report_outlier_at(r, k, &ov));
+		if (!strcmp(ov.hostname, "rack-1")) {
+			assert_string_equal(ov.cause, "drift");
+			break;
+		}
+	}
+	assert_int_equal(rt_report_drift_count(r), 1);
+	{
+		struct rt_report_drift_view dv;
+
+		assert_true(rt_report_drift_at(r, 0, &dv));
+		assert_string_equal(dv.hostname, "rack-1");
+		assert_string_equal(dv.metric, "inline_threshold");
+		assert_true(dv.latest == 64);
+		assert_int_equal(dv.history_runs, 3);
+	}
+	/* latency and rate at the chosen settings came from the runs; curves kept */
+	{
+		const struct rp_slot *s = &r->groups[0].slots[0];
+
+		assert_int_equal(s->st[RP_M_LAT].n, 8);
+		assert_int_equal(s->st[RP_M_MOPS].n, 8);
+		assert_true(s->st[RP_M_MOPS].median > 9.9 && s->st[RP_M_MOPS].median < 10.1);
+		assert_non_null(r->nodes[0].entries[0].curve);
+		assert_int_equal(r->nodes[0].entries[0].curve->n_lat, 11);
+		assert_int_equal(r->nodes[0].entries[0].curve->n_rate, 7);
+		assert_true(s->has_rec);
+		assert_true(s->rec_threshold >= 256 && s->rec_threshold <= 288);
+		assert_int_equal(s->rec_interval, 16);
+	}
+	rt_report_free(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The same node from a store and from a JSON export counts once; the newer profile wins. */
+static void test_dedupe(void **state)
+{
+	struct fg_opts o = { .seed = 11, .groups = 1, .nodes_per_group = 5, .now = NOW, .with_hardware = true,
+			     .entries_per_node = 1 };
+	struct rt_report *r = NULL;
+	struct fg_node *v;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	assert_int_equal(rt_report_create(NULL, &r), 0);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
+	assert_int_equal(rt_report_node_count(r), 5);
+	rt_report_free(r);
+	fg_free(v, n);
+}
+
+static char *capture(const struct rt_report *r, int (*fn)(const struct rt_report *, FILE *), size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	assert_non_null(f);
+	assert_int_equal(fn(r, f), 0);
+	fclose(f);
+	return buf;
+}
+
+static void test_writers(void **state)
+{
+	struct fg_opts o = { .seed = 5, .groups = 2, .nodes_per_group = 20, .outliers_per_group = 2, .now = NOW,
+			     .with_hardware = true, .entries_per_node = 2 };
+	struct fg_node *v;
+	struct rt_report *r;
+	json_error_t jerr;
+	json_t *doc;
+	size_t n, len, lines = 0;
+	char *text, *page;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	/* a hostile hostname (of a planted outlier, so the page names it) must be escaped everywhere */
+	assert_int_not_equal(v[3].cause, FG_NONE);
+	{
+		char *p = strstr(v[3].json, v[3].hostname);
+
+		memcpy(p, "<b>&\\\"x", 7);
+	}
+	r = report_of(v, n);
+	text = capture(r, rt_report_write_json, &len);
+	doc = json_loadb(text, len, 0, &jerr);
+	assert_non_null(doc);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "schema"), "name")), "rtune-report");
+	assert_int_equal(json_array_size(json_object_get(doc, "groups")), 2);
+	assert_int_equal(json_array_size(json_object_get(doc, "outliers")), rt_report_outlier_count(r));
+	assert_int_equal(json_integer_value(json_object_get(doc, "node_count")), 40);
+	json_decref(doc);
+	free(text);
+	text = capture(r, rt_report_write_csv, &len);
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	assert_int_equal(lines, 1 + 40 * 2);
+	assert_non_null(strstr(text, "\"<b>&\"\"x"));
+	free(text);
+	text = capture(r, rt_report_write_text, &len);
+	assert_non_null(strstr(text, "OUTLIER"));
+	assert_non_null(strstr(text, "recommended mlx5_0/1 send rc"));
+	free(text);
+	assert_int_equal(rt_report_render_html(r, &page, &len), 0);
+	assert_int_equal(strlen(page), len);
+	assert_non_null(strstr(page, "<svg"));
+	assert_null(strstr(page, "<script"));
+	assert_null(strstr(page, "src="));
+	assert_null(strstr(page, "<b>&"));
+	assert_non_null(strstr(page, "&lt;b&gt;&amp;&quot;x"));
+	free(page);
+	rt_report_free(r);
+	fg_free(v, n);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_planted_outliers),
+		cmocka_unit_test(test_every_cause_in_one_group),
+		cmocka_unit_test(test_clean_fleet),
+		cmocka_unit_test(test_signature_only),
+		cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_store_input),
+		cmocka_unit_test(test_dedupe),
+		cmocka_unit_test(test_writers),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
