@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt_report.h"
 #include "rt_store.h"
@@ -132,6 +133,12 @@ int cmd_report(int argc, char **argv)
 	if (!db && optind == argc) {
 		if (rt_store_default_path(defpath, sizeof(defpath), &err)) {
 			rt_cli_error("%s", err.text);
+			rt_report_free(r);
+			return RT_EXIT_FAIL;
+		}
+		if (access(defpath, F_OK) < 0 && errno == ENOENT) {
+			rt_cli_error("report: no store at '%s' (nothing recorded on this node yet); name stores, JSON "
+				     "profiles or directories to report on", defpath);
 			rt_report_free(r);
 			return RT_EXIT_FAIL;
 		}

@@ -34,6 +34,19 @@ static const char *slot_name_html(const struct rp_slot *s, char *buf, size_t len
 	return buf;
 }
 
+/* The smallest 4 * step >= v with step 1, 2, 2.5 or 5 times a power of ten: y axes with round tick labels. */
+static double nice_max(double v)
+{
+	double mag, step;
+
+	if (!(v > 0))
+		return 1;
+	mag = pow(10, floor(log10(v / 4)));
+	step = v / 4 / mag;
+	step = step <= 1 ? 1 : step <= 2 ? 2 : step <= 2.5 ? 2.5 : step <= 5 ? 5 : 10;
+	return 4 * step * mag;
+}
+
 static double px(const struct axis *a, double v)
 {
 	return ML + (v - a->lo) / (a->hi - a->lo) * (W - ML - MR);
@@ -60,10 +73,12 @@ static void svg_axes(struct rp_buf *b, const struct axis *x, const struct axis *
 {
 	rp_bprintf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333333\"/>", ML, H - MB, W - MR, H - MB);
 	rp_bprintf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333333\"/>", ML, MT, ML, H - MB);
-	for (int e = (int)ceil(x->lo); e <= (int)floor(x->hi); e++) {
-		double v = pow(2, e) - x_offset, xx = px(x, e);
+	for (int e = x_offset > 0 ? 3 : (int)ceil(x->lo); e <= (int)floor(x->hi); e++) {
+		/* with an offset (threshold + 8, so that 0 fits a log axis) ticks sit at 0 and powers of two from 16 */
+		double v = x_offset > 0 ? (e == 3 ? 0 : pow(2, e)) : pow(2, e);
+		double xx = px(x, x_offset > 0 ? log2(v + x_offset) : e);
 
-		if (v < 0)
+		if (xx < ML || xx > W - MR)
 			continue;
 		rp_bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>"
 			   "<text x=\"%.1f\" y=\"%d\" class=\"a\" text-anchor=\"middle\">%.0f</text>", xx, H - MB, xx,
@@ -74,7 +89,7 @@ static void svg_axes(struct rp_buf *b, const struct axis *x, const struct axis *
 
 		rp_bprintf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eeeeee\"/>"
 			   "<text x=\"%d\" y=\"%.1f\" class=\"a\" text-anchor=\"end\">%.*f</text>", ML, yy, W - MR, yy, ML - 4,
-			   yy + 4, y->hi - y->lo < 10 ? 2 : 0, v);
+			   yy + 4, fabs(v - round(v)) > 1e-9 ? 2 : 0, v);
 	}
 	rp_bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"a\" text-anchor=\"middle\">", (ML + W - MR) / 2, H - 6);
 	rp_bescape(b, xlabel);
@@ -137,7 +152,7 @@ static void distribution(struct rp_buf *b, const struct rt_report *r, const stru
 		if (all[i] > peak)
 			peak = all[i];
 	y.lo = 0;
-	y.hi = (double)peak;
+	y.hi = (double)((peak + 3) / 4 * 4); /* integer ticks */
 	snprintf(title, sizeof(title), "%s: %s across %zu nodes", slot_name_html(s, name, sizeof(name)),
 		 rp_metric_name(m), s->n);
 	svg_open(b, title);
@@ -181,7 +196,7 @@ static void latency_chart(struct rp_buf *b, const struct rp_node *nd, const stru
 		return;
 	x.lo = floor(x.lo) - 0.25;
 	x.hi = ceil(x.hi) + 0.25;
-	y.hi *= 1.1;
+	y.hi = nice_max(y.hi * 1.05);
 	snprintf(title, sizeof(title), "%s %s/%u %s: latency vs size, threshold %" PRIu32 " B", nd->hostname, e->device,
 		 e->port, rt_profile_opcode_name((enum rt_profile_opcode)e->opcode), e->inline_threshold);
 	svg_open(b, title);
@@ -221,8 +236,8 @@ static void latency_chart(struct rp_buf *b, const struct rp_node *nd, const stru
 			   " B</text>", tx, MT, tx, H - MB, tx + 4, MT + 10, e->inline_threshold);
 	}
 	rp_bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#1f77b4\">inline</text>"
-		   "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#ff7f0e\">not inline</text>", W - MR - 120, MT + 24,
-		   W - MR - 120, MT + 36);
+		   "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#ff7f0e\">not inline</text>", W - MR - 110, H - MB - 22,
+		   W - MR - 110, H - MB - 10);
 	rp_bputs(b, "</svg>\n");
 }
 
@@ -242,7 +257,7 @@ static void rate_chart(struct rp_buf *b, const struct rp_node *nd, const struct 
 		return;
 	x.lo = floor(x.lo) - 0.25;
 	x.hi = ceil(x.hi) + 0.25;
-	y.hi *= 1.1;
+	y.hi = nice_max(y.hi * 1.05);
 	snprintf(title, sizeof(title), "%s %s/%u %s: rate vs N, knee at N=%" PRIu32, nd->hostname, e->device, e->port,
 		 rt_profile_opcode_name((enum rt_profile_opcode)e->opcode), e->signal_interval);
 	svg_open(b, title);
