@@ -9,6 +9,8 @@
 
 #include <getopt.h>
 
+#define IMPORT_BATCH 500
+
 static const char usage[] =
 	"usage: rtune import [--db PATH] FILE...\n"
 	"\n"
@@ -50,6 +52,8 @@ int cmd_import(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		return RT_EXIT_FAIL;
 	}
+	/* one transaction per IMPORT_BATCH files (each file still all-or-nothing) */
+	rt_store_batch(st, true, NULL);
 	for (int i = optind; i < argc; i++) {
 		size_t added = 0, skipped = 0;
 
@@ -61,6 +65,15 @@ int cmd_import(int argc, char **argv)
 		if (!quiet)
 			printf("imported '%s': %zu entr%s added, %zu already present\n", argv[i], added,
 			       added == 1 ? "y" : "ies", skipped);
+		if ((i - optind) % IMPORT_BATCH == IMPORT_BATCH - 1 && rt_store_batch_flush(st, &err)) {
+			rt_cli_error("%s", err.text);
+			rt_store_close(st);
+			return RT_EXIT_FAIL;
+		}
+	}
+	if (rt_store_batch(st, false, &err)) {
+		rt_cli_error("%s", err.text);
+		rc = RT_EXIT_FAIL;
 	}
 	rt_store_close(st);
 	return rc;

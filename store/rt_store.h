@@ -58,6 +58,15 @@ int rt_store_schema_version(const struct rt_store *st);
 /* Runs PRAGMA integrity_check; 0 when "ok", else EIO with the first problem in err. */
 int rt_store_check(struct rt_store *st, struct rt_error *err);
 
+/*
+ * Batch mode (on): the writes that follow (each still all-or-nothing, as a savepoint) share one transaction, committed
+ * by rt_store_batch_flush() or rt_store_batch(st, false) — much faster for many small writes such as importing
+ * thousands of profiles. Writes not flushed when the store is closed (or the process dies) are dropped as a whole.
+ * Other writers wait (busy timeout) while a batch is open: flush every few hundred items.
+ */
+int rt_store_batch(struct rt_store *st, bool on, struct rt_error *err);
+int rt_store_batch_flush(struct rt_store *st, struct rt_error *err);
+
 /* Key identifying a node across stores: its machine-id, else its hostname. */
 const char *rt_store_node_key(const struct rt_node_info *node);
 /* Stable hash of the node's hardware (CPU model and every device's vendor/part/fw/link layer/MTU/PCIe/NUMA), as

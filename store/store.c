@@ -162,20 +162,77 @@ static int exec(struct rt_store *st, const char *sql, const char *what, struct r
 	return 0;
 }
 
+static int step_stmt(struct rt_store *st, enum rt_stmt_id id, const char *sql, struct rt_error *err)
+{
+	sqlite3_stmt *s = rt_store_stmt(st, id, sql, err);
+	int rc;
+
+	if (!s)
+		return err ? err->code : EIO;
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return rt_store_sql_error(st, sql, err);
+	return 0;
+}
+
 int rt_store_begin(struct rt_store *st, struct rt_error *err)
 {
-	return exec(st, "BEGIN IMMEDIATE", "begin transaction", err);
+	int rc;
+
+	if (!st->batch)
+		return step_stmt(st, STMT_BEGIN, "BEGIN IMMEDIATE", err);
+	if (!st->batch_open) {
+		if ((rc = step_stmt(st, STMT_BEGIN, "BEGIN IMMEDIATE", err)))
+			return rc;
+		st->batch_open = true;
+	}
+	return step_stmt(st, STMT_SAVEPOINT, "SAVEPOINT rt_batch_item", err);
 }
 
 int rt_store_commit(struct rt_store *st, struct rt_error *err)
 {
-	return exec(st, "COMMIT", "commit", err);
+	if (st->batch)
+		return step_stmt(st, STMT_RELEASE, "RELEASE rt_batch_item", err);
+	return step_stmt(st, STMT_COMMIT, "COMMIT", err);
 }
 
 void rt_store_rollback(struct rt_store *st)
 {
-	if (!sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	if (sqlite3_get_autocommit(st->db))
+		return;
+	if (st->batch) {
+		step_stmt(st, STMT_ROLLBACK_TO, "ROLLBACK TO rt_batch_item", NULL);
+		step_stmt(st, STMT_RELEASE, "RELEASE rt_batch_item", NULL);
+		return;
+	}
+	step_stmt(st, STMT_ROLLBACK, "ROLLBACK", NULL);
+}
+
+int rt_store_batch_flush(struct rt_store *st, struct rt_error *err)
+{
+	int rc;
+
+	if (!st->batch_open)
+		return 0;
+	rc = step_stmt(st, STMT_COMMIT, "COMMIT", err);
+	if (rc) {
+		step_stmt(st, STMT_ROLLBACK, "ROLLBACK", NULL);
+		st->batch_open = false;
+		return rc;
+	}
+	st->batch_open = false;
+	return 0;
+}
+
+int rt_store_batch(struct rt_store *st, bool on, struct rt_error *err)
+{
+	int rc = 0;
+
+	if (!on)
+		rc = rt_store_batch_flush(st, err);
+	st->batch = on;
+	return rc;
 }
 
 sqlite3_stmt *rt_store_stmt(struct rt_store *st, enum rt_stmt_id id, const char *sql, struct rt_error *err)
@@ -364,6 +421,8 @@ void rt_store_close(struct rt_store *st)
 {
 	if (!st)
 		return;
+	if (st->db && !sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL); /* an unflushed batch is dropped, never half-kept */
 	for (int i = 0; i < STMT__COUNT; i++)
 		sqlite3_finalize(st->stmts[i]);
 	sqlite3_close(st->db);

@@ -14,6 +14,12 @@ enum rt_stmt_id {
 	STMT_NODE_UPSERT,
 	STMT_PROFILE_INSERT,
 	STMT_HIST_LATEST_ID,
+	STMT_BEGIN,
+	STMT_COMMIT,
+	STMT_ROLLBACK,
+	STMT_SAVEPOINT,
+	STMT_RELEASE,
+	STMT_ROLLBACK_TO,
 	STMT__COUNT
 };
 
@@ -22,13 +28,15 @@ struct rt_store {
 	int version;
 	char path[4096];
 	sqlite3_stmt *stmts[STMT__COUNT];
+	bool batch;             /* rt_store_batch(): transactions become savepoints of one open transaction */
+	bool batch_open;        /* that transaction has begun */
 };
 
 /* Prepares (once, cached) the statement id with sql; returns it reset with bindings cleared, or NULL + err. */
 sqlite3_stmt *rt_store_stmt(struct rt_store *st, enum rt_stmt_id id, const char *sql, struct rt_error *err);
 /* Fills err with "store '<path>': <what>: <sqlite message>" and returns an errno matching the SQLite code. */
 int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *err);
-/* BEGIN IMMEDIATE / COMMIT / ROLLBACK; rollback never fails visibly. */
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK (savepoints in batch mode); rollback never fails visibly. */
 int rt_store_begin(struct rt_store *st, struct rt_error *err);
 int rt_store_commit(struct rt_store *st, struct rt_error *err);
 void rt_store_rollback(struct rt_store *st);

@@ -61,7 +61,7 @@ static void reasons_from_json(const char *text, struct rt_profile_entry *e)
 
 /* Inserts entries for node_id inside the caller's transaction; counts new rows. */
 static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
-			  size_t *added, struct rt_error *err)
+			  bool validate, size_t *added, struct rt_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &entries[i];
@@ -69,7 +69,7 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		char *reasons;
 		int rc;
 
-		if ((rc = rt_profile_entry_validate(e, err)))
+		if (validate && (rc = rt_profile_entry_validate(e, err)))
 			return rc;
 		s = rt_store_stmt(st, STMT_PROFILE_INSERT,
 			"INSERT OR IGNORE INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
@@ -129,7 +129,7 @@ int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, c
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, err)) ||
-	    (rc = insert_entries(st, node_id, entries, n, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (rc = insert_entries(st, node_id, entries, n, true, &cnt, err)) || (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		return rc;
 	}
@@ -650,7 +650,7 @@ int rt_store_import_text(struct rt_store *st, const char *name, const char *text
 	if ((rc = rt_store_begin(st, err)))
 		goto out;
 	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)) ||
-	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, false, &cnt, err)) || (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		goto out;
 	}

@@ -10,8 +10,6 @@
 
 #include <rtune/profile.h>
 
-/* Maximum nesting accepted in a profile document (the v1 layout needs 4). */
-#define RT_PROFILE_MAX_DEPTH 32
 /* Largest document accepted (a profile of a node is a few KiB per device). */
 #define RT_PROFILE_MAX_BYTES (16u << 20)
 
@@ -35,7 +33,7 @@ struct rt_profile {
  */
 int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out, struct rt_error *err);
 
-/* Parses text with jansson after a nesting pre-check (hostile input cannot exhaust the stack); name as above. */
+/* Parses text with jansson (size bounded; nesting bounded by jansson's JSON_PARSER_MAX_DEPTH); name as above. */
 int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
 			   struct rt_error *err);
 

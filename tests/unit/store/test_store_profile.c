@@ -318,6 +318,36 @@ static void test_import(void **state)
 	rt_store_close(other);
 }
 
+/* Batch mode: a bad item inside a batch is rolled back alone; an unflushed batch is dropped whole at close. */
+static void test_batch(void **state)
+{
+	struct rt_node_info node;
+	struct rt_store *st = filled_store(&node);
+	struct rt_profile_entry e, *v = NULL;
+	struct rt_error err;
+	size_t n = 0, added = 0;
+
+	(void)state;
+	assert_int_equal(rt_store_batch(st, true, &err), 0);
+	tu_entry(&e, "mlx5_1", RT_PROFILE_OP_SEND, 32, 4, RUN_A, 1700000000);
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &e, 1, &added, &err), 0);
+	assert_int_equal(added, 1);
+	e.signal_interval = 0; /* invalid: this item fails, the one before stays */
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &e, 1, &added, &err), EINVAL);
+	assert_int_equal(rt_store_batch(st, false, &err), 0); /* flushes */
+	tu_entry(&e, "mlx5_2", RT_PROFILE_OP_SEND, 32, 4, RUN_A, 1700000000);
+	assert_int_equal(rt_store_batch(st, true, &err), 0);
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &e, 1, &added, &err), 0);
+	rt_store_close(st); /* never flushed: mlx5_2 is dropped */
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_get_profile(st, NULL, "mlx5_1", &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	assert_int_equal(rt_store_get_profile(st, NULL, "mlx5_2", &v, &n, NULL, NULL, &err), ENOENT);
+	assert_int_equal(rt_store_check(st, &err), 0);
+	rt_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -326,6 +356,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_env_and_prometheus, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_export, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

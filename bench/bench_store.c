@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Store and librtune benchmark (`make bench`): imports 10,000 node profiles (one JSON file per node, 4 entries each,
+ * the shape `rtune export` writes) into a fresh store the way `rtune import` does, one transaction per file, and
+ * reports profiles/s (target >= 20,000/s); then re-imports them (idempotent path); then loads one node's profile with
+ * librtune 1,000 times and reports the median and p99 load time (target <= 1 ms), and the cost of rt_profile_select.
+ * Figures are measured in this run; a missed target is reported, never hidden.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rt_store.h"
+
+#define NODES 10000
+#define LOADS 1000
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void write_profile(const char *path, int node)
+{
+	static const char *const ops[] = { "send", "write" };
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fprintf(f, "{\n  \"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.0\"},\n  \"rtune_version\": \"%s\",\n"
+		"  \"generated_at\": \"2026-11-29T14:00:00Z\",\n  \"node\": {\"hostname\": \"node%05d\", \"machine_id\": "
+		"\"%032x\", \"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\", \"kernel\": \"6.1.0-13-amd64\", "
+		"\"cpu_count\": 64, \"numa_nodes\": 2, \"hardware_signature\": \"fnv1a64:%016x\"},\n  \"entries\": [",
+		RTUNE_VERSION, node, node + 1, node * 2654435761u);
+	for (int d = 0; d < 2; d++)
+		for (int o = 0; o < 2; o++)
+			fprintf(f, "%s\n    {\"device\": \"mlx5_%d\", \"guid\": \"0c42:a103:00%02x:%04x\", \"port\": 1, "
+				"\"opcode\": \"%s\", \"qp_type\": \"rc\", \"inline_threshold\": %d, \"max_inline_data\": 220, "
+				"\"signal_interval\": %d, \"sq_depth\": 256, \"cq_depth\": 512, \"cq_moderation\": null, "
+				"\"numa_node\": %d, \"cpus\": \"%d\", \"confidence\": \"high\", \"reasons\": [{\"code\": "
+				"\"crossover\", \"text\": \"inline never a significant loss up to the threshold\"}, {\"code\": "
+				"\"knee\", \"text\": \"rate within 1%% of the best from this N\"}], \"measured_at\": "
+				"\"2026-11-29T13:00:00Z\", \"run_id\": \"%08x-1111-4222-8333-%012x\", \"app\": null}",
+				d || o ? "," : "", d, d, node & 0xffff, ops[o], 64 + (node % 4) * 32, 16 << (node % 3), d, d * 32,
+				node, (unsigned)(d * 2 + o));
+	fprintf(f, "\n  ]\n}\n");
+	fclose(f);
+}
+
+int main(void)
+{
+	char dir[] = "/var/tmp/rtune-bench.XXXXXX", path[256], db[256], cmd[300];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	double t0, c0, t_import, t_reimport, t_parse, c_import, c_reimport, c_parse, *loads;
+	size_t added = 0, skipped = 0, total_added = 0, total_skipped = 0;
+	struct rt_profile *p = NULL;
+	int rc = 0;
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	for (int i = 0; i < NODES; i++) {
+		snprintf(path, sizeof(path), "%s/node%05d.json", dir, i);
+		write_profile(path, i);
+	}
+	snprintf(db, sizeof(db), "%s/rtune.db", dir);
+	if (rt_store_open(db, &st, &err)) {
+		fprintf(stderr, "%s\n", err.text);
+		return 1;
+	}
+	t0 = now_s();
+	c0 = cpu_s();
+	rt_store_batch(st, true, NULL); /* as `rtune import` does: a transaction per 500 files, a savepoint per file */
+	for (int i = 0; i < NODES; i++) {
+		snprintf(path, sizeof(path), "%s/node%05d.json", dir, i);
+		if (rt_store_import_file(st, path, &added, &skipped, &err) ||
+		    (i % 500 == 499 && rt_store_batch_flush(st, &err))) {
+			fprintf(stderr, "%s\n", err.text);
+			return 1;
+		}
+		total_added += added;
+	}
+	if (rt_store_batch(st, false, &err)) {
+		fprintf(stderr, "%s\n", err.text);
+		return 1;
+	}
+	t_import = now_s() - t0;
+	c_import = cpu_s() - c0;
+	t0 = now_s();
+	c0 = cpu_s();
+	rt_store_batch(st, true, NULL);
+	for (int i = 0; i < NODES; i++) {
+		snprintf(path, sizeof(path), "%s/node%05d.json", dir, i);
+		if (rt_store_import_file(st, path, &added, &skipped, &err) ||
+		    (i % 500 == 499 && rt_store_batch_flush(st, &err))) {
+			fprintf(stderr, "%s\n", err.text);
+			return 1;
+		}
+		total_skipped += skipped;
+	}
+	if (rt_store_batch(st, false, &err)) {
+		fprintf(stderr, "%s\n", err.text);
+		return 1;
+	}
+	t_reimport = now_s() - t0;
+	c_reimport = cpu_s() - c0;
+	rt_store_close(st);
+	/* the share of JSON parsing and validation alone (jansson + librtune), no store */
+	t0 = now_s();
+	c0 = cpu_s();
+	for (int i = 0; i < NODES; i++) {
+		snprintf(path, sizeof(path), "%s/node%05d.json", dir, i);
+		if (rt_profile_load(path, &p, &err)) {
+			fprintf(stderr, "%s\n", err.text);
+			return 1;
+		}
+		rt_profile_free(p);
+	}
+	t_parse = now_s() - t0;
+	c_parse = cpu_s() - c0;
+	/* wall time includes waiting for a CPU when the machine is busy; CPU time is what the work itself costs */
+	printf("store import: %d node profiles (%zu entries): wall %.3f s = %.0f profiles/s, CPU %.3f s = %.0f "
+	       "profiles/s (target >= 20000/s: %s)\n", NODES, total_added, t_import, NODES / t_import, c_import,
+	       NODES / c_import, NODES / t_import >= 20000 ? "met" : NODES / c_import >= 20000 ?
+	       "met in CPU time, MISSED in wall time (machine busy?)" : "MISSED");
+	printf("store re-import (idempotent, %zu entries skipped): wall %.3f s = %.0f profiles/s, CPU %.0f profiles/s\n",
+	       total_skipped, t_reimport, NODES / t_reimport, NODES / c_reimport);
+	printf("of which reading + parsing + validating alone (rt_profile_load of each file): wall %.0f profiles/s, CPU %.0f "
+	       "profiles/s\n", NODES / t_parse, NODES / c_parse);
+	{
+		double l1 = 0, l5 = 0, l15 = 0;
+		FILE *f = fopen("/proc/loadavg", "r");
+
+		if (f && fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+			printf("(load average during the run: %.2f, on %ld CPUs)\n", l1, sysconf(_SC_NPROCESSORS_ONLN));
+		if (f)
+			fclose(f);
+	}
+
+	loads = malloc(LOADS * sizeof(*loads));
+	snprintf(path, sizeof(path), "%s/node00042.json", dir);
+	for (int i = 0; i < LOADS; i++) {
+		t0 = now_s();
+		if (rt_profile_load(path, &p, &err)) {
+			fprintf(stderr, "%s\n", err.text);
+			return 1;
+		}
+		loads[i] = now_s() - t0;
+		if (i < LOADS - 1)
+			rt_profile_free(p);
+	}
+	qsort(loads, LOADS, sizeof(*loads), cmp_d);
+	printf("librtune rt_profile_load (4 entries, one node's file): median %.1f us, p99 %.1f us (target <= 1000 us: "
+	       "%s)\n", loads[LOADS / 2] * 1e6, loads[LOADS * 99 / 100] * 1e6,
+	       loads[LOADS / 2] <= 1e-3 ? "met" : "MISSED");
+	{
+		volatile uintptr_t sink = 0;
+		const int reps = 1000000;
+
+		t0 = now_s();
+		for (int i = 0; i < reps; i++)
+			sink += (uintptr_t)rt_profile_select(p, i & 1 ? "mlx5_1" : "mlx5_0", 1, RT_PROFILE_OP_SEND,
+							    RT_PROFILE_QPT_RC);
+		printf("librtune rt_profile_select: %.1f ns per call (done once per QP, not per send)\n",
+		       (now_s() - t0) / reps * 1e9);
+		(void)sink;
+	}
+	rt_profile_free(p);
+	free(loads);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_store: could not remove %s\n", dir);
+	return rc;
+}
