@@ -15,7 +15,7 @@
 #include <time.h>
 
 static const char usage[] =
-	"usage: rtune serve [--bind ADDR] [--port N] [--once] [-q]\n"
+	"usage: rtune serve [--bind ADDR] [--port N] [--once | --clients N] [-q]\n"
 	"\n"
 	"Answer 'rtune calibrate --peer ADDR' from another node: listens with rdma_cm on ADDR (default: every\n"
 	"address) port N (default 18520), serves one client at a time and releases its QP, CQs and memory when it\n"
@@ -24,6 +24,7 @@ static const char usage[] =
 	"  --bind ADDR  listen on this local address (an IP of an RDMA-capable netdev)\n"
 	"  --port N     rdma_cm port (default 18520)\n"
 	"  --once       exit after the first client\n"
+	"  --clients N  exit after N clients\n"
 	"  -q, --quiet  no log lines\n"
 	"  -h, --help   this text\n"
 	"\n"
@@ -54,6 +55,7 @@ int cmd_serve(int argc, char **argv)
 		{ "bind", required_argument, NULL, 'b' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "once", no_argument, NULL, '1' },
+		{ "clients", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -84,6 +86,15 @@ int cmd_serve(int argc, char **argv)
 		case '1':
 			o.max_clients = 1;
 			break;
+		case 'n': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1 || v > 1000000)
+				return rt_cli_usage_error("serve", "bad client count '%s'", optarg);
+			o.max_clients = (int)v;
+			break;
+		}
 		case 'q':
 			o.log = NULL;
 			break;

@@ -63,6 +63,7 @@ struct cal {
 	size_t n_sizes;
 	struct rt_rng rng;
 	char notes[256];
+	double phase_s[2];              /* seconds spent in the latency grid and the signaling sweep */
 };
 
 static int64_t realtime_ns(void)
@@ -298,6 +299,8 @@ static void *resp_thread(void *arg)
 		}
 		if (r.ended)
 			break;
+		if (c->cli.yield)
+			sched_yield();
 	}
 	return NULL;
 }
@@ -349,6 +352,11 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		rc = rt_ep_fill_recv(&c->rep, true, err);
 	if (rc)
 		return rc;
+	if (c->resp_cpu == c->run->env.cpu) {
+		/* one CPU for both sides: without yielding, each spinning side would wait out the other's time slice */
+		c->cli.yield = true;
+		note(c, "client and responder share one cpu and yield while waiting: latencies include context switches");
+	}
 	rc = pthread_create(&c->thr, NULL, resp_thread, c);
 	if (rc)
 		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
@@ -661,12 +669,6 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, 8, err);
 	if (rc)
 		goto out;
-	rep_ns = ((double)deadline - (double)rt_clock_mono_ns()) / ((double)n_cells * reps) * 0.85;
-	/* long enough to average over many completions, short enough to finish early when the budget is generous */
-	if (rep_ns > (o->quick ? 30e6 : 100e6))
-		rep_ns = o->quick ? 30e6 : 100e6;
-	if (rep_ns < 1e6)
-		rep_ns = 1e6;
 	for (uint32_t rep = 0; rep < reps; rep++) {
 		for (size_t i = 0; i < n_cells; i++)
 			order[i] = i;
@@ -676,12 +678,30 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			order[i - 1] = order[j];
 			order[j] = t;
 		}
-		/* the first repetition always completes, so every point of the sweep has a rate */
-		if (rep > 0 && rt_clock_mono_ns() >= deadline)
-			break;
 		for (size_t i = 0; i < n_cells; i++) {
 			struct rt_rate_point *r = &run->rate[order[i]];
 			struct rt_rate_rep rr;
+			uint64_t now = rt_clock_mono_ns();
+			double left = now < deadline ? (double)(deadline - now) : 0;
+
+			/* the first repetition completes, so every point of the sweep has a rate, unless the run's own
+			 * deadline passes (a very slow link) */
+			if ((rep > 0 && left <= 0) || now >= c->deadline) {
+				char msg[96];
+
+				snprintf(msg, sizeof(msg), "budget too small: %zu of %zu signaling points measured",
+					 rep ? n_cells : i, n_cells);
+				if (!rep)
+					note(c, msg);
+				goto out;
+			}
+			/* share what is left over the repetitions still to run: long enough to average over many
+			 * completions, short enough to finish early when the budget is generous */
+			rep_ns = left / ((double)(n_cells - i) + (double)n_cells * (reps - 1 - rep)) * 0.8;
+			if (rep_ns > (o->quick ? 30e6 : 100e6))
+				rep_ns = o->quick ? 30e6 : 100e6;
+			if (rep_ns < 1e6)
+				rep_ns = 1e6;
 
 			rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns, &rr, err);
 			if (rc)
@@ -743,6 +763,11 @@ static void set_params(struct cal *c)
 	json_object_set_new(p, "quick", json_boolean(o->quick));
 	json_object_set_new(p, "seed", json_integer((json_int_t)o->seed));
 	json_object_set_new(p, "numa", json_string(o->numa == RT_NUMA_REMOTE ? "remote" : "local"));
+	if (c->phase_s[0] > 0) {
+		json_object_set_new(p, "latency_s", json_real(round(c->phase_s[0] * 100) / 100));
+		json_object_set_new(p, "signaling_s", json_real(round(c->phase_s[1] * 100) / 100));
+		json_object_set_new(p, "latency_rounds", json_integer(c->sched.rounds));
+	}
 	if (c->notes[0])
 		json_object_set_new(p, "notes", json_string(c->notes));
 	s = json_dumps(p, JSON_COMPACT);
@@ -806,7 +831,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	struct cal *c = calloc(1, sizeof(*c));
 	struct rt_error local_err;
 	struct rt_stop_rule rule;
-	uint64_t lat_deadline, rate_deadline;
+	uint64_t lat_deadline, rate_deadline, t_lat;
+	double per_sample_ns = 0;
 	double budget_ns;
 	int rc;
 
@@ -835,6 +861,13 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		rc = rt_devinfo_query(c->cm_id->verbs, true, &run->dev, err);
 		if (rc)
 			goto fail;
+		if ((o->dev_name && strcmp(o->dev_name, run->dev.name) != 0) ||
+		    (o->port && o->port != c->cm_id->port_num)) {
+			rc = rt_error_set(err, EINVAL, "the route to '%s' goes through %s port %d, not the requested %s "
+					  "port %d", o->peer, run->dev.name, c->cm_id->port_num,
+					  o->dev_name ? o->dev_name : run->dev.name, o->port ? o->port : c->cm_id->port_num);
+			goto fail;
+		}
 		rc = pick_port(c, c->cm_id->verbs, c->cm_id->port_num, err);
 	} else {
 		rc = open_device(c, err);
@@ -891,6 +924,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			goto fail;
 		el = rt_clock_mono_ns() - t0;
 		per_sample = (double)el / 64 * 1.2;
+		per_sample_ns = per_sample;
 		if (o->quick)
 			rule = (struct rt_stop_rule){ .min_samples = 50, .max_samples = 1000, .rel_tight = 0.05,
 						      .rel_loose = 0.20, .abs_floor_ns = 20, .level = 0.95 };
@@ -925,7 +959,24 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		}
 	}
 	progress(c, "latency");
+	t_lat = rt_clock_mono_ns();
+	c->sched.hard_deadline_ns = lat_deadline + (rate_deadline - lat_deadline) / 2;
 	rc = rt_sched_run(&c->sched, lat_deadline, sched_measure, sched_clock, sched_progress, c);
+	{
+		size_t planned = 0, got = 0;
+
+		for (size_t i = 0; i < c->sched.n_pts; i++) {
+			planned += !c->sched.pts[i].refined;
+			got += !c->sched.pts[i].refined && c->sched.pts[i].n > 0;
+		}
+		if (got < planned) {
+			char msg[128];
+
+			snprintf(msg, sizeof(msg), "budget too small: %zu of %zu latency points measured (%.1f ms per "
+				 "ping-pong)", got, planned, per_sample_ns / 1e6);
+			note(c, msg);
+		}
+	}
 	if (rc) {
 		*err = c->meas_err;
 		goto fail;
@@ -935,7 +986,11 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		rt_error_set(err, rc, "out of memory");
 		goto fail;
 	}
+	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
+	t_lat = rt_clock_mono_ns();
 	rc = run_rate(c, rate_deadline, err);
+	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
+	set_params(c);
 	if (rc)
 		goto fail;
 	for (int op = 0; op < RT_OP__COUNT; op++) {

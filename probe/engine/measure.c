@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +17,8 @@
 static int wait_check(struct rt_client *c, uint64_t t_start, unsigned long spins, const char *what,
 		      struct rt_error *err)
 {
+	if (c->yield)
+		sched_yield();
 	if (spins & 1023)
 		return 0;
 	if (c->stop && *c->stop)
@@ -79,6 +82,8 @@ static int wait_recv(struct rt_client *c, bool ud, uint32_t *imm, struct rt_erro
 			return rt_error_set(err, EIO, "cannot poll the receive cq");
 		if (n == 1)
 			break;
+		if (c->yield)
+			sched_yield();
 		if (spins == 1024)
 			t0 = rt_clock_mono_ns();
 		if (spins > 1024) {

@@ -116,7 +116,7 @@ struct rt_client {
 	volatile sig_atomic_t *peer_dead; /* loopback: set by the responder thread when it fails */
 	double timeout_ns;        /* longest wait for any single answer */
 	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
-	uint32_t size_limit_ud;
+	bool yield;               /* sched_yield() while waiting: the responder shares our only CPU */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,

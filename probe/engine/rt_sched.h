@@ -61,6 +61,7 @@ struct rt_sched {
 	struct rt_sched_pair *pairs;
 	size_t n_pairs, cap_pairs;
 	unsigned rounds;
+	uint64_t hard_deadline_ns; /* round 0 stops here too (default: never) */
 	bool deadline_hit;
 	bool refine_done;
 	bool refined_groups[RT_OP__COUNT][RT_QPT__COUNT][RT_LAT__COUNT];
@@ -87,9 +88,10 @@ int rt_sched_add_pair(struct rt_sched *s, enum rt_opcode op, enum rt_qp_type qpt
 		      uint32_t msg_bytes, bool refined);
 
 /*
- * Runs rounds until every pair is stopped or clock(ctx) >= deadline_ns (checked before every batch; round 0 is always
- * finished unless measure fails, so every planned point has samples). Returns 0, or the first error of measure (the
- * points keep what was measured). progress may be NULL.
+ * Runs rounds until every pair is stopped or clock(ctx) >= deadline_ns (checked before every batch; round 0 is
+ * finished regardless unless s->hard_deadline_ns passes or measure fails, so every planned point has samples when the
+ * budget allows at least one batch each). Sets deadline_hit when a deadline ended it. Returns 0, or the first error of
+ * measure (the points keep what was measured). progress may be NULL.
  */
 int rt_sched_run(struct rt_sched *s, uint64_t deadline_ns, rt_sched_measure_fn measure, rt_sched_clock_fn clock,
 		 rt_sched_progress_fn progress, void *ctx);

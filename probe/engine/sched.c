@@ -60,6 +60,7 @@ void rt_sched_init(struct rt_sched *s, const struct rt_stop_rule *rule, uint64_t
 	s->batch = 32;
 	s->refine = true;
 	s->max_refine_bytes = UINT32_MAX;
+	s->hard_deadline_ns = UINT64_MAX;
 }
 
 static int add_point(struct rt_sched *s, const struct rt_sched_cell *c, bool refined, size_t *idx)
@@ -229,8 +230,8 @@ int rt_sched_run(struct rt_sched *s, uint64_t deadline_ns, rt_sched_measure_fn m
 			bool inl_first = rt_rng_next(&s->rng) & 1;
 			uint64_t now = clock(ctx);
 
-			/* round 0 completes regardless, so every planned point has samples */
-			if ((s->rounds > 0 || pr->batches > 0) && now >= deadline_ns) {
+			/* round 0 completes (so every planned point has samples) unless even the hard deadline passes */
+			if (((s->rounds > 0 || pr->batches > 0) && now >= deadline_ns) || now >= s->hard_deadline_ns) {
 				s->deadline_hit = true;
 				goto out;
 			}

@@ -85,7 +85,13 @@ cat /tmp/kill.err
 grep -Eq "peer|completion error|responder" /tmp/kill.err || bad "the error line does not name the peer"
 $chk /tmp/kill.json --status failed --mode two-node --db /tmp/cal.db || fail=1
 
-echo "== 5. bad conditions"
+echo "== 5. one CPU for both sides (client and loopback responder yield)"
+taskset -c 0 $rtune calibrate -d "$dev" --quick --budget 10 --sizes 1,64 --ops send --qp-type rc --no-store \
+  --out /tmp/one.json > /dev/null 2> /tmp/one.err || bad "single-cpu calibrate failed: $(cat /tmp/one.err)"
+$chk /tmp/one.json --status complete --complete-grid || fail=1
+grep -q "share one cpu" /tmp/one.json || bad "single-cpu run does not say that both sides shared the cpu"
+
+echo "== 6. bad conditions"
 $rtune calibrate -d nosuchdev --no-store > /dev/null 2> /tmp/e1; rc=$?
 cat /tmp/e1
 [ $rc -eq 2 ] && grep -q "$dev" /tmp/e1 || bad "unknown device: exit $rc, expected 2 with the device list"

@@ -338,6 +338,26 @@ static void test_sched_deadline(void **state)
 	assert_true(s.deadline_hit);
 	assert_true(f.now >= 2000000ull && f.now < 2000000ull + 2 * 32 * 2 * 1700);
 	rt_sched_free(&s);
+	/* a hard deadline stops even round 0: the points not reached have no samples, the others a full batch */
+	memset(&f, 0, sizeof(f));
+	f.noise = 30;
+	rt_rng_seed(&f.rng, 7);
+	plan(&s, 3);
+	s.hard_deadline_ns = 150000;
+	assert_int_equal(rt_sched_run(&s, 1, fake_measure, fake_clock, NULL, &f), 0);
+	assert_true(s.deadline_hit);
+	{
+		size_t zero = 0, full = 0;
+
+		for (size_t i = 0; i < s.n_pts; i++) {
+			zero += s.pts[i].n == 0;
+			full += s.pts[i].n == 16;
+		}
+		assert_int_equal(zero + full, s.n_pts);
+		assert_true(zero > 0 && full > 0);
+		assert_true(f.now < 150000 + 2 * 16 * 2 * 1700);
+	}
+	rt_sched_free(&s);
 }
 
 static void test_sched_error(void **state)
