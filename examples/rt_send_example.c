@@ -342,6 +342,7 @@ int main(int argc, char **argv)
 	struct stats s;
 	struct rt_error err;
 	struct ibv_port_attr pa;
+	const char *what = "";
 	int ch, n_dev = 0, rc = 1;
 
 	memset(&c, 0, sizeof(c));
@@ -421,14 +422,23 @@ int main(int argc, char **argv)
 			c.max_size = o.sizes[i];
 	c.sbuf = calloc(e->sq_depth, c.max_size);
 	c.rbuf = calloc(RQ_DEPTH, c.max_size);
-	c.pd = ibv_alloc_pd(c.vctx);
-	if (!c.sbuf || !c.rbuf || !c.pd)
+	what = "memory";
+	if (!c.sbuf || !c.rbuf)
 		goto fail_res;
-	c.smr = ibv_reg_mr(c.pd, c.sbuf, (size_t)e->sq_depth * c.max_size, 0);
-	c.rmr = ibv_reg_mr(c.pd, c.rbuf, (size_t)RQ_DEPTH * c.max_size, IBV_ACCESS_LOCAL_WRITE);
-	c.scq = ibv_create_cq(c.vctx, (int)e->cq_depth, NULL, NULL, 0);
-	c.rcq = ibv_create_cq(c.vctx, (int)RQ_DEPTH, NULL, NULL, 0);
-	if (!c.smr || !c.rmr || !c.scq || !c.rcq)
+	what = "ibv_alloc_pd";
+	if (!(c.pd = ibv_alloc_pd(c.vctx)))
+		goto fail_res;
+	what = "ibv_reg_mr (send buffers; check ulimit -l)";
+	if (!(c.smr = ibv_reg_mr(c.pd, c.sbuf, (size_t)e->sq_depth * c.max_size, 0)))
+		goto fail_res;
+	what = "ibv_reg_mr (receive buffers; check ulimit -l)";
+	if (!(c.rmr = ibv_reg_mr(c.pd, c.rbuf, (size_t)RQ_DEPTH * c.max_size, IBV_ACCESS_LOCAL_WRITE)))
+		goto fail_res;
+	what = "ibv_create_cq (send CQ of cq_depth entries)";
+	if (!(c.scq = ibv_create_cq(c.vctx, (int)e->cq_depth, NULL, NULL, 0)))
+		goto fail_res;
+	what = "ibv_create_cq (receive CQ)";
+	if (!(c.rcq = ibv_create_cq(c.vctx, (int)RQ_DEPTH, NULL, NULL, 0)))
 		goto fail_res;
 	{
 		struct ibv_qp_init_attr sa = { .send_cq = c.scq, .recv_cq = c.rcq, .qp_type = IBV_QPT_RC,
@@ -447,17 +457,19 @@ int main(int argc, char **argv)
 		if (sa.cap.max_send_wr != e->sq_depth)
 			printf("note: provider rounded max_send_wr %u up to %u; the helper keeps to the profile's %u\n",
 			       e->sq_depth, sa.cap.max_send_wr, e->sq_depth);
+		what = "ibv_create_qp (receiver)";
 		c.rqp = ibv_create_qp(c.pd, &ra);
 		if (!c.rqp)
 			goto fail_res;
 	}
-	for (uint32_t i = 0; i < RQ_DEPTH; i++)
-		if (post_recv(&c, i))
-			goto fail_res;
 	if (to_rts(&c, c.sqp, c.rqp->qp_num, &o) || to_rts(&c, c.rqp, c.sqp->qp_num, &o)) {
 		fprintf(stderr, "rt_send_example: cannot connect the loopback QPs (gid index %d)\n", o.gid_index);
 		goto out;
 	}
+	what = "ibv_post_recv"; /* receives can be posted once the QP left RESET */
+	for (uint32_t i = 0; i < RQ_DEPTH; i++)
+		if ((errno = post_recv(&c, i)))
+			goto fail_res;
 	if (run(&c, e, &o, &s) == 0 && s.bad_recv == 0 && s.enomem == 0 && s.received == o.count)
 		rc = 0;
 	printf("sent %lu messages on %s port %d: %lu inline (<= %u B), %lu signaled (every %u + last), %lu send "
@@ -467,7 +479,7 @@ int main(int argc, char **argv)
 	printf("%s\n", rc == 0 ? "OK" : "FAILED");
 	goto out;
 fail_res:
-	fprintf(stderr, "rt_send_example: cannot create verbs resources on %s: %s\n", o.device, strerror(errno));
+	fprintf(stderr, "rt_send_example: %s failed on %s: %s\n", what, o.device, strerror(errno));
 out:
 	teardown(&c);
 	if (list)
