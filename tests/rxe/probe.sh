@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The probe on real applications nobody here wrote, client and server on rxe0 in one guest, both under LD_PRELOAD of
+# librtune_probe.so: ibv_rc_pingpong (ibv_post_send and the new wr_* API), ibv_ud_pingpong, perftest ib_send_bw and
+# ib_write_bw (new API and --use_old_post_send) and librdmacm's rping. The recorded WR counts and byte totals must equal
+# exactly what each application was asked to send (derived from its arguments). Then apply mode (inline WRs counted,
+# on both post APIs), an unwritable output path (the app still succeeds, one line on stderr), a program that never
+# touches verbs (no file), an exec'd app, and `rtune probe` storing a histogram.
+set -uo pipefail
+lib=$RTUNE_BUILD_DIR/probe/preload/librtune_probe.so
+rtune=$RTUNE_BUILD_DIR/cli/rtune
+src=${RTUNE_SRC_DIR:-$(pwd)}
+check() { python3 "$src/tests/rxe/probe_check.py" "$@"; }
+A=$RTUNE_VM_ADDR
+out=/tmp/probe-out
+mkdir -p "$out"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+[ -r "$lib" ] || { echo "FAIL: no probe library at $lib"; exit 1; }
+
+waitport() { # TCP port a server listens on
+	for _ in $(seq 1 150); do ss -ltn 2>/dev/null | grep -q ":$1 " && return 0; sleep 0.1; done
+	return 1
+}
+
+# run_pair LABEL PORT|rdma SERVER_CMD CLIENT_CMD: both under the probe, files in $out/LABEL.<pid>.json
+run_pair() {
+	local label=$1 port=$2 srv=$3 cli=$4 spid crc src_rc
+	rm -f "$out"/*
+	# shellcheck disable=SC2086
+	RTUNE_PROBE_OUT=$out/$label.%p.json LD_PRELOAD=$lib timeout 120 $srv > "/tmp/$label.srv.log" 2>&1 &
+	spid=$!
+	if [ "$port" = rdma ]; then sleep 3; elif ! waitport "$port"; then
+		fail "$label: server never listened on $port"; cat "/tmp/$label.srv.log"; kill "$spid"; wait "$spid"
+		return 1
+	fi
+	# shellcheck disable=SC2086
+	RTUNE_PROBE_OUT=$out/$label.%p.json LD_PRELOAD=$lib timeout 120 $cli > "/tmp/$label.cli.log" 2>&1
+	crc=$?
+	wait "$spid"
+	src_rc=$?
+	if [ "$crc" != 0 ] || [ "$src_rc" != 0 ]; then
+		fail "$label: client exit $crc, server exit $src_rc"
+		tail -5 "/tmp/$label.srv.log" "/tmp/$label.cli.log"
+		return 1
+	fi
+	return 0
+}
+files() { ls "$out"/"$1".*.json 2>/dev/null; }
+
+N=200 S=100
+# ibv_rc_pingpong -n N -s S: each side sends N messages of S bytes (signaled SENDs on an RC QP)
+run_pair rc 18515 "ibv_rc_pingpong -d rxe0 -g 1 -n $N -s $S" "ibv_rc_pingpong -d rxe0 -g 1 -n $N -s $S $A" &&
+	{ check --label rc_pingpong --each --min-files 2 --qpt RC --op send --wrs $N --bytes $((N * S)) --size $S \
+		$(files rc) || fail "rc_pingpong counts"; }
+run_pair rcN 18515 "ibv_rc_pingpong -d rxe0 -g 1 -n $N -s $S -N" "ibv_rc_pingpong -d rxe0 -g 1 -n $N -s $S -N $A" &&
+	{ check --label "rc_pingpong -N (wr_* API)" --each --min-files 2 --qpt RC --op send --wrs $N \
+		--bytes $((N * S)) --size $S $(files rcN) || fail "rc_pingpong -N counts"; }
+# ibv_ud_pingpong -n N -s S: each side sends N UD messages of S bytes
+run_pair ud 18515 "ibv_ud_pingpong -d rxe0 -g 1 -n $N -s $S" "ibv_ud_pingpong -d rxe0 -g 1 -n $N -s $S $A" &&
+	{ check --label ud_pingpong --each --min-files 2 --qpt UD --op send --wrs $N --bytes $((N * S)) --size $S \
+		$(files ud) || fail "ud_pingpong counts"; }
+
+# perftest -n N -s S: the client posts N operations of S bytes, the server none
+N=1000 S=64
+for t in send write; do
+	for api in new old; do
+		flag=""; [ "$api" = old ] && flag=--use_old_post_send
+		label=ib_${t}_bw_$api
+		run_pair "$label" 18515 "ib_${t}_bw -d rxe0 -x 1 -n $N -s $S $flag" "ib_${t}_bw -d rxe0 -x 1 -n $N -s $S $flag $A" &&
+			{ check --label "ib_${t}_bw ($api API)" --min-files 2 --qpt RC --op $t --wrs $N --bytes $((N * S)) \
+				--size $S $(files "$label") || fail "$label counts"; }
+	done
+done
+
+# rping -C N -S S: per ping the client SENDs its source then its sink buffer descriptor (2 x 16-byte
+# struct rping_rdma_info), the server RDMA READs S bytes, SENDs a 16-byte go-ahead, RDMA WRITEs S bytes, SENDs again
+N=20 S=100
+run_pair rping rdma "rping -s -a $A -C $N -S $S" "rping -c -a $A -C $N -S $S" && {
+	check --label "rping READ" --min-files 2 --qpt RC --op read --wrs $N --bytes $((N * S)) --size $S $(files rping) ||
+		fail "rping read counts"
+	check --label "rping WRITE" --min-files 2 --qpt RC --op write --wrs $N --bytes $((N * S)) --size $S \
+		$(files rping) || fail "rping write counts"
+	check --label "rping SEND" --min-files 2 --qpt RC --op send --wrs $((4 * N)) --bytes $((4 * N * 16)) --size 16 \
+		$(files rping) || fail "rping send counts"
+}
+
+# apply mode: RTUNE_INLINE_THRESHOLD=64 makes every 64-byte SEND inline, on ibv_post_send and on the wr_* API
+N=100 S=64
+for api in old new; do
+	flag=""; [ "$api" = new ] && flag=-N
+	label=apply_$api
+	RTUNE_INLINE_THRESHOLD=64 run_pair "$label" 18515 "ibv_rc_pingpong -d rxe0 -g 1 -n $N -s $S $flag" \
+		"ibv_rc_pingpong -d rxe0 -g 1 -n $N -s $S $flag $A" &&
+		{ check --label "apply mode ($api API)" --each --min-files 2 --qpt RC --op send --wrs $N --bytes $((N * S)) \
+			--min-inline $N $(files "$label") || fail "apply mode ($api API)"; }
+done
+python3 - "$out" <<'PY' || fail "apply mode: inline_set/raise not recorded"
+import glob, json, sys
+for f in glob.glob(sys.argv[1] + "/apply_new.*.json"):
+    d = json.load(open(f))
+    assert d["apply"]["enabled"] and d["apply"]["inline_threshold"] == 64, d["apply"]
+    [q] = [q for q in d["qps"] if q["qp_type"] == "RC"]
+    assert q["apply"]["inline_set"] == 100 and q["max_inline_data"] >= 64, q
+    print("ok apply mode: inline_set", q["apply"]["inline_set"], "max_inline_data", q["max_inline_data"],
+          "raised", q["inline_raised"])
+PY
+
+# an unwritable output path: the application still succeeds; the probe says so once on stderr
+ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 8 > /tmp/uw.srv.log 2>&1 &
+spid=$!
+waitport 18515 || fail "unwritable: server never listened"
+RTUNE_PROBE_OUT=/nonexistent-dir/x.json LD_PRELOAD=$lib ibv_rc_pingpong -d rxe0 -g 1 -n 10 -s 8 "$A" \
+	> /tmp/uw.out 2> /tmp/uw.err || fail "unwritable output: the application failed"
+wait "$spid" || fail "unwritable: server failed"
+[ "$(grep -c "rtune-probe: cannot write '/nonexistent-dir/x.json'" /tmp/uw.err)" = 1 ] ||
+	{ fail "unwritable output: no single stderr line"; cat /tmp/uw.err; }
+grep -q '10 iters' /tmp/uw.out && echo "ok unwritable output: app ran, one line on stderr"
+
+# a program that never touches verbs leaves no file; an exec'd application is recorded under its own pid
+rm -f "$out"/*
+(cd "$out" && LD_PRELOAD=$lib true) && [ -z "$(ls "$out")" ] && echo "ok no verbs, no file" ||
+	fail "a program without verbs left a file: $(ls "$out")"
+printf 'exec ibv_rc_pingpong "$@"\n' > /tmp/exec-wrap.sh
+run_pair exec 18515 "ibv_rc_pingpong -d rxe0 -g 1 -n 30 -s 40" "sh /tmp/exec-wrap.sh -d rxe0 -g 1 -n 30 -s 40 $A"
+check --label "exec'd client" --each --min-files 2 --qpt RC --op send --wrs 30 --bytes 1200 $(files exec) ||
+	fail "exec'd application"
+
+# rtune probe: runs the client under the probe and stores its histogram
+ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 > /tmp/rp.srv.log 2>&1 &
+spid=$!
+waitport 18515 || fail "rtune probe: server never listened"
+rm -f /tmp/rp.db /tmp/rp.json
+"$rtune" probe --db /tmp/rp.db --name pingpong --out /tmp/rp.json -- ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 "$A" \
+	> /tmp/rp.out 2>&1 || { fail "rtune probe exited $?"; cat /tmp/rp.out; }
+wait "$spid" || fail "rtune probe: server failed"
+cat /tmp/rp.out
+grep -q "pingpong send/rc: 50 messages, 1600 bytes" /tmp/rp.out || fail "rtune probe: summary line"
+grep -q "stored 1 histogram of 'pingpong' in '/tmp/rp.db'" /tmp/rp.out || fail "rtune probe: not stored"
+check --label "rtune probe --out" --qpt RC --op send --wrs 50 --bytes 1600 --size 32 /tmp/rp.json ||
+	fail "rtune probe --out file"
+
+# rtune probe --apply PROFILE: the probe reads the profile's inline_threshold and inlines the 32-byte SENDs
+printf '{"schema":"rtune-profile","entries":[{"device":"rxe0","inline_threshold":64,"max_inline_data":64}]}\n' \
+	> /tmp/rp-profile.json
+ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 > /tmp/rpa.srv.log 2>&1 &
+spid=$!
+waitport 18515 || fail "rtune probe --apply: server never listened"
+"$rtune" probe --db /tmp/rp.db --name pingpong-apply --apply /tmp/rp-profile.json -- \
+	ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 "$A" > /tmp/rpa.out 2>&1 || { fail "rtune probe --apply exited $?"; }
+wait "$spid" || fail "rtune probe --apply: server failed"
+cat /tmp/rpa.out
+grep -q "pingpong-apply send/rc: 50 messages, 1600 bytes, 50 inline, 50 signaled" /tmp/rpa.out ||
+	fail "rtune probe --apply: the 32-byte SENDs were not inlined"
+
+if [ "$fails" != 0 ]; then
+	echo "FAIL: $fails probe check(s) failed"
+	exit 1
+fi
+echo "PASS: probe on real applications"
