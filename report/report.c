@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 #include <unistd.h>
 
 #include <rtune/profile.h>
+
+/* librtune's validating converter from a parsed document (store/lib, shared by the store's import) */
+#include "lib/profile_internal.h"
 
 #define RP_MAX_FILE_BYTES (16u << 20)
 #define RP_MAX_DEPTH 32
@@ -327,106 +331,231 @@ static void read_calibration(json_t *je, struct rp_entry *o)
 		o->cal_local = o->cal_cpu_numa == o->numa_node;
 }
 
-long rt_report_add_json_text(struct rt_report *r, const char *name, const char *text, size_t len)
+/*
+ * Parses one JSON profile document into *n. Returns 1 (a node), 0 (not usable: why in problem), or -ENOMEM. Touches
+ * nothing shared, so several workers may parse at once. One jansson parse per document (a fleet is 100,000 of them):
+ * the tree is validated by librtune's own converter, so what the report accepts is exactly what applications accept,
+ * and the report's extra fields ("hardware", per-entry "calibration", the machine-id) are read from the same tree.
+ */
+static int parse_json_doc(const char *name, const char *text, size_t len, struct rp_node *n, char *problem,
+			  size_t plen)
 {
 	struct rt_profile *p = NULL;
 	struct rt_error err;
-	struct rp_node n;
 	json_t *root, *node, *entries;
+	json_error_t jerr;
 	size_t cnt;
 
-	if (rt_profile_parse(text, len, &p, &err)) {
-		/* librtune's messages start with "profile: " when parsing text */
+	memset(n, 0, sizeof(*n));
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		snprintf(problem, plen, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);
+		return 0;
+	}
+	if (rt_profile_from_json(root, NULL, &p, &err)) {
+		/* librtune's messages start with "profile: " when no name is given */
 		const char *why = strncmp(err.text, "profile: ", 9) == 0 ? err.text + 9 : err.text;
 
-		rp_problem(r, "%s: %s", name, why);
+		json_decref(root);
+		if (err.code == ENOMEM)
+			return -ENOMEM;
+		snprintf(problem, plen, "%s: %s", name, why);
 		return 0;
 	}
-	root = json_loadb(text, len, 0, NULL);
-	if (!root) { /* cannot happen after rt_profile_parse accepted it, but never trust that */
-		rt_profile_free(p);
-		rp_problem(r, "%s: not valid JSON", name);
-		return 0;
-	}
-	memset(&n, 0, sizeof(n));
 	node = json_object_get(root, "node");
-	n.hostname = rp_strdup(rt_profile_hostname(p));
+	n->hostname = rp_strdup(rt_profile_hostname(p));
 	{
 		const char *mid = json_string_value(json_object_get(node, "machine_id"));
 
-		n.node_key = rp_strdup(mid && *mid ? mid : rt_profile_hostname(p));
+		n->node_key = rp_strdup(mid && *mid ? mid : rt_profile_hostname(p));
 	}
-	n.source = rp_strdup(name);
-	n.cpu_model = rp_strdup(json_string_value(json_object_get(node, "cpu_model")));
-	snprintf(n.hw_sig, sizeof(n.hw_sig), "%s", rt_profile_hw_signature(p));
-	n.numa_nodes = json_int_or(node, "numa_nodes", -1);
-	n.group = -1;
-	read_hardware(json_object_get(root, "hardware"), &n);
+	n->source = rp_strdup(name);
+	n->cpu_model = rp_strdup(json_string_value(json_object_get(node, "cpu_model")));
+	snprintf(n->hw_sig, sizeof(n->hw_sig), "%s", rt_profile_hw_signature(p));
+	n->numa_nodes = json_int_or(node, "numa_nodes", -1);
+	n->group = -1;
+	read_hardware(json_object_get(root, "hardware"), n);
 	cnt = rt_profile_entry_count(p);
 	entries = json_object_get(root, "entries");
-	n.entries = cnt ? calloc(cnt, sizeof(*n.entries)) : NULL;
-	if (!n.hostname || !n.node_key || !n.source || !n.cpu_model || (cnt && !n.entries)) {
+	n->entries = cnt ? calloc(cnt, sizeof(*n->entries)) : NULL;
+	if (!n->hostname || !n->node_key || !n->source || !n->cpu_model || (cnt && !n->entries)) {
 		json_decref(root);
 		rt_profile_free(p);
-		rp_node_release(&n);
+		rp_node_release(n);
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < cnt; i++) {
-		struct rp_entry *o = &n.entries[n.n_entries++];
+		struct rp_entry *o = &n->entries[n->n_entries++];
 
 		entry_from_profile(rt_profile_entry_at(p, i), o);
 		read_calibration(json_array_get(entries, i), o);
-		if (o->measured_at > n.newest)
-			n.newest = o->measured_at;
+		if (o->measured_at > n->newest)
+			n->newest = o->measured_at;
 	}
 	json_decref(root);
 	rt_profile_free(p);
-	if (n.n_entries == 0) {
-		rp_problem(r, "%s: profile of '%s' has no entries", name, n.hostname);
-		rp_node_release(&n);
+	if (n->n_entries == 0) {
+		snprintf(problem, plen, "%s: profile of '%s' has no entries", name, n->hostname);
+		rp_node_release(n);
+		return 0;
+	}
+	return 1;
+}
+
+/* Hands a parse result to the report: the node merged, or the problem recorded. */
+static long take_result(struct rt_report *r, int rc, struct rp_node *n, const char *problem)
+{
+	long idx;
+
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		rp_problem(r, "%s", problem);
 		return 0;
 	}
 	r->n_inputs_ok++;
-	{
-		long rc = rp_add_node(r, &n);
-
-		return rc < 0 ? rc : 1;
-	}
+	idx = rp_add_node(r, n);
+	return idx < 0 ? idx : 1;
 }
 
-static long read_json_file(struct rt_report *r, const char *path, int fd, const struct stat *sb)
+long rt_report_add_json_text(struct rt_report *r, const char *name, const char *text, size_t len)
 {
-	char *buf;
-	size_t got = 0;
-	long rc;
+	char problem[1024];
+	struct rp_node n;
+	int rc = parse_json_doc(name, text, len, &n, problem, sizeof(problem));
 
-	if ((uint64_t)sb->st_size > RP_MAX_FILE_BYTES) {
-		rp_problem(r, "%s: larger than %u bytes", path, RP_MAX_FILE_BYTES);
-		return 0;
+	return take_result(r, rc, &n, problem);
+}
+
+/* ---- files and directories ----------------------------------------------------------------------------------------- */
+
+/* One file to read: classified and (for JSON) parsed by a worker; stores are read afterwards, in order. */
+struct job {
+	char *path;
+	enum { J_PENDING, J_STORE, J_PROBLEM, J_NODE, J_NOMEM } state;
+	struct rp_node node;
+	char problem[512];
+};
+
+/* Opens path and classifies it; JSON documents are parsed right away. Thread-safe (touches only job). */
+static void run_job(struct job *j)
+{
+	unsigned char head[16] = { 0 };
+	struct stat sb;
+	char *buf = NULL;
+	size_t got = 0;
+	ssize_t hn, i = 0;
+	int fd, rc;
+
+	fd = open(j->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(j->problem, sizeof(j->problem), "%s: cannot open: %s", j->path, strerror(errno));
+		j->state = J_PROBLEM;
+		return;
 	}
-	buf = malloc((size_t)sb->st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (got < (size_t)sb->st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)sb->st_size - got);
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(j->problem, sizeof(j->problem), "%s: not a regular file", j->path);
+		j->state = J_PROBLEM;
+		goto out;
+	}
+	if (sb.st_size == 0) {
+		snprintf(j->problem, sizeof(j->problem), "%s: empty file", j->path);
+		j->state = J_PROBLEM;
+		goto out;
+	}
+	hn = pread(fd, head, sizeof(head), 0);
+	while (i < hn && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r'))
+		i++;
+	if (i >= hn || head[i] != '{') {
+		/* an SQLite header, or neither JSON nor SQLite: the store names it ("not a database") */
+		j->state = J_STORE;
+		goto out;
+	}
+	if ((uint64_t)sb.st_size > RP_MAX_FILE_BYTES) {
+		snprintf(j->problem, sizeof(j->problem), "%s: larger than %u bytes", j->path, RP_MAX_FILE_BYTES);
+		j->state = J_PROBLEM;
+		goto out;
+	}
+	buf = malloc((size_t)sb.st_size + 1);
+	if (!buf) {
+		j->state = J_NOMEM;
+		goto out;
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			rp_problem(r, "%s: cannot read: %s", path, strerror(errno));
-			free(buf);
-			return 0;
+			snprintf(j->problem, sizeof(j->problem), "%s: cannot read: %s", j->path, strerror(errno));
+			j->state = J_PROBLEM;
+			goto out;
 		}
 		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
-	rc = rt_report_add_json_text(r, path, buf, got);
+	rc = parse_json_doc(j->path, buf, got, &j->node, j->problem, sizeof(j->problem));
+	j->state = rc < 0 ? J_NOMEM : rc ? J_NODE : J_PROBLEM;
+out:
 	free(buf);
-	return rc;
+	close(fd);
 }
 
-/* ---- files and directories ----------------------------------------------------------------------------------------- */
+struct pool {
+	struct job *jobs;
+	size_t n;
+	size_t next;                 /* atomically incremented */
+};
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+		run_job(&p->jobs[i]);
+	return NULL;
+}
+
+/* Runs the jobs on up to one thread per online CPU (at most 8), then merges the results in order. */
+static long run_jobs(struct rt_report *r, struct job *jobs, size_t n)
+{
+	struct pool p = { jobs, n, 0 };
+	pthread_t tid[8];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN), total = 0;
+	int nt = 0;
+
+	if (n >= 64 && cpus > 1) {
+		json_object_seed(0); /* jansson's hash seed, set before any thread can race to set it */
+		for (nt = 0; nt < (cpus < 8 ? (int)cpus : 8) - 1; nt++)
+			if (pthread_create(&tid[nt], NULL, worker, &p))
+				break;
+	}
+	worker(&p);
+	for (int t = 0; t < nt; t++)
+		pthread_join(tid[t], NULL);
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = &jobs[i];
+		long rc = 0;
+
+		switch (j->state) {
+		case J_STORE: rc = rp_read_store(r, j->path); break;
+		case J_PROBLEM: rp_problem(r, "%s", j->problem); break;
+		case J_NODE: rc = take_result(r, 1, &j->node, NULL); break;
+		default: rc = -ENOMEM; break;
+		}
+		if (rc < 0) {
+			/* release what the remaining jobs parsed */
+			for (size_t k = i + 1; k < n; k++)
+				if (jobs[k].state == J_NODE)
+					rp_node_release(&jobs[k].node);
+			return rc;
+		}
+		total += rc;
+	}
+	return total;
+}
 
 static bool has_suffix(const char *s, const char *sfx)
 {
@@ -443,62 +572,41 @@ static bool wanted_in_dir(const char *name)
 	       has_suffix(name, ".sqlite3") || has_suffix(name, ".rtune");
 }
 
-static long add_file(struct rt_report *r, const char *path)
-{
-	unsigned char head[16] = { 0 };
-	struct stat sb;
-	ssize_t got;
-	long rc;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rp_problem(r, "%s: cannot open: %s", path, strerror(errno));
-		return 0;
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		rp_problem(r, "%s: not a regular file", path);
-		close(fd);
-		return 0;
-	}
-	if (sb.st_size == 0) {
-		rp_problem(r, "%s: empty file", path);
-		close(fd);
-		return 0;
-	}
-	got = pread(fd, head, sizeof(head), 0);
-	if (got == (ssize_t)sizeof(head) && memcmp(head, "SQLite format 3", 16) == 0) {
-		close(fd);
-		return rp_read_store(r, path);
-	}
-	{
-		ssize_t i = 0;
-
-		while (i < got && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r'))
-			i++;
-		if (i < got && head[i] == '{') {
-			rc = read_json_file(r, path, fd, &sb);
-			close(fd);
-			return rc;
-		}
-	}
-	close(fd);
-	/* neither JSON nor an SQLite header: let the store name it (e.g. "not a database") */
-	return rp_read_store(r, path);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Collects wanted files under dir (sorted per directory, depth-bounded); symlinked directories are not followed. */
-static long walk_dir(struct rt_report *r, const char *dir, int depth, size_t *seen)
+struct file_list {
+	char **paths;
+	size_t n, cap;
+};
+
+static int list_add(struct file_list *l, const char *path)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		char **np = realloc(l->paths, cap * sizeof(*np));
+
+		if (!np)
+			return ENOMEM;
+		l->paths = np;
+		l->cap = cap;
+	}
+	if (!(l->paths[l->n] = strdup(path)))
+		return ENOMEM;
+	l->n++;
+	return 0;
+}
+
+/* Collects wanted files under dir into l (sorted per directory, depth-bounded); symlinked directories are not
+ * followed. Problems are recorded; returns 0 or ENOMEM. */
+static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file_list *l)
 {
 	char **names = NULL;
 	size_t n = 0, cap = 0;
-	long total = 0;
 	struct dirent *de;
+	int rc = 0;
 	DIR *d;
 
 	if (depth > RP_MAX_DEPTH) {
@@ -517,65 +625,72 @@ static long walk_dir(struct rt_report *r, const char *dir, int depth, size_t *se
 			char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*nn));
 
 			if (!nn) {
-				total = -ENOMEM;
+				rc = ENOMEM;
 				goto out;
 			}
 			names = nn;
 		}
 		if (!(names[n] = strdup(de->d_name))) {
-			total = -ENOMEM;
+			rc = ENOMEM;
 			goto out;
 		}
 		n++;
 	}
 	qsort(names, n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !rc; i++) {
 		char path[4096];
 		struct stat sb;
-		long rc = 0;
 
 		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= (int)sizeof(path))
 			continue;
 		if (lstat(path, &sb) < 0)
 			continue;
-		if (S_ISDIR(sb.st_mode)) {
-			rc = walk_dir(r, path, depth + 1, seen);
-		} else if (wanted_in_dir(names[i]) && (S_ISREG(sb.st_mode) ||
-						       (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 &&
-							S_ISREG(sb.st_mode)))) {
-			(*seen)++;
-			rc = add_file(r, path);
-		}
-		if (rc < 0) {
-			total = rc;
-			goto out;
-		}
-		total += rc;
+		if (S_ISDIR(sb.st_mode))
+			rc = walk_dir(r, path, depth + 1, l);
+		else if (wanted_in_dir(names[i]) &&
+			 (S_ISREG(sb.st_mode) || (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))))
+			rc = list_add(l, path);
 	}
 out:
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
 	closedir(d);
-	return total;
+	return rc;
 }
 
 long rt_report_add_path(struct rt_report *r, const char *path)
 {
+	struct file_list l = { 0 };
+	struct job *jobs = NULL;
 	struct stat sb;
+	long rc;
 
 	if (stat(path, &sb) < 0) {
 		rp_problem(r, "%s: %s", path, strerror(errno));
 		return 0;
 	}
-	if (S_ISDIR(sb.st_mode)) {
-		size_t seen = 0;
-		long rc = walk_dir(r, path, 0, &seen);
-
-		if (rc >= 0 && seen == 0)
+	if (!S_ISDIR(sb.st_mode)) {
+		rc = list_add(&l, path) ? -ENOMEM : 0;
+	} else {
+		rc = walk_dir(r, path, 0, &l) ? -ENOMEM : 0;
+		if (!rc && l.n == 0)
 			rp_problem(r, "%s: directory holds no profiles or stores (*.json, *.db, *.sqlite, *.sqlite3, *.rtune)",
 				   path);
-		return rc;
 	}
-	return add_file(r, path);
+	if (!rc && l.n) {
+		jobs = calloc(l.n, sizeof(*jobs));
+		if (!jobs) {
+			rc = -ENOMEM;
+		} else {
+			for (size_t i = 0; i < l.n; i++)
+				jobs[i].path = l.paths[i];
+			rc = run_jobs(r, jobs, l.n);
+		}
+	}
+	free(jobs);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.paths[i]);
+	free(l.paths);
+	return rc;
 }

@@ -436,15 +436,16 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* Lower median of the inliers' values (an actually chosen value, never an average of two). */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static uint32_t lower_median_u32(uint32_t *v, size_t n)
 {
-	for (size_t i = 1; i < n; i++) /* insertion sort: n is a group's size */
-		for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-			uint32_t t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
+	qsort(v, n, sizeof(*v), cmp_u32);
 	return v[(n - 1) / 2];
 }
 

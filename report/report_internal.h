@@ -155,6 +155,9 @@ uint64_t rp_fnv1a(uint64_t h, const char *s);
 /* ---- report_store.c: stores (the store API plus read-only SQL for node and device facts) ---- */
 /* Reads every node of the store at path; problems recorded; returns nodes added or -ENOMEM. */
 long rp_read_store(struct rt_report *r, const char *path);
+/* Stores with at least this many nodes are read with one query per table instead of rt_store_get_profile() per node
+ * (tests set it to compare both paths). */
+extern int rp_store_bulk_min_nodes;
 
 /* ---- report_analyze.c ---- */
 int rp_analyze(struct rt_report *r, struct rt_error *err);

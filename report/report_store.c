@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rt_store.h"
+#include <rtune/profile.h>
 
 static const char *col(sqlite3_stmt *s, int i)
 {
@@ -290,6 +291,202 @@ out:
 	return rc;
 }
 
+int rp_store_bulk_min_nodes = 256;
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Index of node id in the sorted ids, or -1. */
+static long node_index(const int64_t *ids, size_t n, int64_t id)
+{
+	const int64_t *hit = bsearch(&id, ids, n, sizeof(*ids), cmp_i64);
+
+	return hit ? (long)(hit - ids) : -1;
+}
+
+/*
+ * A store holding many nodes (profiles imported from a fleet): rt_store_get_profile() reads one node per call and
+ * picks it with a scan, which is quadratic over 10,000s of nodes, so here the current profile of every node (per
+ * device, port, opcode and QP type the most recently measured entry, as rt_store_get_profile defines it) and every
+ * node's devices are read in one query each. Returns nodes added or -ENOMEM; problems recorded.
+ */
+static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *db, const char *path)
+{
+	struct rp_node *nodes = NULL;
+	int64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	sqlite3_stmt *s = NULL;
+	long added = 0;
+	int step;
+
+	if (sqlite3_prepare_v2(db, "SELECT id, node_key, hostname, cpu_model, numa_nodes, hw_signature FROM nodes n"
+			       " WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id", -1, &s,
+			       NULL) != SQLITE_OK)
+		goto sqlfail;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rp_node *nd;
+
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 1024;
+			struct rp_node *nn = realloc(nodes, nc * sizeof(*nn));
+			int64_t *ni = realloc(ids, nc * sizeof(*ni));
+
+			if (nn)
+				nodes = nn;
+			if (ni)
+				ids = ni;
+			if (!nn || !ni)
+				goto oom;
+			cap = nc;
+		}
+		nd = &nodes[n];
+		memset(nd, 0, sizeof(*nd));
+		ids[n++] = sqlite3_column_int64(s, 0);
+		nd->group = -1;
+		nd->node_key = rp_strdup(col(s, 1));
+		nd->hostname = rp_strdup(col(s, 2));
+		nd->cpu_model = rp_strdup(col(s, 3));
+		nd->source = rp_strdup(path);
+		nd->numa_nodes = col_int(s, 4, 1);
+		snprintf(nd->hw_sig, sizeof(nd->hw_sig), "%s", col(s, 5));
+		if (!nd->node_key || !nd->hostname || !nd->cpu_model || !nd->source)
+			goto oom;
+	}
+	if (step != SQLITE_DONE)
+		goto sqlfail;
+	sqlite3_finalize(s);
+	s = NULL;
+	/* devices with their first port (newest row per name) */
+	if (sqlite3_prepare_v2(db,
+		"SELECT d.node_id, d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
+		" d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
+		" (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
+		" (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
+		" FROM devices d WHERE d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id AND e.name = d.name)"
+		" ORDER BY d.node_id, d.name", -1, &s, NULL) != SQLITE_OK)
+		goto sqlfail;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		long k = node_index(ids, n, sqlite3_column_int64(s, 0));
+		struct rp_dev *nd, *d;
+
+		if (k < 0 || nodes[k].n_devs >= RP_MAX_DEVS)
+			continue;
+		nd = realloc(nodes[k].devs, (size_t)(nodes[k].n_devs + 1) * sizeof(*nd));
+		if (!nd)
+			goto oom;
+		nodes[k].devs = nd;
+		d = &nd[nodes[k].n_devs++];
+		memset(d, 0, sizeof(*d));
+		snprintf(d->name, sizeof(d->name), "%s", col(s, 1));
+		snprintf(d->guid, sizeof(d->guid), "%s", col(s, 2));
+		d->vendor_id = col_int(s, 3, 0);
+		d->vendor_part_id = col_int(s, 4, 0);
+		snprintf(d->fw_ver, sizeof(d->fw_ver), "%s", col(s, 5));
+		d->numa_node = col_int(s, 6, 0);
+		d->has_pcie = col(s, 7)[0] != '\0';
+		snprintf(d->pcie_speed, sizeof(d->pcie_speed), "%s", col(s, 8));
+		d->pcie_width = col_int(s, 9, 1);
+		d->mps = col_int(s, 10, 1);
+		d->mrrs = col_int(s, 11, 1);
+		snprintf(d->link_layer, sizeof(d->link_layer), "%s", col(s, 12));
+		d->active_mtu = col_int(s, 13, 1);
+		nodes[k].has_hw = true;
+	}
+	if (step != SQLITE_DONE)
+		goto sqlfail;
+	sqlite3_finalize(s);
+	s = NULL;
+	/* every node's current profile */
+	if (sqlite3_prepare_v2(db,
+		"SELECT node_id, device, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
+		" cq_depth, numa_node, confidence, measured_at, run_uuid,"
+		" EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid) FROM profiles p"
+		" WHERE id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
+		"  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
+		" ORDER BY node_id, device, port, op, qpt", -1, &s, NULL) != SQLITE_OK)
+		goto sqlfail;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		long k = node_index(ids, n, sqlite3_column_int64(s, 0));
+		struct rp_entry *ne, *e;
+		const char *conf = col(s, 11);
+
+		if (k < 0)
+			continue;
+		ne = realloc(nodes[k].entries, (size_t)(nodes[k].n_entries + 1) * sizeof(*ne));
+		if (!ne)
+			goto oom;
+		nodes[k].entries = ne;
+		e = &ne[nodes[k].n_entries++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->device, sizeof(e->device), "%s", col(s, 1));
+		e->port = (uint8_t)sqlite3_column_int(s, 2);
+		e->opcode = strcmp(col(s, 3), "write") == 0 ? RT_PROFILE_OP_WRITE : RT_PROFILE_OP_SEND;
+		e->qp_type = strcmp(col(s, 4), "ud") == 0 ? RT_PROFILE_QPT_UD : RT_PROFILE_QPT_RC;
+		e->inline_threshold = (uint32_t)sqlite3_column_int64(s, 5);
+		e->max_inline_data = (uint32_t)sqlite3_column_int64(s, 6);
+		e->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);
+		e->sq_depth = (uint32_t)sqlite3_column_int64(s, 8);
+		e->cq_depth = (uint32_t)sqlite3_column_int64(s, 9);
+		e->numa_node = (int16_t)sqlite3_column_int(s, 10);
+		e->confidence = !strcmp(conf, "high") ? RT_PROFILE_CONF_HIGH : !strcmp(conf, "medium") ?
+				RT_PROFILE_CONF_MEDIUM : RT_PROFILE_CONF_LOW;
+		e->measured_at = sqlite3_column_int64(s, 12);
+		snprintf(e->run_id, sizeof(e->run_id), "%s", col(s, 13));
+		e->cal_cpu_numa = -1;
+		e->cal_local = -1;
+		e->lat_ns = e->mops = NAN;
+		if (e->measured_at > nodes[k].newest)
+			nodes[k].newest = e->measured_at;
+		if (sqlite3_column_int(s, 14)) {
+			struct rt_run run;
+
+			if (rt_store_run_load(st, e->run_id, NULL, &run, NULL) == 0) {
+				from_run(&run, e, r->opts.with_curves);
+				rt_run_release(&run);
+			}
+		}
+	}
+	if (step != SQLITE_DONE)
+		goto sqlfail;
+	sqlite3_finalize(s);
+	s = NULL;
+	for (size_t i = 0; i < n; i++) {
+		long idx;
+
+		if (nodes[i].n_entries == 0) {
+			rp_node_release(&nodes[i]);
+			continue;
+		}
+		idx = rp_add_node(r, &nodes[i]);
+		if (idx < 0) {
+			for (size_t k = i + 1; k < n; k++)
+				rp_node_release(&nodes[k]);
+			n = 0;
+			added = idx;
+			goto out;
+		}
+		added++;
+	}
+	n = 0;
+	goto out;
+sqlfail:
+	rp_problem(r, "cannot read store '%s': %s", path, sqlite3_errmsg(db));
+	goto out;
+oom:
+	added = -ENOMEM;
+out:
+	sqlite3_finalize(s);
+	for (size_t i = 0; i < n; i++)
+		rp_node_release(&nodes[i]);
+	free(nodes);
+	free(ids);
+	return added;
+}
+
 long rp_read_store(struct rt_report *r, const char *path)
 {
 	struct rt_store *st = NULL;
@@ -311,6 +508,19 @@ long rp_read_store(struct rt_report *r, const char *path)
 		goto out;
 	}
 	sqlite3_busy_timeout(db, 5000);
+	{
+		int nodes = 0;
+		sqlite3_stmt *c = NULL;
+
+		if (sqlite3_prepare_v2(db, "SELECT count(*) FROM nodes", -1, &c, NULL) == SQLITE_OK &&
+		    sqlite3_step(c) == SQLITE_ROW)
+			nodes = sqlite3_column_int(c, 0);
+		sqlite3_finalize(c);
+		if (nodes >= rp_store_bulk_min_nodes) {
+			added = read_store_bulk(r, st, db, path);
+			goto done;
+		}
+	}
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_profile_entry *v = NULL;
 		struct rp_node n;
@@ -397,6 +607,9 @@ long rp_read_store(struct rt_report *r, const char *path)
 		rp_problem(r, "cannot read store '%s': %s", path, sqlite3_errmsg(db));
 		goto out;
 	}
+done:
+	if (added < 0)
+		goto out;
 	if (added == 0)
 		rp_problem(r, "%s: store holds no profiles (run 'rtune calibrate' and 'rtune tune', or 'rtune import')",
 			   path);

@@ -252,8 +252,9 @@ static void test_bad_inputs(void **state)
 	assert_int_equal(system(store), 0);
 }
 
-/* Stores: calibration locality from the run, latency/rate at the chosen settings, curves, drift. */
-static void test_store_input(void **state)
+/* Stores: calibration locality from the run, latency/rate at the chosen settings, curves, drift; read per node through
+ * rt_store_get_profile() and in bulk (the path for big fleet stores), with the same results. */
+static void check_store_input(int bulk_min)
 {
 	char d[] = "/tmp/rtune-report-store.XXXXXX", path[128], cmd[160];
 	struct rt_report_opts ro = { .now = NOW, .with_curves = true };
@@ -261,10 +262,10 @@ static void test_store_input(void **state)
 	struct rt_error err;
 	bool remote_found = false;
 
-	(void)state;
 	assert_non_null(mkdtemp(d));
 	snprintf(path, sizeof(path), "%s/fleet.db", d);
 	assert_int_equal(fg_write_store(path, "rack", 8, true, true, NOW), 0);
+	rp_store_bulk_min_nodes = bulk_min;
 	assert_int_equal(rt_report_create(&ro, &r), 0);
 	assert_int_equal(rt_report_add_path(r, path), 8);
 	assert_int_equal(rt_report_problem_count(r), 0);
@@ -318,8 +319,16 @@ static void test_store_input(void **state)
 		assert_int_equal(s->rec_interval, 16);
 	}
 	rt_report_free(r);
+	rp_store_bulk_min_nodes = 256;
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
 	assert_int_equal(system(cmd), 0);
+}
+
+static void test_store_input(void **state)
+{
+	(void)state;
+	check_store_input(256); /* per node, through the store API */
+	check_store_input(0);   /* in bulk */
 }
 
 /* The same node from a store and from a JSON export counts once; the newer profile wins. */
