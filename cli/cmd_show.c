@@ -42,16 +42,34 @@ static void print_when(int64_t t)
 	fputs(buf, stdout);
 }
 
-/* The pingpong curve of one opcode: per size, inline and non-inline medians side by side. */
+static const struct rt_run *sort_run;
+
+/* Latency points ordered by kind, then size. */
+static int cmp_lat(const void *a, const void *b)
+{
+	const struct rt_lat_point *x = &sort_run->lat[*(const size_t *)a], *y = &sort_run->lat[*(const size_t *)b];
+
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return x->msg_bytes < y->msg_bytes ? -1 : x->msg_bytes > y->msg_bytes;
+}
+
+/* The latency curves of one opcode: per kind and size, inline and non-inline medians side by side. */
 static void print_curves(const struct rt_run *run, const struct rt_profile_entry *e)
 {
+	size_t *idx = malloc((run->n_lat ? run->n_lat : 1) * sizeof(*idx)), n = 0;
+	int kind = -1;
 	bool any = false;
 
-	for (size_t i = 0; i < run->n_lat; i++) {
-		const struct rt_lat_point *p = &run->lat[i], *q = NULL;
+	for (size_t i = 0; idx && i < run->n_lat; i++)
+		if ((int)run->lat[i].op == (int)e->opcode && (int)run->lat[i].qpt == (int)e->qp_type && run->lat[i].inl)
+			idx[n++] = i;
+	sort_run = run;
+	if (n)
+		qsort(idx, n, sizeof(*idx), cmp_lat);
+	for (size_t k = 0; k < n; k++) {
+		const struct rt_lat_point *p = &run->lat[idx[k]], *q = NULL;
 
-		if ((int)p->op != (int)e->opcode || (int)p->qpt != (int)e->qp_type || !p->inl)
-			continue;
 		for (size_t j = 0; j < run->n_lat; j++) {
 			const struct rt_lat_point *c = &run->lat[j];
 
@@ -59,9 +77,9 @@ static void print_curves(const struct rt_run *run, const struct rt_profile_entry
 			    !c->inl)
 				q = c;
 		}
-		if (!any)
-			printf("    latency (%s, median ns):   size   inline  not-inline   gain\n",
-			       rt_lat_kind_name(p->kind));
+		if ((int)p->kind != kind)
+			printf("    latency (%s, median ns):   size   inline  not-inline   gain\n", rt_lat_kind_name(p->kind));
+		kind = (int)p->kind;
 		any = true;
 		if (q)
 			printf("    %31s%6" PRIu32 " %8.0f %11.0f %+6.0f%s\n", "", p->msg_bytes, p->median_ns, q->median_ns,
@@ -69,6 +87,7 @@ static void print_curves(const struct rt_run *run, const struct rt_profile_entry
 		else
 			printf("    %31s%6" PRIu32 " %8.0f %11s\n", "", p->msg_bytes, p->median_ns, "-");
 	}
+	free(idx);
 	if (!any)
 		printf("    latency: no points for %s/%s in run %s\n", rt_profile_opcode_name(e->opcode),
 		       rt_profile_qp_type_name(e->qp_type), run->uuid);

@@ -86,12 +86,12 @@ static inline void tu_run(struct rt_run *r, const char *host, const char *dev, s
 		struct rt_lat_point *p = &r->lat[i];
 
 		p->op = (enum rt_opcode)(i % 2);
-		p->msg_bytes = 1u << (i % 12);
+		p->msg_bytes = 1u << ((i / 4) % 12);  /* each (op, size) inline and not, like the engine's grid */
 		p->inl = (i / 2) % 2;
 		p->n_samples = 1000;
-		p->median_ns = 1000.0 + (double)i;
-		p->p99_ns = 1500.0 + (double)i;
-		p->p999_ns = 2000.0 + (double)i;
+		p->median_ns = 1000.0 + 2.0 * (double)p->msg_bytes - (p->inl ? 100.0 : 0.0) + (double)i;
+		p->p99_ns = p->median_ns + 500.0;
+		p->p999_ns = p->median_ns + 1000.0;
 		p->n_kept = 4;
 		p->samples_ns = malloc(4 * sizeof(float));
 		for (int k = 0; k < 4; k++)
