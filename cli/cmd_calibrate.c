@@ -246,7 +246,7 @@ static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, 
 	o->cb_ctx = x;
 	rc = rt_engine_calibrate(o, run, &err);
 	if (x->tty)
-		fprintf(stderr, "\r%60s\r", "");
+		fprintf(stderr, "\r%79s\r", "");
 	if (x->st && x->began) {
 		if (rt_store_run_add_points(x->st, run->id, run->lat, run->n_lat, run->rate, run->n_rate, &serr) ||
 		    rt_store_run_set_results(x->st, run, &serr) ||

@@ -666,9 +666,6 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 					r->signal_interval = ns[k];
 					r->sq_depth = run->sq_depth;
 				}
-	rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, 8, err);
-	if (rc)
-		goto out;
 	for (uint32_t rep = 0; rep < reps; rep++) {
 		for (size_t i = 0; i < n_cells; i++)
 			order[i] = i;
@@ -703,7 +700,11 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			if (rep_ns < 1e6)
 				rep_ns = 1e6;
 
-			rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns, &rr, err);
+			/* a phase change per cell: cheap, and the responder sees that the client is alive */
+			rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, r->msg_bytes, err);
+			if (!rc)
+				rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns, &rr,
+						    err);
 			if (rc)
 				goto out;
 			mops[order[i]][r->reps] = (double)rr.msgs / (rr.wall_ns / 1e3);
@@ -890,6 +891,20 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	if (rc)
 		goto fail;
 	rt_clock_init(&c->clk, NULL, 20);
+	{
+		/* how finely this thread's CPU time advances (tick-based accounting makes cpu ns/op coarse) */
+		uint64_t a = rt_clock_thread_cpu_ns(), b = a, t0 = rt_clock_mono_ns();
+
+		while (b == a && rt_clock_mono_ns() - t0 < 50000000ull)
+			b = rt_clock_thread_cpu_ns();
+		if (b - a > 100000) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg), "thread cpu time advances in steps of %.1f ms: cpu ns per op is "
+				 "only meaningful averaged over many points", (double)(b - a) / 1e6);
+			note(c, msg);
+		}
+	}
 	snprintf(run->env.clock, sizeof(run->env.clock), "%s", c->clk.name);
 	run->env.tsc_ghz = c->clk.tsc_ghz;
 	read_clocksource(run->env.clocksource, sizeof(run->env.clocksource));
@@ -1015,8 +1030,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	}
 	progress(c, "done");
 	run->status = RT_RUN_COMPLETE;
-	run->ended_ns = realtime_ns();
 	teardown(c);
+	run->ended_ns = realtime_ns();
 	free(c);
 	return 0;
 fail:
@@ -1034,8 +1049,8 @@ fail:
 	if (c->sched_init && !run->lat)
 		export_latency(c, o->quick ? RAW_KEEP_QUICK : RAW_KEEP_MAX);
 	run->status = rc == EINTR ? RT_RUN_INTERRUPTED : RT_RUN_FAILED;
-	run->ended_ns = realtime_ns();
 	teardown(c);
+	run->ended_ns = realtime_ns();
 	free(c);
 	return rc;
 }

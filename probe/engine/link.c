@@ -361,6 +361,7 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 		if (wc[i].status != IBV_WC_SUCCESS)
 			return wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
 		(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
+		r->events++;
 		if (!ud && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
 			uint32_t w = ntohl(wc[i].imm_data);
 
@@ -421,6 +422,7 @@ int rt_resp_step(struct rt_resp *r, struct rt_error *err)
 			if (rc)
 				return rc;
 			r->seq++;
+			r->events++;
 		}
 	}
 	rc = rt_ep_poll_send(ep, false, err);

@@ -104,6 +104,7 @@ struct rt_resp {
 	enum rt_resp_mode mode;
 	bool ud, inl, ended;
 	uint32_t size, seq;
+	uint64_t events;          /* messages, control words and write flags handled: progress, for idle detection */
 };
 /* One non-blocking step. Returns 0 (call again), or an errno + err (a completion error: EIO). */
 int rt_resp_step(struct rt_resp *r, struct rt_error *err);

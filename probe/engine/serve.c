@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#define RT_SERVE_IDLE_NS 60000000000ull
+
 static void logf_(const struct rt_serve_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(const struct rt_serve_opts *o, const char *fmt, ...)
 {
@@ -90,6 +92,7 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 	char who[64];
 	int rc;
 	bool accepted = false, vanished = false;
+	uint64_t last_events, last_change;
 
 	memset(&ep, 0, sizeof(ep));
 	rt_error_clear(&err);
@@ -169,6 +172,8 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 	memset(&r, 0, sizeof(r));
 	r.ep = &ep;
 	r.mode = RT_MODE_SINK;
+	last_events = 0;
+	last_change = rt_clock_mono_ns();
 	for (unsigned long step = 1;; step++) {
 		rc = rt_resp_step(&r, &err);
 		if (rc) {
@@ -187,6 +192,15 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 			if (side_events(ch, id, o) == ECONNRESET) {
 				vanished = true;
 				logf_(o, "client %s disconnected before finishing", who);
+				break;
+			}
+			/* a client sends a control word at least every rate cell (<= 100 ms) or sample: silence for this
+			 * long means it is gone without a disconnect (e.g. the link went away) */
+			if (r.events != last_events) {
+				last_events = r.events;
+				last_change = rt_clock_mono_ns();
+			} else if (rt_clock_mono_ns() - last_change > RT_SERVE_IDLE_NS) {
+				logf_(o, "client %s silent for %d s: dropping it", who, (int)(RT_SERVE_IDLE_NS / 1000000000ull));
 				break;
 			}
 		}

@@ -28,8 +28,14 @@ run() {
   python3 -c "import json; p=json.load(open('/tmp/$name.json'))['params']; p.pop('sizes', None); print(p)"
   [ $ok -eq 1 ] || { echo "FAIL: $name: calibrate --peer exited $rc"; fail=1; return; }
   wall=$(python3 -c "print(round($t1 - $t0, 2))")
-  echo "$name: wall ${wall}s for --budget $budget"
-  python3 -c "import sys; sys.exit(0 if $wall <= $budget * 1.15 + 2 else 1)" || { echo "FAIL: $name over budget"; fail=1; }
+  python3 - "$wall" "$budget" "$name" <<'PY' || { echo "FAIL: $name over budget"; fail=1; }
+import json, sys
+wall, budget, name = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+r = json.load(open("/tmp/%s.json" % name))
+run_s = (r["ended_ns"] - r["started_ns"]) / 1e9
+print("%s: run %.2f s, process %.2f s, for --budget %g" % (name, run_s, wall, budget))
+sys.exit(0 if run_s <= budget * 1.1 + 1 and wall <= budget * 1.5 + 5 else 1)
+PY
 }
 
 run full 60 --quick --sizes 1,64,512 --sq-depth 64
