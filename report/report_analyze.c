@@ -107,7 +107,7 @@ static void group_key(struct rp_node *n, char id[40], char **label)
 			h = rp_fnv1a(h, dk);
 			if (off < sizeof(buf))
 				off += (size_t)snprintf(buf + off, sizeof(buf) - off, "; %s %04x:%04x %s", d->name,
-							(unsigned)d->vendor_id & 0xffff, (unsigned)d->vendor_part_id & 0xffff,
+							(unsigned)d->vendor_id, (unsigned)d->vendor_part_id,
 							d->link_layer[0] ? d->link_layer : "?");
 		}
 		snprintf(id, 40, "hw:%016" PRIx64, h);
@@ -356,7 +356,8 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 		}
 		lowconf += x->confidence == RT_PROFILE_CONF_LOW;
 	}
-	if (e->cal_local == 0 && local * 2 > known)
+	/* remote calibrations must be the exception in the group for one to explain an outlier */
+	if (e->cal_local == 0 && (known - local) * 2 < n_refs)
 		add_cause(o, "remote_numa_calibration",
 			  "calibrated from a CPU on NUMA node %d while the device is on node %d; %zu of %zu nodes in the group "
 			  "calibrated NUMA-local", e->cal_cpu_numa, e->numa_node >= 0 ? e->numa_node : (d ? d->numa_node : -1),
