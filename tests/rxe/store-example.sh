@@ -90,6 +90,15 @@ expect_run interval-equals-depth $max_inline 32 32 --profile "$w/p3.json"
 profile "$w/p4.json" 100 $max_inline 7 10
 [ "$max_inline" -ge 100 ] && expect_run odd-sizes 100 7 10 --profile "$w/p4.json"
 
+if command -v valgrind >/dev/null; then
+  echo "== A2. the example under valgrind (no leak, no invalid access in librtune or the example)"
+  valgrind -q --error-exitcode=9 --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite "$ex" -d "$dev" -n 300 \
+    -s $sizes --profile "$w/p1.json" > "$w/vg.out" 2>&1
+  rc=$?
+  tail -3 "$w/vg.out"
+  [ $rc -eq 0 ] || bad "example under valgrind exited $rc"
+fi
+
 echo "== B. calibrate -> tune -> export -> example"
 if $rtune tune --help >/dev/null 2>&1; then
   db=$w/b.db
