@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals shared by the tuner's source files: the reason list builder, small statistics helpers and the two
+ * analyses (inline from latency points, signaling/queues from rate points). Not for use outside tuner/.
+ */
+#ifndef RT_TUNER_INT_H
+#define RT_TUNER_INT_H
+
+#include "rt_rng.h"
+#include "rt_tuner.h"
+
+/* Standard normals shared by every bootstrap of one run (power of two; sizes index it with their own offsets). */
+#define RT_POOL_SIZE 8192u
+
+/* State of one tuner run shared by the analyses. */
+struct rt_tctx {
+	const struct rt_tuner_opts *o;
+	struct rt_rng rng;
+	float pool[RT_POOL_SIZE];       /* float: the whole pool stays in L1 */
+	double z_ci;                    /* two-sided normal quantile of opts.ci_level */
+	double z_in;                    /* same for the points' input_ci_level */
+	struct rt_error *err;
+};
+
+/* Growable reason list of one decision (capacity kept beside it while the decision is built). */
+struct rt_reasons {
+	struct rt_tuner_decision *d;
+	size_t cap;
+	int oom;                        /* set when an append failed: the run returns ENOMEM */
+};
+
+/* Appends a reason (printf-style text, truncated to fit). Failures only set r->oom. */
+void rt__reason(struct rt_reasons *r, enum rt_reason_code code, enum rt_reason_topic topic,
+		enum rt_reason_severity sev, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* True when the decision already carries a reason with this code. */
+int rt__has_reason(const struct rt_tuner_decision *d, enum rt_reason_code code);
+
+/* k-th smallest of a[0..n) (k < n), reordering a. */
+float rt__select_f(float *a, size_t n, size_t k);
+/* Median of an ascending-sorted array (mean of the middle two when n is even), n > 0. */
+double rt__median_sorted(const float *a, size_t n);
+/* The klo-th smallest and the khi-th smallest (klo <= khi < n) of a[0..n) in one pass when both lie near the ends
+ * (bootstrap percentiles), else by selection; may reorder a. */
+void rt__tails_f(float *a, size_t n, size_t klo, size_t khi, float *lo, float *hi);
+/* Sorts a[0..n) ascending. */
+void rt__sort_f(float *a, size_t n);
+/* Normal quantile function (Acklam's rational approximation refined by one Halley step), 0 < p < 1. */
+double rt__norm_ppf(double p);
+/* Confidence class from a bootstrap stability share. */
+enum rt_confidence rt__conf_from_stability(double s);
+/* min of two confidences */
+enum rt_confidence rt__conf_min(enum rt_confidence a, enum rt_confidence b);
+
+/*
+ * Kneedle as evidence on a fitted concave curve: no knee when the curve moves by less than theta; otherwise the
+ * strongest knee whose steep side (before it when increasing, after it when decreasing) changes by more than theta.
+ * *n_sig counts such knees (more than one: a multi-knee curve). Returns the knee's index or SIZE_MAX.
+ */
+size_t rt__knee_evidence(const double *x, const double *fit, size_t n, enum rt_knee_dir dir, double theta, int *n_sig);
+
+/* Inline analysis of one (op, qpt): lat points of that pair only (pointers), app histogram of the opcode. */
+int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n, const struct rt_tuner_input *in,
+		       struct rt_tuner_decision *d, struct rt_reasons *r);
+/* Signaling, queue depths and CQ moderation of one (op, qpt): its rate points (pointers). */
+int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts, size_t n, const struct rt_tuner_input *in,
+		       struct rt_tuner_decision *d, struct rt_reasons *r);
+
+#endif
