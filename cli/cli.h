@@ -23,6 +23,7 @@ typedef int (*rt_cmd_fn)(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_history(int argc, char **argv);
 int cmd_import(int argc, char **argv);

@@ -18,6 +18,7 @@ static const struct rt_cmd commands[] = {
 	{ "devices", cmd_devices, "list RDMA devices, ports, capabilities and the probed max inline size" },
 	{ "calibrate", cmd_calibrate, "measure inline and signaling curves on a device (loopback or --peer)" },
 	{ "serve", cmd_serve, "answer 'rtune calibrate --peer' from another node" },
+	{ "tune", cmd_tune, "decide inline threshold and signaling interval from a stored run, with reasons" },
 	{ "show", cmd_show, "show the current profile, its reasons and the curves behind it" },
 	{ "history", cmd_history, "list calibration runs and how each device's decisions drifted" },
 	{ "export", cmd_export, "write the profile as JSON, shell env lines or a Prometheus textfile" },
