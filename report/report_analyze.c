@@ -337,39 +337,58 @@ static void add_cause(struct rp_outlier *o, const char *code, const char *fmt, .
 	va_end(ap);
 }
 
+/* What explain() compares against, computed once per slot (and device name): a group of 100,000 nodes with many
+ * outliers must not rescan the group per outlier. */
+struct slot_ctx {
+	bool counted;
+	size_t local, known, lowconf;
+	char dev[32];
+	bool have_modes;
+	struct mode_int mps, mrrs, mtu, numa, width;
+	struct mode_str fw, speed;
+};
+
 /* Names what sets node/entry apart from its group: calibration locality, PCIe, firmware, link, confidence, age. */
-static void explain(const struct rt_report *r, const struct rp_group *g, const struct rp_slot *s,
-		    const struct ref *refs, size_t n_refs, int64_t median_measured, struct rp_outlier *o)
+static void explain(const struct rt_report *r, const struct rp_group *g, const struct ref *refs, size_t n_refs,
+		    int64_t median_measured, struct slot_ctx *c, struct rp_outlier *o)
 {
 	const struct rp_node *node = &r->nodes[o->node];
 	const struct rp_entry *e = &node->entries[o->entry];
 	const struct rp_dev *d = find_dev(node, e->device);
-	size_t local = 0, known = 0, lowconf = 0;
 	char when[32], gwhen[32];
 
-	for (size_t i = 0; i < n_refs; i++) {
-		const struct rp_entry *x = &r->nodes[refs[i].node].entries[refs[i].entry];
+	if (!c->counted) {
+		for (size_t i = 0; i < n_refs; i++) {
+			const struct rp_entry *x = &r->nodes[refs[i].node].entries[refs[i].entry];
 
-		if (x->cal_local >= 0) {
-			known++;
-			local += x->cal_local == 1;
+			if (x->cal_local >= 0) {
+				c->known++;
+				c->local += x->cal_local == 1;
+			}
+			c->lowconf += x->confidence == RT_PROFILE_CONF_LOW;
 		}
-		lowconf += x->confidence == RT_PROFILE_CONF_LOW;
+		c->counted = true;
 	}
 	/* remote calibrations must be the exception in the group for one to explain an outlier */
-	if (e->cal_local == 0 && (known - local) * 2 < n_refs)
+	if (e->cal_local == 0 && (c->known - c->local) * 2 < n_refs)
 		add_cause(o, "remote_numa_calibration",
 			  "calibrated from a CPU on NUMA node %d while the device is on node %d; %zu of %zu nodes in the group "
 			  "calibrated NUMA-local", e->cal_cpu_numa, e->numa_node >= 0 ? e->numa_node : (d ? d->numa_node : -1),
-			  local, known);
+			  c->local, c->known);
+	if (d && (!c->have_modes || strcmp(c->dev, d->name))) {
+		snprintf(c->dev, sizeof(c->dev), "%s", d->name);
+		c->mps = mode_dev_int(r, g, d->name, F_MPS);
+		c->fw = mode_dev_str(r, g, d->name, S_FW);
+		c->speed = mode_dev_str(r, g, d->name, S_SPEED);
+		c->width = mode_dev_int(r, g, d->name, F_WIDTH);
+		c->mrrs = mode_dev_int(r, g, d->name, F_MRRS);
+		c->mtu = mode_dev_int(r, g, d->name, F_MTU);
+		c->numa = mode_dev_int(r, g, d->name, F_NUMA);
+		c->have_modes = true;
+	}
 	if (d) {
-		struct mode_int m = mode_dev_int(r, g, d->name, F_MPS);
-		struct mode_str fw = mode_dev_str(r, g, d->name, S_FW);
-		struct mode_str sp = mode_dev_str(r, g, d->name, S_SPEED);
-		struct mode_int w = mode_dev_int(r, g, d->name, F_WIDTH);
-		struct mode_int rr = mode_dev_int(r, g, d->name, F_MRRS);
-		struct mode_int mtu = mode_dev_int(r, g, d->name, F_MTU);
-		struct mode_int dn = mode_dev_int(r, g, d->name, F_NUMA);
+		const struct mode_int m = c->mps, w = c->width, rr = c->mrrs, mtu = c->mtu, dn = c->numa;
+		const struct mode_str fw = c->fw, sp = c->speed;
 
 		if (d->mps >= 0 && m.cnt * 2 > m.tot && d->mps != m.val)
 			add_cause(o, "different_mps", "PCIe max payload %d B on %s while %zu of %zu nodes have %d B", d->mps,
@@ -391,9 +410,9 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 			add_cause(o, "different_device_numa", "%s sits on NUMA node %d while %zu of %zu nodes have it on %d",
 				  d->name, d->numa_node, dn.cnt, dn.tot, dn.val);
 	}
-	if (e->confidence == RT_PROFILE_CONF_LOW && lowconf * 2 < n_refs)
+	if (e->confidence == RT_PROFILE_CONF_LOW && c->lowconf * 2 < n_refs)
 		add_cause(o, "low_confidence", "the tuner's confidence is low (%zu of %zu profiles in the group are low)",
-			  lowconf, n_refs);
+			  c->lowconf, n_refs);
 	if (e->measured_at < median_measured - (int64_t)r->opts.stale_days * 86400)
 		add_cause(o, "stale_profile", "measured %s, %" PRId64 " days before the group's median profile (%s)",
 			  rp_time(e->measured_at, when), (median_measured - e->measured_at) / 86400,
@@ -411,7 +430,6 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 	if (!o->causes[0])
 		add_cause(o, "unexplained", "no calibration, PCIe, firmware, link, confidence or age difference from the "
 			  "group was found; recalibrate %s and compare its curves", e->device);
-	(void)s;
 }
 
 static int add_outlier(struct rt_report *r, const struct rp_outlier *o)
@@ -557,8 +575,11 @@ static int analyze_group(struct rt_report *r, size_t gi)
 		goto out;
 	for (size_t si = 0; si < g->n_slots; si++) {
 		struct rp_slot *s = &g->slots[si];
+		struct slot_ctx ctx;
 		size_t n = 0;
 		int64_t med_time;
+
+		memset(&ctx, 0, sizeof(ctx));
 
 		for (size_t k = 0; k < g->n_nodes; k++) {
 			const struct rp_node *nd = &r->nodes[g->nodes[k]];
@@ -614,7 +635,7 @@ static int analyze_group(struct rt_report *r, size_t gi)
 					o.median = s->st[m].median;
 					o.z = z;
 					e->outlier_mask |= (uint8_t)(1u << m);
-					explain(r, g, s, refs, n, med_time, &o);
+					explain(r, g, refs, n, med_time, &ctx, &o);
 					snprintf(o.cause, sizeof(o.cause), "%.*s", (int)strcspn(o.causes, ","), o.causes);
 					if (add_outlier(r, &o))
 						goto out;
