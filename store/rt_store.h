@@ -76,6 +76,22 @@ void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_devi
 /* Fills the minimum of a node identity (hostname, machine-id) for this machine without touching any device. */
 void rt_store_local_node(struct rt_node_info *out);
 
+/* One node known to the store, for fleet views (`rtune report`). */
+struct rt_store_node {
+	int64_t id;
+	char node_key[RT_TEXT_LEN];       /* machine-id, else hostname */
+	struct rt_node_info info;         /* kernel and cpu_count may be empty/0 for imported nodes */
+	char hw_signature[32];
+	size_t n_profile_entries;         /* profile rows stored (all, not only current) */
+	size_t n_runs;
+};
+/* Every node, oldest first; *out malloc'd (free()), *n may be 0. */
+int rt_store_node_list(struct rt_store *st, struct rt_store_node **out, size_t *n, struct rt_error *err);
+/* The devices (with ports) recorded for node_key by calibration runs; *out malloc'd, *n may be 0 (an imported node
+ * has none). ENOENT when the store has no such node. */
+int rt_store_node_devices(struct rt_store *st, const char *node_key, struct rt_device_info **out, size_t *n,
+			  struct rt_error *err);
+
 /* ---- calibration runs ------------------------------------------------------------------------------------------ */
 
 /*

@@ -942,3 +942,82 @@ out:
 	sqlite3_finalize(s);
 	return rc;
 }
+
+/* ---- nodes ---------------------------------------------------------------------------------------------------- */
+
+int rt_store_node_list(struct rt_store *st, struct rt_store_node **out, size_t *n, struct rt_error *err)
+{
+	struct rt_store_node *v = NULL;
+	sqlite3_stmt *s = NULL;
+	size_t cap = 0;
+	int rc, step;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = prepare(st, "SELECT id, node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
+			  " hw_signature, (SELECT count(*) FROM profiles WHERE node_id = n.id),"
+			  " (SELECT count(*) FROM runs WHERE node_id = n.id) FROM nodes n ORDER BY id", &s, err)))
+		return rc;
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rt_store_node *x;
+
+		if (*n == cap) {
+			struct rt_store_node *nv = realloc(v, (cap ? cap * 2 : 8) * sizeof(*nv));
+
+			if (!nv) {
+				rc = rt_error_set(err, ENOMEM, "out of memory");
+				goto out;
+			}
+			v = nv;
+			cap = cap ? cap * 2 : 8;
+		}
+		x = &v[(*n)++];
+		memset(x, 0, sizeof(*x));
+		x->id = sqlite3_column_int64(s, 0);
+		COPY_COL(x->node_key, s, 1);
+		COPY_COL(x->info.hostname, s, 2);
+		COPY_COL(x->info.machine_id, s, 3);
+		COPY_COL(x->info.cpu_model, s, 4);
+		COPY_COL(x->info.kernel, s, 5);
+		x->info.cpu_count = sqlite3_column_int(s, 6);
+		x->info.numa_nodes = sqlite3_column_int(s, 7);
+		COPY_COL(x->hw_signature, s, 8);
+		x->n_profile_entries = (size_t)sqlite3_column_int64(s, 9);
+		x->n_runs = (size_t)sqlite3_column_int64(s, 10);
+	}
+	if (step != SQLITE_DONE)
+		rc = rt_store_sql_error(st, "read nodes", err);
+out:
+	sqlite3_finalize(s);
+	if (rc) {
+		free(v);
+		*n = 0;
+	} else {
+		*out = v;
+	}
+	return rc;
+}
+
+int rt_store_node_devices(struct rt_store *st, const char *node_key, struct rt_device_info **out, size_t *n,
+			  struct rt_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int64_t node_id;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = prepare(st, "SELECT id FROM nodes WHERE node_key = ?1 OR hostname = ?1 ORDER BY id LIMIT 1", &s, err)))
+		return rc;
+	sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW) {
+		rc = rc == SQLITE_DONE ? rt_error_set(err, ENOENT, "no node '%s' in store '%s'", node_key, st->path)
+				       : rt_store_sql_error(st, "read nodes", err);
+		sqlite3_finalize(s);
+		return rc;
+	}
+	node_id = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return load_devices(st, "node_id = ?", node_id, out, n, err);
+}

@@ -122,6 +122,27 @@ static void test_run_roundtrip(void **state)
 	assert_int_equal(rt_store_run_load(st, NULL, "mlx5_9", &back, &err), ENOENT);
 	assert_int_equal(rt_store_run_load(st, "nope", NULL, &back, &err), ENOENT);
 	assert_int_equal(rt_store_run_finish(st, 999, RT_RUN_FAILED, &err), ENOENT);
+	/* the node and its device are listed for fleet views */
+	{
+		struct rt_store_node *nodes = NULL;
+		struct rt_device_info *devs = NULL;
+		size_t nn = 0, nd = 0;
+
+		assert_int_equal(rt_store_node_list(st, &nodes, &nn, &err), 0);
+		assert_int_equal(nn, 1);
+		assert_string_equal(nodes[0].node_key, "mid-host-a");
+		assert_string_equal(nodes[0].info.hostname, "host-a");
+		assert_int_equal(nodes[0].n_runs, 1);
+		assert_int_equal(nodes[0].n_profile_entries, 0);
+		assert_true(strncmp(nodes[0].hw_signature, "fnv1a64:", 8) == 0);
+		free(nodes);
+		assert_int_equal(rt_store_node_devices(st, "host-a", &devs, &nd, &err), 0);
+		assert_int_equal(nd, 1);
+		assert_string_equal(devs[0].name, "mlx5_0");
+		assert_int_equal(devs[0].port_count, 1);
+		free(devs);
+		assert_int_equal(rt_store_node_devices(st, "host-z", &devs, &nd, &err), ENOENT);
+	}
 	rt_run_release(&run);
 	rt_store_close(st);
 }
@@ -366,11 +387,41 @@ static void test_kill9_mid_transaction(void **state)
 	rt_store_close(st);
 }
 
+/* The hardware signature is stable (device order, hostname do not matter) and moves with what does. */
+static void test_hw_signature(void **state)
+{
+	struct rt_run a, b;
+	struct rt_device_info two[2], swapped[2];
+	char s1[32], s2[32], s3[32];
+
+	(void)state;
+	tu_run(&a, "host-a", "mlx5_0", 0, 0);
+	tu_run(&b, "host-b", "mlx5_1", 0, 0);
+	two[0] = a.dev;
+	two[1] = b.dev;
+	swapped[0] = b.dev;
+	swapped[1] = a.dev;
+	rt_store_hw_signature(&a.node, two, 2, s1);
+	rt_store_hw_signature(&b.node, swapped, 2, s2); /* other hostname, same CPU model and devices */
+	assert_string_equal(s1, s2);
+	assert_int_equal(strlen(s1), 24);
+	swapped[0].ports[0].active_mtu_bytes = 4096;
+	rt_store_hw_signature(&b.node, swapped, 2, s3);
+	assert_string_not_equal(s1, s3);
+	swapped[0].ports[0].active_mtu_bytes = two[1].ports[0].active_mtu_bytes;
+	snprintf(swapped[1].fw_ver, sizeof(swapped[1].fw_ver), "1.2.4");
+	rt_store_hw_signature(&b.node, swapped, 2, s3);
+	assert_string_not_equal(s1, s3);
+	rt_run_release(&a);
+	rt_run_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_run_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_histogram, setup, teardown),
+		cmocka_unit_test(test_hw_signature),
 		cmocka_unit_test_setup_teardown(test_dead_owner_is_interrupted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_concurrent_writers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill9_mid_transaction, setup, teardown),
