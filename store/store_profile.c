@@ -670,7 +670,8 @@ int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, s
 	size_t got = 0;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not block us (non-regular files are refused below) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return rt_error_set(err, errno, "cannot open profile '%s': %s", path, strerror(errno));
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {

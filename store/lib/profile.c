@@ -483,7 +483,8 @@ int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *
 	*out = NULL;
 	if (!path || !*path)
 		return rt_error_set(err, EINVAL, "profile: no path");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not block us (non-regular files are refused below) */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return rt_error_set(err, errno, "cannot open profile '%s': %s", path, strerror(errno));
 	if (fstat(fd, &sb) < 0) {

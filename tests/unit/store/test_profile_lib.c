@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <rtune/profile.h>
 
@@ -156,6 +158,18 @@ static void test_load_env_and_bad_paths(void **state)
 	assert_null(p);
 	assert_int_equal(rt_profile_load(CORPUS_DIR, &p, &err), EINVAL); /* a directory */
 	assert_non_null(strstr(err.text, "not a regular file"));
+	assert_int_equal(rt_profile_load("/dev/zero", &p, &err), EINVAL);
+	{
+		char fifo[] = "/tmp/rtune-fifo-XXXXXX";
+		int fd = mkstemp(fifo);
+
+		assert_true(fd >= 0);
+		close(fd);
+		unlink(fifo);
+		assert_int_equal(mkfifo(fifo, 0600), 0);
+		assert_int_equal(rt_profile_load(fifo, &p, &err), EINVAL); /* refused, not blocked on */
+		unlink(fifo);
+	}
 	assert_int_equal(rt_profile_load(CORPUS_DIR "/valid.json", &p, NULL), 0); /* err may be NULL */
 	rt_profile_free(p);
 	assert_int_equal(rt_profile_parse("{", 1, &p, NULL), EINVAL);
