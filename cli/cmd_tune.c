@@ -210,7 +210,7 @@ int cmd_tune(int argc, char **argv)
 		return prc < 0 ? RT_EXIT_OK : prc;
 	memset(&run, 0, sizeof(run));
 
-	if ((o.dry_run ? rt_store_open_existing(o.db, &st, &err) : rt_store_open(o.db, &st, &err))) {
+	if (rt_store_open_existing(o.db, &st, &err)) {
 		rt_cli_error("%s", err.text);
 		return RT_EXIT_FAIL;
 	}
