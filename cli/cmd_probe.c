@@ -119,6 +119,22 @@ static void print_class(const char *app, const struct rt_probe_summary *sum)
 		}
 	if (!any)
 		printf("rtune probe: %s posted no SEND or RDMA WRITE on RC or UD QPs\n", app);
+	uint64_t n = 0, sum_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
+
+	for (size_t i = 0; i < sum->n_qps; i++) {
+		const struct rt_probe_qp_summary *q = &sum->qps[i];
+
+		if (!q->lat_samples)
+			continue;
+		n += q->lat_samples;
+		sum_ns += q->lat_sum_ns;
+		min_ns = q->lat_min_ns < min_ns ? q->lat_min_ns : min_ns;
+		max_ns = q->lat_max_ns > max_ns ? q->lat_max_ns : max_ns;
+	}
+	if (n)
+		printf("rtune probe: %s post->completion latency (sampled): %llu samples, mean %.1f us, min %.1f us, "
+		       "max %.1f us\n", app, (unsigned long long)n, (double)sum_ns / (double)n / 1e3, (double)min_ns / 1e3,
+		       (double)max_ns / 1e3);
 	if (sum->drops)
 		printf("rtune probe: %llu records were dropped by the probe (see 'drops' in the JSON)\n",
 		       (unsigned long long)sum->drops);

@@ -59,12 +59,13 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 		}
 		for (int k = 0; k < wr->num_sge; k++)
 			b += wr->sg_list[k].length;
-		if (fk.n_log < FAKE_LOG) {
-			fk.log_flags[fk.n_log] = wr->send_flags;
-			fk.log_bytes[fk.n_log] = (uint32_t)b;
-			fk.log_ptr[fk.n_log] = wr;
+		unsigned idx = __atomic_fetch_add(&fk.n_log, 1, __ATOMIC_RELAXED); /* posting threads may run at once */
+
+		if (idx < FAKE_LOG) {
+			fk.log_flags[idx] = wr->send_flags;
+			fk.log_bytes[idx] = (uint32_t)b;
+			fk.log_ptr[idx] = wr;
 		}
-		fk.n_log++;
 	}
 	errno = FAKE_ERRNO_MARK;
 	return 0;
