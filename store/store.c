@@ -152,6 +152,9 @@ int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *e
 	case SQLITE_CONSTRAINT: e = EEXIST; break;
 	default: e = EIO; break;
 	}
+	if (e == EACCES && (code & 0xff) == SQLITE_READONLY)
+		return rt_error_set(err, e, "cannot write store '%s': read-only for this user (check its owner and "
+				    "permissions, or use --db PATH)", st->path);
 	return rt_error_set(err, e, "store '%s': %s: %s", st->path, what, sqlite3_errmsg(st->db));
 }
 
@@ -400,6 +403,13 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	    (rc = exec(st, "PRAGMA foreign_keys=ON", "enable foreign keys", err)) ||
 	    (rc = migrate(st, err)))
 		goto out;
+	{
+		/* keep -wal/-shm after the last writer closes, so users who may read the store but not create files
+		 * next to it (a root-owned /var/lib/rtune) can still open it */
+		int one = 1;
+
+		sqlite3_file_control(st->db, "main", SQLITE_FCNTL_PERSIST_WAL, &one);
+	}
 	*out = st;
 	return 0;
 out:

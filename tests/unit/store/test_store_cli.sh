@@ -90,6 +90,16 @@ check "newer schema: file unchanged" cmp -s "$tmp/newer.db" "$tmp/newer.orig"
 check "unknown format: usage exit 2" test $rc -eq 2
 "$rtune" import --db "$db" 2>/dev/null; rc=$?
 check "import without files: usage exit 2" test $rc -eq 2
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  # another user can read root's store (0644) but not write it; the error says so
+  chmod 755 "$tmp"
+  asnobody() { setpriv --reuid 65534 --regid 65534 --clear-groups "$@"; }
+  asnobody "$rtune" show --db "$db" >/dev/null 2>&1; rc=$?
+  check "another user can read the store" test $rc -eq 0
+  asnobody "$rtune" import --db "$db" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
+  check "another user cannot write it: exit 1" test $rc -eq 1
+  check "and is told why" grep -q "cannot write store '$db': read-only for this user" "$tmp/err"
+fi
 for c in show history export import; do
   check "$c --help" "$rtune" "$c" --help
 done
