@@ -667,13 +667,18 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
  * The send path. Histogram-only mode and success: post, then count the chain in this thread's entry. errno is not
  * touched here (nothing called sets it), the provider's return value is returned as is.
  */
-static inline int post_send_rec(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s, struct ibv_qp *qp,
-				struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static inline __attribute__((always_inline)) int post_send_rec(struct rtp_qp *q, struct rtp_entry *e,
+								struct rtp_slab *s, struct ibv_qp *qp,
+								struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr *saved_bad, *w;
-	struct rtp_rec rc = { 0 };
+	struct rtp_rec rc; /* only nsig is used without sampling */
 	unsigned n = 0;
 	int ret;
+
+	rc.nsig = 0;
+	rc.nsamp = 0;
+	rc.timing = false;
 
 	if (unlikely(g_cfg.sample_every || q->apply_limit))
 		return post_send_full(q, e, s, qp, wr, bad_wr);
@@ -695,7 +700,8 @@ static struct rtp_ctx *ctx_of(struct ibv_context *ctx)
 	return ht_get(&g_ht_ctx, (uintptr_t)ctx);
 }
 
-static int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						     struct ibv_send_wr **bad_wr)
 {
 	struct rtp_slab *s = tls_slab;
 	struct rtp_qp *q = ht_get(&g_ht_qp, (uintptr_t)qp);
@@ -2078,6 +2084,8 @@ static int write_locked(bool final, char *path_out, size_t path_len)
 	bool has = false;
 	int ret;
 
+	if (!g_activity && !g_nctx && !atomic_load(&g_nqp))
+		return 0; /* never touched verbs (a shell, a tool run under LD_PRELOAD): nothing to render */
 	ret = render_locked(final, &doc, &len, &has);
 	if (ret)
 		return ret;
