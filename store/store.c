@@ -69,7 +69,8 @@ static const char migrate_v2[] =
 	"ALTER TABLE runs ADD COLUMN cqmod TEXT;"
 	"ALTER TABLE profiles ADD COLUMN app TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE profiles ADD COLUMN histogram_id INTEGER REFERENCES histograms(id) ON DELETE SET NULL;"
-	"CREATE INDEX profiles_current ON profiles(node_id, device, port, op, qpt, measured_at);";
+	"CREATE INDEX profiles_current ON profiles(node_id, device, port, op, qpt, measured_at);"
+	"CREATE INDEX profiles_run ON profiles(run_uuid);";
 
 static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2 };
 

@@ -324,7 +324,10 @@ static json_t *document(const struct rt_node_info *node, const char *hw_sig, con
 
 json_t *rt_store_node_json(const struct rt_node_info *node, const char *hw_signature)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "hostname", node->hostname, "machine_id",
+	/* the schema requires a hostname: a node known only by its machine-id is named by it */
+	const char *host = node->hostname[0] ? node->hostname : node->machine_id[0] ? node->machine_id : "unknown";
+
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "hostname", host, "machine_id",
 			 node->machine_id, "cpu_model", node->cpu_model, "kernel", node->kernel, "cpu_count",
 			 node->cpu_count, "numa_nodes", node->numa_nodes > 0 ? node->numa_nodes : 1, "hardware_signature",
 			 hw_signature ? hw_signature : "");

@@ -318,6 +318,30 @@ static void test_import(void **state)
 	rt_store_close(other);
 }
 
+/* A node known only by its machine-id still exports a loadable profile (hostname falls back to it). */
+static void test_export_without_hostname(void **state)
+{
+	struct rt_store *st = NULL;
+	struct rt_node_info node;
+	struct rt_profile_entry e;
+	struct rt_profile *p = NULL;
+	struct rt_error err;
+	char out[1300];
+
+	(void)state;
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	memset(&node, 0, sizeof(node));
+	snprintf(node.machine_id, sizeof(node.machine_id), "m1");
+	tu_entry(&e, "rxe0", RT_PROFILE_OP_SEND, 64, 8, RUN_A, 1700000000);
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &e, 1, NULL, &err), 0);
+	snprintf(out, sizeof(out), "%s/p.json", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
+	assert_int_equal(rt_profile_load(out, &p, &err), 0);
+	assert_string_equal(rt_profile_hostname(p), "m1");
+	rt_profile_free(p);
+	rt_store_close(st);
+}
+
 /* Batch mode: a bad item inside a batch is rolled back alone; an unflushed batch is dropped whole at close. */
 static void test_batch(void **state)
 {
@@ -357,6 +381,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomic_export, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
