@@ -150,6 +150,13 @@ size_t rt_report_node_count(const struct rt_report *r)
 
 /* ---- node table keyed by node_key ------------------------------------------------------------------------------ */
 
+/* A node is its machine-id (else hostname) and its hostname: cloned machine-ids (VM images, guests sharing a root)
+ * with different hostnames stay different nodes. */
+static size_t node_hash(const struct rp_node *n)
+{
+	return (size_t)rp_fnv1a(rp_fnv1a(0xcbf29ce484222325ULL, n->node_key), n->hostname);
+}
+
 static int key_grow(struct rt_report *r)
 {
 	size_t cap = r->key_cap ? r->key_cap * 2 : 1024;
@@ -160,7 +167,7 @@ static int key_grow(struct rt_report *r)
 	for (size_t i = 0; i < cap; i++)
 		t[i] = SIZE_MAX;
 	for (size_t i = 0; i < r->n_nodes; i++) {
-		size_t h = (size_t)rp_fnv1a(0xcbf29ce484222325ULL, r->nodes[i].node_key) & (cap - 1);
+		size_t h = node_hash(&r->nodes[i]) & (cap - 1);
 
 		while (t[h] != SIZE_MAX)
 			h = (h + 1) & (cap - 1);
@@ -180,11 +187,11 @@ long rp_add_node(struct rt_report *r, struct rp_node *node)
 		rp_node_release(node);
 		return -ENOMEM;
 	}
-	h = (size_t)rp_fnv1a(0xcbf29ce484222325ULL, node->node_key) & (r->key_cap - 1);
+	h = node_hash(node) & (r->key_cap - 1);
 	while (r->key_tab[h] != SIZE_MAX) {
 		struct rp_node *old = &r->nodes[r->key_tab[h]];
 
-		if (strcmp(old->node_key, node->node_key) == 0) {
+		if (strcmp(old->node_key, node->node_key) == 0 && strcmp(old->hostname, node->hostname) == 0) {
 			/* the same node from another input: the newer profile wins; hardware facts are kept if only one
 			 * input had them */
 			bool take = node->newest > old->newest || (node->newest == old->newest && node->has_hw && !old->has_hw);
@@ -447,7 +454,7 @@ static void run_job(struct job *j)
 	ssize_t hn, i = 0;
 	int fd, rc;
 
-	fd = open(j->path, O_RDONLY | O_CLOEXEC);
+	fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO named on the command line must not block */
 	if (fd < 0) {
 		snprintf(j->problem, sizeof(j->problem), "%s: cannot open: %s", j->path, strerror(errno));
 		j->state = J_PROBLEM;

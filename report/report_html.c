@@ -88,8 +88,8 @@ static void svg_axes(struct rp_buf *b, const struct axis *x, const struct axis *
 		double v = y->lo + (y->hi - y->lo) * i / 4, yy = py(y, v);
 
 		rp_bprintf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eeeeee\"/>"
-			   "<text x=\"%d\" y=\"%.1f\" class=\"a\" text-anchor=\"end\">%.*f</text>", ML, yy, W - MR, yy, ML - 4,
-			   yy + 4, fabs(v - round(v)) > 1e-9 ? 2 : 0, v);
+			   "<text x=\"%d\" y=\"%.1f\" class=\"a\" text-anchor=\"end\">%.4g</text>", ML, yy, W - MR, yy, ML - 4,
+			   yy + 4, v);
 	}
 	rp_bprintf(b, "<text x=\"%d\" y=\"%d\" class=\"a\" text-anchor=\"middle\">", (ML + W - MR) / 2, H - 6);
 	rp_bescape(b, xlabel);
@@ -341,7 +341,7 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 			stat_cell(&b, &s->st[RP_M_THRESHOLD], 0);
 			stat_cell(&b, &s->st[RP_M_INTERVAL], 0);
 			stat_cell(&b, &s->st[RP_M_LAT], 0);
-			stat_cell(&b, &s->st[RP_M_MOPS], 2);
+			stat_cell(&b, &s->st[RP_M_MOPS], -1);
 			if (s->has_rec)
 				rp_bprintf(&b, "<td>inline &#8804; %" PRIu32 " B (max_inline_data %" PRIu32 "), signal every %"
 					   PRIu32 ", sq %" PRIu32 ", cq %" PRIu32 " &#8212; %s, %zu nodes</td></tr>\n",
@@ -378,8 +378,8 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 				rp_bprintf(&b, "/%u %s %s</td><td>%s</td><td>%s</td><td>%s</td><td>%+.1f</td><td>", e->port,
 					   rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
 					   rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type),
-					   rp_metric_name(o->metric), rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? 2 : 0),
-					   rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? 2 : 0), o->z);
+					   rp_metric_name(o->metric), rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
+					   rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z);
 				rp_bescape(&b, o->causes);
 				rp_bputs(&b, "</td><td>");
 				rp_bescape(&b, o->evidence);

@@ -76,6 +76,8 @@ const char *rp_fmt(char *buf, size_t len, double v, int decimals)
 {
 	if (isnan(v))
 		snprintf(buf, len, "-");
+	else if (decimals < 0) /* three significant digits: message rates from 0.002 (Soft-RoCE) to 150 Mops */
+		snprintf(buf, len, "%.3g", v);
 	else
 		snprintf(buf, len, "%.*f", decimals, v);
 	return buf;
@@ -159,7 +161,7 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 			text_stat(&b, &s->st[RP_M_THRESHOLD], 0);
 			text_stat(&b, &s->st[RP_M_INTERVAL], 0);
 			text_stat(&b, &s->st[RP_M_LAT], 0);
-			text_stat(&b, &s->st[RP_M_MOPS], 2);
+			text_stat(&b, &s->st[RP_M_MOPS], -1);
 			rp_bputs(&b, "\n");
 		}
 		for (size_t si = 0; si < g->n_slots; si++) {
@@ -187,8 +189,8 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 				   "    evidence: %s\n", r->nodes[o->node].hostname, e->device, e->port,
 				   rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
 				   rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), rp_metric_name(o->metric),
-				   rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? 2 : 0),
-				   rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? 2 : 0), o->z, o->causes,
+				   rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
+				   rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z, o->causes,
 				   o->evidence);
 		}
 	}
@@ -342,7 +344,7 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 {
 	static const char *const head[] = { "group", "hostname", "source", "device", "port", "opcode", "qp_type",
 		"inline_threshold", "max_inline_data", "signal_interval", "latency_ns", "mops", "confidence", "measured_at",
-		"calibration_numa_local", "outlier_metrics", "cause", "evidence" };
+		"calibration_cpu_numa_node", "calibration_numa_local", "outlier_metrics", "cause", "evidence" };
 	const size_t nh = sizeof(head) / sizeof(head[0]);
 	struct rp_buf b = { 0 };
 	int rc = 0;
@@ -388,6 +390,8 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 				csv_field(&b, isnan(e->mops) ? "" : rp_fmt(num, sizeof(num), e->mops, 3), false);
 				csv_field(&b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence), false);
 				csv_field(&b, rp_time(e->measured_at, num), false);
+				snprintf(num, sizeof(num), "%d", e->cal_cpu_numa);
+				csv_field(&b, e->cal_cpu_numa < 0 ? "" : num, false);
 				csv_field(&b, e->cal_local < 0 ? "" : e->cal_local ? "true" : "false", false);
 				csv_field(&b, metrics, false);
 				csv_field(&b, first ? first->cause : "", false);

@@ -347,6 +347,15 @@ static void test_dedupe(void **state)
 		for (size_t i = 0; i < n; i++)
 			assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
 	assert_int_equal(rt_report_node_count(r), 5);
+	/* a machine cloned from the same image (same machine-id) under another hostname is another node */
+	{
+		char *clone = strdup(v[0].json), *h = strstr(clone, v[0].hostname);
+
+		h[0] = 'X';
+		assert_int_equal(rt_report_add_json_text(r, "clone", clone, strlen(clone)), 1);
+		free(clone);
+	}
+	assert_int_equal(rt_report_node_count(r), 6);
 	rt_report_free(r);
 	fg_free(v, n);
 }

@@ -93,6 +93,10 @@ check_rc 1 $rc "empty directory only"
 grep -q "no usable profile" "$t/err3.txt" || fail "no 'no usable profile' line"
 rc=0; "$rtune" report "$t/bad" > /dev/null 2>&1 || rc=$?
 check_rc 1 $rc "only bad inputs"
+mkfifo "$t/fifo"
+rc=0; timeout 20 "$rtune" report "$t/fifo" > /dev/null 2> "$t/err6.txt" || rc=$?
+check_rc 1 $rc "a FIFO named as input (must not block)"
+grep -q "fifo: not a regular file" "$t/err6.txt" || fail "FIFO not named: $(cat "$t/err6.txt")"
 rc=0; "$rtune" report --json --csv "$t/fleet" > /dev/null 2>&1 || rc=$?
 check_rc 2 $rc "--json --csv"
 rc=0; "$rtune" report --frobnicate > /dev/null 2>&1 || rc=$?
