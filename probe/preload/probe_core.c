@@ -65,6 +65,9 @@ static inline bool rtp_op_inlinable(unsigned op)
 	return op <= RTP_WRITE_IMM;
 }
 
+struct rtp_qp;
+static inline uint32_t apply_lim_of(const struct rtp_qp *q, unsigned op);
+
 /*
  * Counters. Each is written by one thread at a time (the slab owner, or a holder of g_lock / the QP's latency lock)
  * and read by the writer from another thread, hence relaxed atomics: a plain load and store on x86, no RMW.
@@ -183,7 +186,8 @@ struct rtp_qp {
 	uint32_t req_max_inline_data;    /* what the application asked for */
 	bool inline_raised;              /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
-	uint32_t apply_limit;            /* inline WRs of <= this many bytes; 0 = off */
+	uint32_t apply_limit;            /* max of apply_lim: nonzero = apply mode on this QP */
+	uint32_t apply_lim[2];           /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
 	struct rtp_qp_stat agg;          /* folded from thread entries at destroy (under g_lock) */
 	/* extended API */
 	struct ibv_qp_ex *qpx;
@@ -498,6 +502,12 @@ static inline __attribute__((always_inline)) void record_wr(const struct rtp_qp 
 	}
 }
 
+/* Apply mode's inline limit for a WR of opcode class op on q (0 = leave the WR alone). */
+static inline uint32_t apply_lim_of(const struct rtp_qp *q, unsigned op)
+{
+	return op <= RTP_SEND_IMM ? q->apply_lim[0] : op <= RTP_WRITE_IMM ? q->apply_lim[1] : 0;
+}
+
 static inline void record_batch(struct rtp_entry *e, unsigned n)
 {
 	unsigned b = n <= 1 ? 0 : 32u - (unsigned)__builtin_clz(n - 1);
@@ -627,7 +637,7 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 		if (q->apply_limit && !(w->send_flags & IBV_SEND_INLINE) && rtp_op_inlinable(rtp_op(w->opcode))) {
 			uint32_t b = wr_bytes(w);
 
-			if (b && b <= q->apply_limit)
+			if (b && b <= apply_lim_of(q, rtp_op(w->opcode)))
 				need++;
 		}
 	}
@@ -644,7 +654,7 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 				s->wr_orig[ncopy] = w;
 				b = wr_bytes(w);
 				if (!(w->send_flags & IBV_SEND_INLINE) && rtp_op_inlinable(rtp_op(w->opcode)) && b &&
-				    b <= q->apply_limit)
+				    b <= apply_lim_of(q, rtp_op(w->opcode)))
 					c->send_flags |= IBV_SEND_INLINE;
 			}
 			sent = s->wr_copy;
@@ -1081,7 +1091,7 @@ static void x_wr_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr, uin
 	p = ex_cur(e);
 	if (p) {
 		p->bytes = length;
-		if (q->apply_limit && length && length <= q->apply_limit && rtp_op_inlinable(p->op) &&
+		if (q->apply_limit && length && length <= apply_lim_of(q, p->op) && rtp_op_inlinable(p->op) &&
 		    q->xo.wr_set_inline_data) {
 			p->inl = 1;
 			p->applied = 1;
@@ -1251,7 +1261,8 @@ static struct rtp_ctx *ctx_get(struct ibv_context *ctx)
 
 /* Records a created QP (errno preserved by the callers). */
 static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type type, const struct ibv_qp_cap *cap,
-			int sq_sig_all, uint32_t req_inline, bool raised, bool via_ex, bool want_qpx)
+			int sq_sig_all, uint32_t req_inline, bool raised, bool via_ex, bool want_qpx,
+			const uint32_t lim[2])
 {
 	struct rtp_qp *q;
 	unsigned slot;
@@ -1283,8 +1294,11 @@ static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type t
 	q->sq_sig_all = sq_sig_all != 0;
 	q->via_ex = via_ex;
 	atomic_flag_clear(&q->lat_lock);
-	if (g_cfg.apply_threshold)
-		q->apply_limit = g_cfg.apply_threshold < q->max_inline_data ? g_cfg.apply_threshold : q->max_inline_data;
+	for (int k = 0; k < 2; k++) {
+		q->apply_lim[k] = lim[k] < q->max_inline_data ? lim[k] : q->max_inline_data;
+		if (q->apply_lim[k] > q->apply_limit)
+			q->apply_limit = q->apply_lim[k];
+	}
 	if (ht_put(&g_ht_qp, (uintptr_t)qp, q)) {
 		free(q);
 		atomic_fetch_add(&g_qps_untracked, 1);
@@ -1310,11 +1324,52 @@ static bool apply_type_ok(enum ibv_qp_type t)
 	return t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD || t == IBV_QPT_XRC_SEND;
 }
 
+/* Profile entries apply mode uses (device, opcode class, QP class), read at init from RTUNE_PROFILE. */
+#define RTP_MAX_PROF 64
+struct rtp_prof {
+	char device[64];
+	int op;   /* 0 send, 1 write */
+	int qpt;  /* 0 rc (RC, UC, XRC), 1 ud */
+	uint32_t thr, max_inline;
+};
+static struct rtp_prof g_prof[RTP_MAX_PROF];
+static unsigned g_nprof;
+
+/*
+ * Apply mode for a new QP of type t on c: lim[] = inline thresholds for SEND and RDMA WRITE WRs, *want =
+ * max_inline_data to request (0 = leave). RTUNE_INLINE_THRESHOLD applies to every device; a profile only to the devices
+ * it has entries for (a device it does not name is left alone).
+ */
+static void apply_for(const struct rtp_ctx *c, enum ibv_qp_type t, uint32_t lim[2], uint32_t *want)
+{
+	int qpt = t == IBV_QPT_UD;
+
+	lim[0] = lim[1] = 0;
+	*want = 0;
+	if (!apply_type_ok(t))
+		return;
+	if (!g_nprof) {
+		lim[0] = lim[1] = g_cfg.apply_threshold;
+		*want = g_cfg.apply_threshold ? g_cfg.apply_max_inline : 0;
+		return;
+	}
+	for (unsigned i = 0; c && i < g_nprof; i++) {
+		const struct rtp_prof *e = &g_prof[i];
+
+		if (e->qpt != qpt || strcmp(e->device, c->dev_name))
+			continue;
+		lim[e->op] = e->thr;
+		if (e->max_inline > *want)
+			*want = e->max_inline;
+	}
+}
+
 static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	struct rtp_ctx *c = ctx_of(ctx);
 	struct ibv_qp_cap saved;
 	struct ibv_qp *qp;
+	uint32_t lim[2], want;
 	bool raised = false;
 	int err;
 
@@ -1323,8 +1378,9 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		return NULL;
 	}
 	saved = attr->cap;
-	if (g_cfg.apply_max_inline > saved.max_inline_data && apply_type_ok(attr->qp_type)) {
-		attr->cap.max_inline_data = g_cfg.apply_max_inline;
+	apply_for(c, attr->qp_type, lim, &want);
+	if (want > saved.max_inline_data) {
+		attr->cap.max_inline_data = want;
 		qp = c->create_qp_ex(ctx, attr);
 		if (qp) {
 			raised = true;
@@ -1340,7 +1396,7 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		return NULL;
 	err = errno;
 	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, true,
-		    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && attr->send_ops_flags);
+		    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && attr->send_ops_flags, lim);
 	errno = err;
 	return qp;
 }
@@ -1429,6 +1485,7 @@ struct ibv_qp *rt_probe_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *at
 	struct ibv_qp_cap saved;
 	struct ibv_qp *qp;
 	struct rtp_ctx *c;
+	uint32_t lim[2], want;
 	bool raised = false;
 	int err;
 
@@ -1439,9 +1496,11 @@ struct ibv_qp *rt_probe_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *at
 	}
 	if (!pd || !attr)
 		return rt_probe_real.create_qp(pd, attr);
+	c = ctx_get(pd->context);
 	saved = attr->cap;
-	if (g_cfg.apply_max_inline > saved.max_inline_data && apply_type_ok(attr->qp_type)) {
-		attr->cap.max_inline_data = g_cfg.apply_max_inline;
+	apply_for(c, attr->qp_type, lim, &want);
+	if (want > saved.max_inline_data) {
+		attr->cap.max_inline_data = want;
 		qp = rt_probe_real.create_qp(pd, attr);
 		if (qp) {
 			raised = true;
@@ -1456,8 +1515,10 @@ struct ibv_qp *rt_probe_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *at
 	if (!qp)
 		return NULL;
 	err = errno;
-	c = ctx_get(qp->context);
-	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, false, false);
+	if (!c || c->ctx != qp->context)
+		c = ctx_get(qp->context);
+	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, false, false,
+		    lim);
 	errno = err;
 	return qp;
 }
@@ -1670,50 +1731,123 @@ static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
 }
 
 /*
- * Minimal reader of the profile's apply values: the largest "inline_threshold" and "max_inline_data" numbers of the
- * document's entries (librtune is not linked into the probe to keep jansson out of the host application). Returns
- * false when the file cannot be read or holds no inline_threshold.
+ * Minimal reader of a profile's entries (schema rtune-profile 1.x, docs/profile-schema.md) for apply mode: for each
+ * object of the "entries" array, its "device", "opcode", "qp_type", "inline_threshold" and "max_inline_data". Not a
+ * validating JSON parser (librtune is not linked into the probe, to keep jansson out of the host application): a
+ * document librtune would refuse may still give entries here, which is why `rtune probe --apply` is the safer path.
+ * Returns the number of entries read.
  */
-static bool profile_scan(const char *path, uint32_t *thr, uint32_t *max_inline)
+static unsigned profile_parse(const char *p)
 {
-	char buf[1 << 16];
+	struct rtp_prof cur;
+	char key[32] = "", str[64];
+	int depth = 0;
+	bool want_key = false, has_thr = false;
+
+	g_nprof = 0;
+	p = strstr(p, "\"entries\"");
+	if (!p || !(p = strchr(p, '[')))
+		return 0;
+	for (p++; *p; p++) {
+		if (*p == '"') {
+			size_t n = 0;
+
+			for (p++; *p && *p != '"'; p++) {
+				if (*p == '\\' && p[1])
+					p++;
+				if (n + 1 < sizeof(str))
+					str[n++] = *p;
+			}
+			str[n] = '\0';
+			if (!*p)
+				break;
+			if (depth != 1)
+				continue;
+			if (want_key) {
+				snprintf(key, sizeof(key), "%s", str);
+				want_key = false;
+			} else if (!strcmp(key, "device")) {
+				snprintf(cur.device, sizeof(cur.device), "%s", str);
+			} else if (!strcmp(key, "opcode")) {
+				cur.op = !strcmp(str, "write");
+			} else if (!strcmp(key, "qp_type")) {
+				cur.qpt = !strcmp(str, "ud");
+			}
+		} else if (*p == '{' || *p == '[') {
+			if (++depth == 1) {
+				memset(&cur, 0, sizeof(cur));
+				has_thr = false;
+				want_key = true;
+			}
+		} else if (*p == '}' || *p == ']') {
+			if (depth == 0)
+				break; /* end of "entries" */
+			if (depth-- == 1 && has_thr && cur.device[0] && g_nprof < RTP_MAX_PROF) {
+				if (cur.max_inline < cur.thr)
+					cur.max_inline = cur.thr;
+				g_prof[g_nprof++] = cur;
+			}
+		} else if (*p == ',' && depth == 1) {
+			want_key = true;
+		} else if (depth == 1 && !want_key && *p >= '0' && *p <= '9') {
+			char *end;
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (v > (1u << 20))
+				v = 0;
+			if (!strcmp(key, "inline_threshold")) {
+				cur.thr = (uint32_t)v;
+				has_thr = true;
+			} else if (!strcmp(key, "max_inline_data")) {
+				cur.max_inline = (uint32_t)v;
+			}
+			p = end - 1;
+		}
+	}
+	return g_nprof;
+}
+
+int rt_probe_load_profile(const char *path)
+{
+	char *buf;
 	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	bool found = false;
+	size_t len = 0;
+	int fd, ret = 0;
 
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	*thr = 0;
-	*max_inline = 0;
-	for (const char *p = buf; (p = strstr(p, "\"inline_threshold\"")); p++) {
-		const char *v = strchr(p, ':');
-		unsigned long t;
-
-		if (!v)
-			break;
-		t = strtoul(v + 1, NULL, 10);
-		if (t > *thr && t <= (1u << 20))
-			*thr = (uint32_t)t;
-		found = true;
+	pthread_mutex_lock(&g_lock);
+	g_nprof = 0;
+	g_cfg.apply_threshold = g_cfg.apply_max_inline = 0;
+	g_cfg.apply_source[0] = '\0';
+	if (!path) {
+		pthread_mutex_unlock(&g_lock);
+		return 0;
 	}
-	for (const char *p = buf; (p = strstr(p, "\"max_inline_data\"")); p++) {
-		const char *v = strchr(p, ':');
-		unsigned long t;
-
-		if (!v)
-			break;
-		t = strtoul(v + 1, NULL, 10);
-		if (t > *max_inline && t <= (1u << 20))
-			*max_inline = (uint32_t)t;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	buf = malloc(1 << 20);
+	if (fd < 0 || !buf) {
+		ret = fd < 0 ? errno : ENOMEM;
+		goto out;
 	}
-	if (*max_inline < *thr)
-		*max_inline = *thr;
-	return found;
+	while (len < (1 << 20) - 1 && (n = read(fd, buf + len, (1 << 20) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	if (!profile_parse(buf)) {
+		ret = ENOENT;
+		goto out;
+	}
+	for (unsigned i = 0; i < g_nprof; i++) {
+		if (g_prof[i].thr > g_cfg.apply_threshold)
+			g_cfg.apply_threshold = g_prof[i].thr;
+		if (g_prof[i].max_inline > g_cfg.apply_max_inline)
+			g_cfg.apply_max_inline = g_prof[i].max_inline;
+	}
+	snprintf(g_cfg.apply_source, sizeof(g_cfg.apply_source), "%s", path);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	pthread_mutex_unlock(&g_lock);
+	return ret;
 }
 
 static void init_once(void)
@@ -1733,14 +1867,11 @@ static void init_once(void)
 			g_cfg.apply_max_inline = g_cfg.apply_threshold;
 			snprintf(g_cfg.apply_source, sizeof(g_cfg.apply_source), "RTUNE_INLINE_THRESHOLD");
 		}
-	} else if ((v = getenv("RTUNE_PROFILE")) && *v) {
-		if (!profile_scan(v, &g_cfg.apply_threshold, &g_cfg.apply_max_inline))
-			fprintf(stderr, "rtune-probe: ignoring RTUNE_PROFILE='%s': no readable inline_threshold\n", v);
-		else
-			snprintf(g_cfg.apply_source, sizeof(g_cfg.apply_source), "%s", v);
 	}
 	g_key_ok = pthread_key_create(&g_key, slab_release) == 0;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (!g_cfg.apply_threshold && (v = getenv("RTUNE_PROFILE")) && *v && rt_probe_load_profile(v))
+		fprintf(stderr, "rtune-probe: ignoring RTUNE_PROFILE='%s': no readable profile entries\n", v);
 }
 
 void rt_probe_init(void)
@@ -1753,6 +1884,7 @@ void rt_probe_configure(const struct rt_probe_config *cfg)
 	rt_probe_init();
 	pthread_mutex_lock(&g_lock);
 	g_cfg = *cfg;
+	g_nprof = 0;
 	pthread_mutex_unlock(&g_lock);
 }
 
@@ -1930,7 +2062,8 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 	jb_printf(&b, "\"apply\":{\"enabled\":%s,\"inline_threshold\":%u,\"max_inline_data\":%u,\"source\":",
 		  g_cfg.apply_threshold ? "true" : "false", g_cfg.apply_threshold, g_cfg.apply_max_inline);
 	jb_str(&b, g_cfg.apply_source);
-	jb_printf(&b, ",\"raise_failed\":%llu},", (unsigned long long)atomic_load(&g_apply_raise_failed));
+	jb_printf(&b, ",\"profile_entries\":%u,\"raise_failed\":%llu},", g_nprof,
+		  (unsigned long long)atomic_load(&g_apply_raise_failed));
 
 	jb_printf(&b, "\"devices\":[");
 	for (unsigned i = 0; i < g_nctx; i++) {
@@ -1983,9 +2116,9 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 			  (unsigned long long)CTR_GET(sum->err_enomem_other), (unsigned long long)CTR_GET(sum->err_einval),
 			  (unsigned long long)CTR_GET(sum->err_other), (unsigned long long)CTR_GET(sum->err_bad_wr_unset),
 			  (unsigned long long)CTR_GET(sum->wrs_not_posted));
-		jb_printf(&b, "\"apply\":{\"inline_set\":%llu,\"chain_too_long\":%llu},"
+		jb_printf(&b, "\"apply\":{\"limit_send\":%u,\"limit_write\":%u,\"inline_set\":%llu,\"chain_too_long\":%llu},"
 			  "\"ex\":{\"early_commits\":%llu,\"complete_failed\":%llu,\"aborted\":%llu,\"rewraps\":%llu},",
-			  (unsigned long long)CTR_GET(sum->apply_inline_set),
+			  q->apply_lim[0], q->apply_lim[1], (unsigned long long)CTR_GET(sum->apply_inline_set),
 			  (unsigned long long)CTR_GET(sum->apply_chain_too_long),
 			  (unsigned long long)CTR_GET(sum->ex_early_commit),
 			  (unsigned long long)CTR_GET(sum->ex_complete_failed), (unsigned long long)CTR_GET(sum->ex_aborted),

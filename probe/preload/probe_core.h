@@ -46,6 +46,11 @@ struct rt_probe_config {
 void rt_probe_init(void);
 /* Replaces the configuration (tests and the benchmark, before any device is opened). */
 void rt_probe_configure(const struct rt_probe_config *cfg);
+/*
+ * Reads the apply-mode entries of the profile at path (replacing any earlier setting; NULL = apply mode off).
+ * Returns 0, an errno when the file cannot be read, or ENOENT when it holds no entries.
+ */
+int rt_probe_load_profile(const char *path);
 /* Writes the final JSON file when there was verbs activity; reports an unwritable file once on stderr. */
 void rt_probe_fini(void);
 

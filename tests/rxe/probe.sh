@@ -154,8 +154,16 @@ check --label "rtune probe --out" --qpt RC --op send --wrs 50 --bytes 1600 --siz
 	fail "rtune probe --out file"
 
 # rtune probe --apply PROFILE: the probe reads the profile's inline_threshold and inlines the 32-byte SENDs
-printf '{"schema":"rtune-profile","entries":[{"device":"rxe0","inline_threshold":64,"max_inline_data":64}]}\n' \
-	> /tmp/rp-profile.json
+cat > /tmp/rp-profile.json <<'JSON'
+{"schema": {"name": "rtune-profile", "version": "1.0"}, "rtune_version": "0.1.0", "node": {"hostname": "guest"},
+ "entries": [
+  {"device": "rxe0", "port": 1, "opcode": "send", "qp_type": "rc", "inline_threshold": 64, "max_inline_data": 64,
+   "signal_interval": 1, "sq_depth": 128, "cq_depth": 256, "cq_moderation": null, "confidence": "high",
+   "reasons": [{"code": "crossover", "text": "test profile"}]},
+  {"device": "rxe0", "port": 1, "opcode": "write", "qp_type": "rc", "inline_threshold": 0, "max_inline_data": 0,
+   "signal_interval": 1, "sq_depth": 128, "cq_depth": 256, "cq_moderation": null, "confidence": "high", "reasons": []}
+ ]}
+JSON
 ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 > /tmp/rpa.srv.log 2>&1 &
 spid=$!
 waitport 18515 || fail "rtune probe --apply: server never listened"

@@ -271,6 +271,60 @@ static void test_apply_mode(void **state)
 	configure(0, 0, 0, NULL);
 }
 
+static void test_apply_profile(void **state)
+{
+	char path[] = "/tmp/rtune-probe-prof.XXXXXX";
+	const char doc[] =
+		"{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"1.0\"},\"node\":{\"hostname\":\"h\"},\"entries\":[\n"
+		" {\"device\":\"other0\",\"port\":1,\"opcode\":\"send\",\"qp_type\":\"rc\",\"inline_threshold\":220,"
+		"\"max_inline_data\":220,\"reasons\":[{\"code\":\"x\",\"text\":\"a \\\"quoted\\\" } ] text\"}]},\n"
+		" {\"device\":\"fake0\",\"port\":1,\"opcode\":\"send\",\"qp_type\":\"rc\",\"inline_threshold\":48,"
+		"\"max_inline_data\":96,\"cq_moderation\":{\"count\":16,\"period_us\":8}},\n"
+		" {\"device\":\"fake0\",\"port\":1,\"opcode\":\"write\",\"qp_type\":\"rc\",\"inline_threshold\":0,"
+		"\"max_inline_data\":0}]}\n";
+	struct ibv_sge s40 = { .addr = (uintptr_t)buf, .length = 40 }, s60 = { .addr = (uintptr_t)buf, .length = 60 };
+	struct ibv_send_wr w[3], *bad;
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 64, .max_send_sge = 1 } };
+	const struct rt_probe_qp_summary *r;
+	struct ibv_qp *qp;
+	unsigned first;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, doc, sizeof(doc) - 1), (ssize_t)(sizeof(doc) - 1));
+	close(fd);
+	configure(0, 0, 0, NULL);
+	assert_int_equal(rt_probe_load_profile(path), 0);
+	qp = rt_probe_create_qp(&fk.pd, &a);
+	assert_non_null(qp);
+	/* fake0's send/rc entry: max_inline_data 96 (not other0's 220, which the fake device would refuse) */
+	assert_int_equal(a.cap.max_inline_data, 96);
+	w[0] = mkwr(&s40, 1, IBV_WR_SEND, 0);
+	w[1] = mkwr(&s40, 1, IBV_WR_RDMA_WRITE, 0); /* write threshold 0: never */
+	w[2] = mkwr(&s60, 1, IBV_WR_SEND, 0);       /* 60 > 48 */
+	chain(w, 3);
+	first = fk.n_log;
+	assert_int_equal(ibv_post_send(qp, w, &bad), 0);
+	assert_true(fk.log_flags[first] & IBV_SEND_INLINE);
+	assert_false(fk.log_flags[first + 1] & IBV_SEND_INLINE);
+	assert_false(fk.log_flags[first + 2] & IBV_SEND_INLINE);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->apply_inline_set, 1);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	/* a UD QP: the profile has no ud entry for fake0, so nothing is applied */
+	a.qp_type = IBV_QPT_UD;
+	a.cap.max_inline_data = 0;
+	qp = rt_probe_create_qp(&fk.pd, &a);
+	assert_non_null(qp);
+	assert_int_equal(a.cap.max_inline_data, 16);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	assert_int_equal(rt_probe_load_profile(NULL), 0);
+	assert_int_equal(rt_probe_load_profile("/nonexistent/profile.json"), ENOENT);
+	unlink(path);
+	configure(0, 0, 0, NULL);
+}
+
 static void test_ex_api(void **state)
 {
 	struct ibv_qp_init_attr_ex a = {
@@ -579,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_counts_and_buckets),
 		cmocka_unit_test(test_bad_wr_and_enomem),
 		cmocka_unit_test(test_apply_mode),
+		cmocka_unit_test(test_apply_profile),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
 		cmocka_unit_test(test_threads),
