@@ -214,6 +214,18 @@ static int get_int(struct ctx *c, const char *where, json_t *obj, const char *ke
 			return fail(c, EINVAL, "%s.%s: missing", where, key);
 		return 0;
 	}
+	if (json_is_real(v)) {
+		/* JSON has one number type: 16.0 is the integer 16 (as JSON Schema says); 16.5 is not an integer */
+		double d = json_real_value(v);
+
+		if (!(d >= -9e15 && d <= 9e15) || d != (double)(json_int_t)d)
+			return fail(c, EINVAL, "%s.%s: expected an integer, got %g", where, key, d);
+		if ((json_int_t)d < lo || (json_int_t)d > hi)
+			return fail(c, EINVAL, "%s.%s: %g is out of range %" JSON_INTEGER_FORMAT "..%" JSON_INTEGER_FORMAT,
+				    where, key, d, lo, hi);
+		*out = (json_int_t)d;
+		return 0;
+	}
 	if (!json_is_integer(v))
 		return fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
 	if (json_integer_value(v) < lo || json_integer_value(v) > hi)

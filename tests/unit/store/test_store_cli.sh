@@ -47,6 +47,24 @@ check "export json is mode 0644" test "$(stat -c %a "$tmp/p.json")" = 644
 check "export json is a v1 profile" python3 -c "
 import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.0'}
 assert [e['inline_threshold'] for e in d['entries']]==[96,48]"
+if python3 -c "import jsonschema" 2>/dev/null; then
+  schema=$(dirname "$0")/../../../docs/profile-v1.schema.json corpus=$(dirname "$0")/corpus
+  check "the exported profile validates against docs/profile-v1.schema.json" python3 -c "
+import json, jsonschema; jsonschema.validate(json.load(open('$tmp/p.json')), json.load(open('$schema')))"
+  check "the JSON Schema agrees with librtune on the corpus (valid ones pass, range/type errors fail)" python3 -c "
+import json, jsonschema
+s = json.load(open('$schema'))
+ok = lambda f: jsonschema.Draft202012Validator(s).is_valid(json.load(open('$corpus/' + f)))
+for f in ['valid.json', 'newer_minor_unknown_fields.json', 'integral_reals.json']: assert ok(f), f
+for f in ['newer_major.json', 'wrong_schema_name.json', 'wrong_type_port.json', 'wrong_type_real.json',
+          'out_of_range_depth.json', 'negative_threshold.json', 'zero_interval.json', 'unknown_opcode.json',
+          'unknown_confidence.json', 'bad_run_id.json', 'bad_time.json', 'long_device_name.json',
+          'missing_cq_depth.json', 'reasons_not_array.json', 'cq_moderation_array.json', 'entries_not_array.json',
+          'entry_not_object.json', 'missing_schema.json', 'bad_version.json']:
+    assert not ok(f), f + ' passes the schema but librtune refuses it'"
+else
+  echo "skip schema checks: python3 jsonschema not installed"
+fi
 RTUNE_PROFILE=/x/p.json "$rtune" export --db "$db" --format env >"$tmp/env.sh"
 check "env output is valid shell" sh -n "$tmp/env.sh"
 check "env sets FI_VERBS_INLINE_SIZE" grep -qx "export FI_VERBS_INLINE_SIZE=96" "$tmp/env.sh"
