@@ -50,22 +50,30 @@ static void write_profile(const char *path, int node)
 		perror(path);
 		exit(1);
 	}
-	fprintf(f, "{\n  \"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.0\"},\n  \"rtune_version\": \"%s\",\n"
-		"  \"generated_at\": \"2026-11-29T14:00:00Z\",\n  \"node\": {\"hostname\": \"node%05d\", \"machine_id\": "
-		"\"%032x\", \"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\", \"kernel\": \"6.1.0-13-amd64\", "
+	fprintf(f,
+		"{\n  \"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.0\"},\n  \"rtune_version\": \"%s\",\n"
+		"  \"generated_at\": \"2026-11-29T14:00:00Z\",\n  \"node\": {\"hostname\": \"node%05d\","
+		" \"machine_id\": "
+		"\"%032x\", \"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\", \"kernel\":"
+		" \"6.1.0-13-amd64\", "
 		"\"cpu_count\": 64, \"numa_nodes\": 2, \"hardware_signature\": \"fnv1a64:%016x\"},\n  \"entries\": [",
 		RTUNE_VERSION, node, node + 1, node * 2654435761u);
 	for (int d = 0; d < 2; d++)
 		for (int o = 0; o < 2; o++)
-			fprintf(f, "%s\n    {\"device\": \"mlx5_%d\", \"guid\": \"0c42:a103:00%02x:%04x\", \"port\": 1, "
-				"\"opcode\": \"%s\", \"qp_type\": \"rc\", \"inline_threshold\": %d, \"max_inline_data\": 220, "
-				"\"signal_interval\": %d, \"sq_depth\": 256, \"cq_depth\": 512, \"cq_moderation\": null, "
-				"\"numa_node\": %d, \"cpus\": \"%d\", \"confidence\": \"high\", \"reasons\": [{\"code\": "
-				"\"crossover\", \"text\": \"inline never a significant loss up to the threshold\"}, {\"code\": "
+			fprintf(f,
+				"%s\n    {\"device\": \"mlx5_%d\", \"guid\": \"0c42:a103:00%02x:%04x\", \"port\": 1, "
+				"\"opcode\": \"%s\", \"qp_type\": \"rc\", \"inline_threshold\": %d,"
+				" \"max_inline_data\": 220, "
+				"\"signal_interval\": %d, \"sq_depth\": 256, \"cq_depth\": 512, \"cq_moderation\":"
+				" null, "
+				"\"numa_node\": %d, \"cpus\": \"%d\", \"confidence\": \"high\", \"reasons\":"
+				" [{\"code\": "
+				"\"crossover\", \"text\": \"inline never a significant loss up to the threshold\"},"
+				" {\"code\": "
 				"\"knee\", \"text\": \"rate within 1%% of the best from this N\"}], \"measured_at\": "
 				"\"2026-11-29T13:00:00Z\", \"run_id\": \"%08x-1111-4222-8333-%012x\", \"app\": null}",
-				d || o ? "," : "", d, d, node & 0xffff, ops[o], 64 + (node % 4) * 32, 16 << (node % 3), d, d * 32,
-				node, (unsigned)(d * 2 + o));
+				d || o ? "," : "", d, d, node & 0xffff, ops[o], 64 + (node % 4) * 32, 16 << (node % 3),
+				d, d * 32, node, (unsigned)(d * 2 + o));
 	fprintf(f, "\n  ]\n}\n");
 	fclose(f);
 }
@@ -148,10 +156,13 @@ int main(void)
 	       "profiles/s (target >= 20000/s: %s)\n", NODES, total_added, t_import, NODES / t_import, c_import,
 	       NODES / c_import, NODES / t_import >= 20000 ? "met" : NODES / c_import >= 20000 ?
 	       "met in CPU time, MISSED in wall time (machine busy?)" : "MISSED");
-	printf("store re-import (idempotent, %zu entries skipped): wall %.3f s = %.0f profiles/s, CPU %.0f profiles/s\n",
+	printf("store re-import (idempotent, %zu entries skipped): wall %.3f s = %.0f profiles/s, CPU %.0f "
+	       "profiles/s\n",
 	       total_skipped, t_reimport, NODES / t_reimport, NODES / c_reimport);
-	printf("of which reading + parsing + validating alone (rt_profile_load of each file): wall %.0f profiles/s, CPU %.0f "
-	       "profiles/s\n", NODES / t_parse, NODES / c_parse);
+	printf("of which reading + parsing + validating alone (rt_profile_load of each file): wall %.0f profiles/s, "
+	       "CPU %.0f "
+	       "profiles/s\n",
+	       NODES / t_parse, NODES / c_parse);
 	{
 		double l1 = 0, l5 = 0, l15 = 0;
 		FILE *f = fopen("/proc/loadavg", "r");

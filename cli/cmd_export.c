@@ -16,7 +16,8 @@ static const char usage[] =
 	"Write the current profile. json: the profile document applications load with librtune (RTUNE_PROFILE) and\n"
 	"other stores import. env: shell lines to eval: FI_VERBS_INLINE_SIZE (libfabric verbs provider),\n"
 	"UCX_RC_VERBS_TX_CQ_MODERATION (UCX: unsignaled sends per signaled one), RTUNE_PROFILE, and per device\n"
-	"RTUNE_INLINE_THRESHOLD_<DEV>_P<PORT>, RTUNE_MAX_INLINE_DATA_..., RTUNE_SIGNAL_INTERVAL_..., RTUNE_SQ_DEPTH_....\n"
+	"RTUNE_INLINE_THRESHOLD_<DEV>_P<PORT>, RTUNE_MAX_INLINE_DATA_..., RTUNE_SIGNAL_INTERVAL_...,"
+	" RTUNE_SQ_DEPTH_....\n"
 	"prometheus: a node_exporter textfile-collector file (gauges per device/port/opcode, including profile age).\n"
 	"\n"
 	"  --db PATH            store to read (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
@@ -52,7 +53,8 @@ int cmd_export(int argc, char **argv)
 		case 'n': node_key = optarg; break;
 		case 'f':
 			if (rt_export_format_parse(optarg, &fmt))
-				return rt_cli_usage_error("export", "unknown format '%s' (json, env or prometheus)", optarg);
+				return rt_cli_usage_error("export", "unknown format '%s' (json, env or prometheus)",
+							  optarg);
 			break;
 		case 'o': out = optarg; break;
 		case 'p': profile = optarg; break;

@@ -97,10 +97,12 @@ int cmd_history(int argc, char **argv)
 			const struct rt_store_run_summary *p = v[i].has_profile ? previous(v, i) : NULL;
 
 			if (r && p)
-				json_object_set_new(r, "drift", json_pack("{s:s, s:I, s:I, s:I, s:I}", "from_run_id", p->uuid,
-					"inline_threshold_from", (json_int_t)p->inline_threshold, "inline_threshold_to",
-					(json_int_t)v[i].inline_threshold, "signal_interval_from",
-					(json_int_t)p->signal_interval, "signal_interval_to", (json_int_t)v[i].signal_interval));
+				json_object_set_new(r, "drift",
+						    json_pack("{s:s, s:I, s:I, s:I, s:I}", "from_run_id", p->uuid,
+							      "inline_threshold_from", (json_int_t)p->inline_threshold,
+							      "inline_threshold_to", (json_int_t)v[i].inline_threshold,
+							      "signal_interval_from", (json_int_t)p->signal_interval,
+							      "signal_interval_to", (json_int_t)v[i].signal_interval));
 			else if (r)
 				json_object_set_new(r, "drift", json_null());
 			json_array_append_new(arr, r);
@@ -133,11 +135,14 @@ int cmd_history(int argc, char **argv)
 			snprintf(ni, sizeof(ni), "%" PRIu32, r->signal_interval);
 		}
 		if (p)
-			snprintf(drift, sizeof(drift), "threshold %+" PRId64 " B (%" PRIu32 "->%" PRIu32 "), N %" PRIu32
-				 "->%" PRIu32 " since run %" PRId64, (int64_t)r->inline_threshold - p->inline_threshold,
-				 p->inline_threshold, r->inline_threshold, p->signal_interval, r->signal_interval, p->id);
-		printf("%-5" PRId64 " %-21s %-12.12s %-16.16s %-4d %-11s %6zu %5zu %9s %6s  %s\n", r->id, when, r->hostname,
-		       r->device, r->port_num, rt_run_status_name(r->status), r->n_lat, r->n_rate, thr, ni, drift);
+			snprintf(drift, sizeof(drift),
+				 "threshold %+" PRId64 " B (%" PRIu32 "->%" PRIu32 "), N %" PRIu32 "->%" PRIu32
+				 " since run %" PRId64,
+				 (int64_t)r->inline_threshold - p->inline_threshold, p->inline_threshold,
+				 r->inline_threshold, p->signal_interval, r->signal_interval, p->id);
+		printf("%-5" PRId64 " %-21s %-12.12s %-16.16s %-4d %-11s %6zu %5zu %9s %6s  %s\n", r->id, when,
+		       r->hostname, r->device, r->port_num, rt_run_status_name(r->status), r->n_lat, r->n_rate, thr, ni,
+		       drift);
 	}
 	rc = RT_EXIT_OK;
 out:

@@ -19,7 +19,8 @@ static const char usage[] =
 	"usage: rtune show [DEVICE] [--db PATH] [--node NODE] [--json]\n"
 	"\n"
 	"Show the current profile (the latest decision per device, port, opcode and QP type) with its confidence and\n"
-	"reasons, and the measured curves behind it: latency vs message size inline and not, message rate vs signaling\n"
+	"reasons, and the measured curves behind it: latency vs message size inline and not, message rate vs"
+	" signaling\n"
 	"interval N.\n"
 	"\n"
 	"  DEVICE          only this device (name or node GUID)\n"
@@ -78,12 +79,14 @@ static void print_curves(const struct rt_run *run, const struct rt_profile_entry
 				q = c;
 		}
 		if ((int)p->kind != kind)
-			printf("    latency (%s, median ns):   size   inline  not-inline   gain\n", rt_lat_kind_name(p->kind));
+			printf("    latency (%s, median ns):   size   inline  not-inline   gain\n",
+			       rt_lat_kind_name(p->kind));
 		kind = (int)p->kind;
 		any = true;
 		if (q)
-			printf("    %31s%6" PRIu32 " %8.0f %11.0f %+6.0f%s\n", "", p->msg_bytes, p->median_ns, q->median_ns,
-			       q->median_ns - p->median_ns, p->msg_bytes <= e->inline_threshold ? "" : "   (above threshold)");
+			printf("    %31s%6" PRIu32 " %8.0f %11.0f %+6.0f%s\n", "", p->msg_bytes, p->median_ns,
+			       q->median_ns, q->median_ns - p->median_ns,
+			       p->msg_bytes <= e->inline_threshold ? "" : "   (above threshold)");
 		else
 			printf("    %31s%6" PRIu32 " %8.0f %11s\n", "", p->msg_bytes, p->median_ns, "-");
 	}
@@ -115,7 +118,8 @@ static void print_entry(const struct rt_profile_entry *e)
 	       e->inline_threshold ? "" : " (never inline)", e->max_inline_data, e->signal_interval, e->sq_depth,
 	       e->cq_depth);
 	if (e->cq_moderation)
-		printf("    cq_moderation count %" PRIu32 " period %" PRIu32 " us\n", e->cq_mod_count, e->cq_mod_period_us);
+		printf("    cq_moderation count %" PRIu32 " period %" PRIu32 " us\n", e->cq_mod_count,
+		       e->cq_mod_period_us);
 	else
 		printf("    cq_moderation none\n");
 	printf("    measured ");

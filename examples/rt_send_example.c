@@ -54,7 +54,8 @@ struct stats {
 
 static const char usage[] =
 	"usage: rt_send_example [-d DEVICE] [-i PORT] [-g GID_INDEX] [-n COUNT] [-s SIZE,...] [--profile PATH]\n"
-	"Posts COUNT RC sends over a loopback pair of QPs following the rtune profile of DEVICE/PORT (RC SEND entry).\n";
+	"Posts COUNT RC sends over a loopback pair of QPs following the rtune profile of DEVICE/PORT (RC SEND"
+	" entry).\n";
 
 static uint64_t now_ns(void)
 {
@@ -132,8 +133,9 @@ static int to_rts(struct ctx *c, struct ibv_qp *qp, uint32_t remote_qpn, const s
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-			     IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				     IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static int post_recv(struct ctx *c, uint32_t slot)
@@ -164,7 +166,8 @@ static int drain_recv(struct ctx *c, const struct opts *o, struct stats *s)
 		const char *p = c->rbuf + (size_t)wc[i].wr_id * c->max_size;
 
 		if (wc[i].status != IBV_WC_SUCCESS) {
-			fprintf(stderr, "rt_send_example: receive completion error: %s\n", ibv_wc_status_str(wc[i].status));
+			fprintf(stderr, "rt_send_example: receive completion error: %s\n",
+				ibv_wc_status_str(wc[i].status));
 			return -1;
 		}
 		if (wc[i].byte_len != want) {
@@ -294,7 +297,8 @@ static int run(struct ctx *c, const struct rt_profile_entry *e, const struct opt
 			if (drain_recv(c, o, s) < 0)
 				goto out;
 			if (now_ns() - t0 > SPIN_LIMIT_NS) {
-				fprintf(stderr, "rt_send_example: %lu of %lu messages arrived\n", s->received, o->count);
+				fprintf(stderr, "rt_send_example: %lu of %lu messages arrived\n", s->received,
+					o->count);
 				goto out;
 			}
 		}
@@ -356,7 +360,8 @@ int main(int argc, char **argv)
 		case 'n': o.count = strtoul(optarg, NULL, 10); break;
 		case 's':
 			if (parse_sizes(optarg, &o)) {
-				fprintf(stderr, "rt_send_example: bad sizes '%s' (1..65536, comma-separated)\n", optarg);
+				fprintf(stderr, "rt_send_example: bad sizes '%s' (1..65536, comma-separated)\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -375,7 +380,8 @@ int main(int argc, char **argv)
 	}
 	list = ibv_get_device_list(&n_dev);
 	if (!list || n_dev == 0) {
-		fprintf(stderr, "rt_send_example: no RDMA device (load rdma_rxe and 'rdma link add rxe0 type rxe netdev "
+		fprintf(stderr,
+			"rt_send_example: no RDMA device (load rdma_rxe and 'rdma link add rxe0 type rxe netdev "
 			"IF' for a software one)\n");
 		goto out;
 	}
@@ -397,7 +403,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	printf("profile %s: %s port %d: inline_threshold %u B, max_inline_data %u B, signal every %u, sq_depth %u, "
-	       "cq_depth %u (confidence %s)\n", rt_profile_hostname(prof), o.device, o.port, rt_profile_inline_threshold(e),
+	       "cq_depth %u (confidence"
+	       " %s)\n", rt_profile_hostname(prof), o.device, o.port, rt_profile_inline_threshold(e),
 	       rt_profile_max_inline_data(e), rt_profile_signal_interval(e), rt_profile_sq_depth(e),
 	       rt_profile_cq_depth(e), rt_profile_confidence_name(rt_profile_confidence(e)));
 	if (ibv_query_port(c.vctx, (uint8_t)o.port, &pa)) {
@@ -408,8 +415,8 @@ int main(int argc, char **argv)
 	if (o.gid_index == -2)
 		o.gid_index = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? pick_gid(c.vctx, o.port, pa.gid_tbl_len) : -1;
 	if (pa.link_layer == IBV_LINK_LAYER_ETHERNET && o.gid_index < 0) {
-		fprintf(stderr, "rt_send_example: no IPv4 RoCE GID on %s port %d (is an address set?); use -g\n", o.device,
-			o.port);
+		fprintf(stderr, "rt_send_example: no IPv4 RoCE GID on %s port %d (is an address set?); use -g\n",
+			o.device, o.port);
 		goto out;
 	}
 	if (o.gid_index >= 0 && ibv_query_gid(c.vctx, (uint8_t)o.port, o.gid_index, &c.gid)) {
@@ -473,7 +480,8 @@ int main(int argc, char **argv)
 	if (run(&c, e, &o, &s) == 0 && s.bad_recv == 0 && s.enomem == 0 && s.received == o.count)
 		rc = 0;
 	printf("sent %lu messages on %s port %d: %lu inline (<= %u B), %lu signaled (every %u + last), %lu send "
-	       "completions, max outstanding %u of sq_depth %u, %lu ENOMEM; received %lu, %lu bad\n", s.posted, o.device,
+	       "completions, max outstanding %u of sq_depth %u, %lu ENOMEM; received %lu, %lu"
+	       " bad\n", s.posted, o.device,
 	       o.port, s.inlined, e->inline_threshold, s.signaled, e->signal_interval, s.send_cqes, s.max_outstanding,
 	       e->sq_depth, s.enomem, s.received, s.bad_recv);
 	printf("%s\n", rc == 0 ? "OK" : "FAILED");

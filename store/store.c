@@ -45,7 +45,8 @@ static const char schema_v1[] =
 	" n_samples INTEGER, median_ns REAL, p99_ns REAL, p999_ns REAL, mean_ns REAL, min_ns REAL, ci_lo_ns REAL,"
 	" ci_hi_ns REAL, cpu_ns_per_op REAL, n_kept INTEGER, samples BLOB);"
 	"CREATE INDEX lat_points_run ON lat_points(run_id);"
-	"CREATE TABLE rate_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"CREATE TABLE rate_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE"
+	" CASCADE,"
 	" op TEXT NOT NULL, qpt TEXT NOT NULL, msg_bytes INTEGER NOT NULL, inl INTEGER NOT NULL,"
 	" signal_interval INTEGER NOT NULL, sq_depth INTEGER, reps INTEGER, mops REAL, mops_lo REAL, mops_hi REAL,"
 	" cpu_ns_per_msg REAL, msgs INTEGER, enomem INTEGER);"
@@ -61,7 +62,8 @@ static const char schema_v1[] =
 
 /* v1 -> v2: application histograms from the probe; profiles remember the app/histogram; runs keep CQ moderation. */
 static const char migrate_v2[] =
-	"CREATE TABLE histograms(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,"
+	"CREATE TABLE histograms(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE"
+	" CASCADE,"
 	" app TEXT NOT NULL, op TEXT NOT NULL, qpt TEXT NOT NULL, created_ns INTEGER NOT NULL,"
 	" messages INTEGER NOT NULL, bytes INTEGER NOT NULL, inline_count INTEGER NOT NULL,"
 	" signaled_count INTEGER NOT NULL, sq_full_enomem INTEGER NOT NULL, buckets BLOB NOT NULL);"
@@ -123,7 +125,8 @@ static int make_parent_dirs(const char *path, mode_t mode, struct rt_error *err)
 
 			*p = '\0';
 			if (mkdir(dir, mode) < 0 && errno != EEXIST)
-				return rt_error_set(err, errno, "cannot create directory '%s': %s", dir, strerror(errno));
+				return rt_error_set(err, errno, "cannot create directory '%s': %s", dir,
+						    strerror(errno));
 			*p = save;
 		}
 		if (last)
@@ -316,8 +319,10 @@ static int migrate(struct rt_store *st, struct rt_error *err)
 	if ((rc = pragma_int(st, "PRAGMA user_version", &version, err)))
 		goto out;
 	if (version > RT_STORE_SCHEMA_VERSION) {
-		rc = rt_error_set(err, EPROTONOSUPPORT, "cannot open store '%s': schema version %d is newer than this rtune "
-				  "supports (%d); upgrade rtune", st->path, version, RT_STORE_SCHEMA_VERSION);
+		rc = rt_error_set(err, EPROTONOSUPPORT,
+				  "cannot open store '%s': schema version %d is newer than this rtune "
+				  "supports (%d); upgrade rtune",
+				  st->path, version, RT_STORE_SCHEMA_VERSION);
 		goto out;
 	}
 	for (int v = version; v < RT_STORE_SCHEMA_VERSION; v++) {
@@ -543,7 +548,8 @@ int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, c
 			 int64_t *node_id, struct rt_error *err)
 {
 	sqlite3_stmt *s = rt_store_stmt(st, STMT_NODE_UPSERT,
-		"INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes, hw_signature,"
+		"INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
+		" hw_signature,"
 		" updated_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(node_key) DO UPDATE SET"
 		" hostname = excluded.hostname, machine_id = excluded.machine_id,"
 		" cpu_model = coalesce(nullif(excluded.cpu_model, ''), cpu_model),"

@@ -36,7 +36,8 @@ static char *reasons_to_json(const struct rt_profile_entry *e)
 	char *s;
 
 	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++)
-		json_array_append_new(a, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text));
+		json_array_append_new(a,
+				      json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text));
 	s = a ? json_dumps(a, JSON_COMPACT) : NULL;
 	json_decref(a);
 	return s;
@@ -73,7 +74,8 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			return rc;
 		s = rt_store_stmt(st, STMT_PROFILE_INSERT,
 			"INSERT OR IGNORE INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
-			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us, numa_node, cpus,"
+			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us,"
+			" numa_node, cpus,"
 			" confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns, app, histogram_id)"
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
 			" CASE WHEN ?22 = '' THEN NULL ELSE (SELECT id FROM histograms WHERE node_id = ?1 AND app = ?22"
@@ -189,8 +191,9 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 		rc = rt_error_set(err, ENOENT, "no profile in store '%s' (run 'rtune calibrate' and 'rtune tune', or "
 				  "'rtune import')", st->path);
 	else if (count > 1)
-		rc = rt_error_set(err, EEXIST, "store '%s' holds profiles of several nodes (%s): choose one with --node",
-				  st->path, list);
+		rc = rt_error_set(err, EEXIST,
+				  "store '%s' holds profiles of several nodes (%s): choose one with --node", st->path,
+				  list);
 	sqlite3_finalize(s);
 	return rc;
 }
@@ -212,7 +215,8 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 	if (node_out)
 		*node_out = node;
 	if (sqlite3_prepare_v2(st->db,
-		"SELECT device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth, cq_depth,"
+		"SELECT device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
+		" cq_depth,"
 		" cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"
 		" rtune_version, app FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
 		" AND id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
@@ -287,16 +291,18 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 		json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text",
 							 e->reasons[i].text));
 	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:i, s:s, s:s, s:o, s:s, s:s, s:o, s:s}",
-		      "device", e->device, "guid", e->guid, "port", e->port, "opcode", rt_profile_opcode_name(e->opcode),
-		      "qp_type", rt_profile_qp_type_name(e->qp_type), "inline_threshold", (json_int_t)e->inline_threshold,
-		      "max_inline_data", (json_int_t)e->max_inline_data, "signal_interval", (json_int_t)e->signal_interval,
-		      "sq_depth", (json_int_t)e->sq_depth, "cq_depth", (json_int_t)e->cq_depth, "cq_moderation",
+		      "device", e->device, "guid", e->guid, "port", e->port, "opcode",
+		      rt_profile_opcode_name(e->opcode), "qp_type", rt_profile_qp_type_name(e->qp_type),
+		      "inline_threshold", (json_int_t)e->inline_threshold, "max_inline_data",
+		      (json_int_t)e->max_inline_data, "signal_interval", (json_int_t)e->signal_interval, "sq_depth",
+		      (json_int_t)e->sq_depth, "cq_depth", (json_int_t)e->cq_depth, "cq_moderation",
 		      e->cq_moderation ? json_pack("{s:I, s:I}", "count", (json_int_t)e->cq_mod_count, "period_us",
-						   (json_int_t)e->cq_mod_period_us) : json_null(),
-		      "numa_node", e->numa_node, "cpus", e->cpus, "confidence", rt_profile_confidence_name(e->confidence),
-		      "reasons", reasons ? reasons : json_array(), "measured_at", when, "run_id", e->run_id,
-		      "app", e->app[0] ? json_string(e->app) : json_null(), "rtune_version",
-		      e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION);
+						   (json_int_t)e->cq_mod_period_us)
+				       : json_null(),
+		      "numa_node", e->numa_node, "cpus", e->cpus, "confidence",
+		      rt_profile_confidence_name(e->confidence), "reasons", reasons ? reasons : json_array(),
+		      "measured_at", when, "run_id", e->run_id, "app", e->app[0] ? json_string(e->app) : json_null(),
+		      "rtune_version", e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION);
 	return o;
 }
 
@@ -327,9 +333,9 @@ json_t *rt_store_node_json(const struct rt_node_info *node, const char *hw_signa
 	/* the schema requires a hostname: a node known only by its machine-id is named by it */
 	const char *host = node->hostname[0] ? node->hostname : node->machine_id[0] ? node->machine_id : "unknown";
 
-	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "hostname", host, "machine_id",
-			 node->machine_id, "cpu_model", node->cpu_model, "kernel", node->kernel, "cpu_count",
-			 node->cpu_count, "numa_nodes", node->numa_nodes > 0 ? node->numa_nodes : 1, "hardware_signature",
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "hostname", host, "machine_id", node->machine_id,
+			 "cpu_model", node->cpu_model, "kernel", node->kernel, "cpu_count", node->cpu_count,
+			 "numa_nodes", node->numa_nodes > 0 ? node->numa_nodes : 1, "hardware_signature",
 			 hw_signature ? hw_signature : "");
 }
 
@@ -418,7 +424,9 @@ static void format_env(struct buf *b, const struct rt_node_info *node, const str
 		shell_quote(b, profile_path);
 		bprintf(b, "\n");
 	} else {
-		bprintf(b, "# RTUNE_PROFILE: write the JSON profile with 'rtune export -o FILE' and export RTUNE_PROFILE=FILE\n");
+		bprintf(b,
+			"# RTUNE_PROFILE: write the JSON profile with 'rtune export -o FILE' and export "
+			"RTUNE_PROFILE=FILE\n");
 	}
 	if (first) {
 		bprintf(b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
@@ -459,14 +467,14 @@ static void format_prometheus(struct buf *b, const struct rt_node_info *node, co
 	static const struct {
 		const char *name, *help;
 	} metrics[] = {
-		{ "rtune_inline_threshold_bytes", "Largest message size rtune recommends to post with IBV_SEND_INLINE." },
-		{ "rtune_max_inline_data_bytes", "max_inline_data rtune recommends at QP creation." },
-		{ "rtune_signal_interval", "rtune recommends one IBV_SEND_SIGNALED WR every this many." },
-		{ "rtune_sq_depth", "Send queue depth rtune recommends." },
-		{ "rtune_cq_depth", "Send CQ depth rtune recommends." },
-		{ "rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high." },
-		{ "rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)." },
-		{ "rtune_profile_age_seconds", "Age of the profile entry when this file was written." },
+		{"rtune_inline_threshold_bytes", "Largest message size rtune recommends to post with IBV_SEND_INLINE."},
+		{"rtune_max_inline_data_bytes", "max_inline_data rtune recommends at QP creation."},
+		{"rtune_signal_interval", "rtune recommends one IBV_SEND_SIGNALED WR every this many."},
+		{"rtune_sq_depth", "Send queue depth rtune recommends."},
+		{"rtune_cq_depth", "Send CQ depth rtune recommends."},
+		{"rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high."},
+		{"rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)."},
+		{"rtune_profile_age_seconds", "Age of the profile entry when this file was written."},
 	};
 	int64_t now = (int64_t)time(NULL);
 
@@ -525,8 +533,8 @@ int rt_write_file_atomic(const char *path, const void *data, size_t len, unsigne
 	for (int tries = 0; tries < 16 && fd < 0; tries++) {
 		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 			return rt_error_set(err, EIO, "cannot write '%s': getrandom failed", path);
-		snprintf(tmp, sizeof(tmp), "%s/.%s.%02x%02x%02x%02x%02x%02x.tmp", dir, base, rnd[0], rnd[1], rnd[2], rnd[3],
-			 rnd[4], rnd[5]);
+		snprintf(tmp, sizeof(tmp), "%s/.%s.%02x%02x%02x%02x%02x%02x.tmp", dir, base, rnd[0], rnd[1], rnd[2],
+			 rnd[3], rnd[4], rnd[5]);
 		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 		if (fd < 0 && errno != EEXIST)
 			return rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
@@ -653,7 +661,8 @@ int rt_store_import_text(struct rt_store *st, const char *name, const char *text
 	if ((rc = rt_store_begin(st, err)))
 		goto out;
 	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)) ||
-	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, false, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, false, &cnt, err)) ||
+	    (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		goto out;
 	}

@@ -25,8 +25,8 @@ static int make_uuid(char out[40], struct rt_error *err)
 		return rt_error_set(err, errno ? errno : EIO, "cannot make a run id: getrandom failed");
 	b[6] = (b[6] & 0x0f) | 0x40;
 	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
-		 b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+	snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+		 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 	return 0;
 }
 
@@ -159,13 +159,17 @@ static int device_upsert(struct rt_store *st, int64_t node_id, const struct rt_d
 	int rc;
 
 	if ((rc = prepare(st,
-		"INSERT INTO devices(node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver, max_qp,"
-		" max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node, local_cpus,"
+		"INSERT INTO devices(node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
+		" max_qp,"
+		" max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node,"
+		" local_cpus,"
 		" pci_addr, pcie_speed, pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes)"
 		" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
-		" ON CONFLICT(node_id, name, node_guid) DO UPDATE SET transport=excluded.transport, fw_ver=excluded.fw_ver,"
+		" ON CONFLICT(node_id, name, node_guid) DO UPDATE SET transport=excluded.transport,"
+		" fw_ver=excluded.fw_ver,"
 		" vendor_id=excluded.vendor_id, vendor_part_id=excluded.vendor_part_id, hw_ver=excluded.hw_ver,"
-		" max_qp=excluded.max_qp, max_qp_wr=excluded.max_qp_wr, max_sge=excluded.max_sge, max_cqe=excluded.max_cqe,"
+		" max_qp=excluded.max_qp, max_qp_wr=excluded.max_qp_wr, max_sge=excluded.max_sge,"
+		" max_cqe=excluded.max_cqe,"
 		" max_qp_rd_atom=excluded.max_qp_rd_atom, max_mr=excluded.max_mr, max_inline_rc=excluded.max_inline_rc,"
 		" max_inline_ud=excluded.max_inline_ud, numa_node=excluded.numa_node, local_cpus=excluded.local_cpus,"
 		" pci_addr=excluded.pci_addr, pcie_speed=excluded.pcie_speed, pcie_width=excluded.pcie_width,"
@@ -337,9 +341,11 @@ static int add_points(struct rt_store *st, int64_t run_id, const struct rt_lat_p
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	if ((rc = prepare(st, "INSERT INTO lat_points(run_id, op, qpt, kind, msg_bytes, inl, n_samples, median_ns, p99_ns,"
+	if ((rc = prepare(st,
+			  "INSERT INTO lat_points(run_id, op, qpt, kind, msg_bytes, inl, n_samples, median_ns, p99_ns,"
 			  " p999_ns, mean_ns, min_ns, ci_lo_ns, ci_hi_ns, cpu_ns_per_op, n_kept, samples)"
-			  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s, err)))
+			  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			  &s, err)))
 		return rc;
 	for (size_t i = 0; i < n_lat; i++) {
 		const struct rt_lat_point *p = &lat[i];
@@ -370,7 +376,8 @@ static int add_points(struct rt_store *st, int64_t run_id, const struct rt_lat_p
 	}
 	sqlite3_finalize(s);
 	s = NULL;
-	if ((rc = prepare(st, "INSERT INTO rate_points(run_id, op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps,"
+	if ((rc = prepare(st,
+			  "INSERT INTO rate_points(run_id, op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps,"
 			  " mops, mops_lo, mops_hi, cpu_ns_per_msg, msgs, enomem) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			  &s, err)))
 		return rc;
@@ -529,7 +536,8 @@ static int load_devices(struct rt_store *st, const char *where, int64_t key, str
 	*devs = NULL;
 	*n = 0;
 	snprintf(sql, sizeof(sql), "SELECT id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
-		 " max_qp, max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node,"
+		 " max_qp, max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud,"
+		 " numa_node,"
 		 " local_cpus, pci_addr, pcie_speed, pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes"
 		 " FROM devices WHERE %s ORDER BY name", where);
 	if ((rc = prepare(st, sql, &s, err)) ||
@@ -734,7 +742,8 @@ int rt_store_run_load(struct rt_store *st, const char *which, const char *device
 			  " r.started_ns, r.ended_ns, r.status, r.max_inline_used, r.sq_depth, r.cqmod, n.hostname,"
 			  " n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes, r.owner_pid, r.owner_host"
 			  " FROM runs r JOIN nodes n ON n.id = r.node_id JOIN devices d ON d.id = r.device_id"
-			  " WHERE (?1 IS NULL OR r.uuid = ?1 OR r.id = ?2) AND (?3 IS NULL OR d.name = ?3 OR d.node_guid = ?3)"
+			  " WHERE (?1 IS NULL OR r.uuid = ?1 OR r.id = ?2) AND (?3 IS NULL OR d.name = ?3 OR"
+			  " d.node_guid = ?3)"
 			  " ORDER BY r.started_ns DESC, r.id DESC LIMIT 1", &s, err)))
 		return rc;
 	if (which)
@@ -915,8 +924,8 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 	sqlite3_bind_text(s, 3, rt_qp_type_name(qpt), -1, SQLITE_STATIC);
 	step = sqlite3_step(s);
 	if (step == SQLITE_DONE) {
-		rc = rt_error_set(err, ENOENT, "no histogram of app '%s' (%s/%s) in store '%s'", app, rt_opcode_name(op),
-				  rt_qp_type_name(qpt), st->path);
+		rc = rt_error_set(err, ENOENT, "no histogram of app '%s' (%s/%s) in store '%s'", app,
+				  rt_opcode_name(op), rt_qp_type_name(qpt), st->path);
 		goto out;
 	}
 	if (step != SQLITE_ROW) {
@@ -1007,7 +1016,8 @@ int rt_store_node_devices(struct rt_store *st, const char *node_key, struct rt_d
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = prepare(st, "SELECT id FROM nodes WHERE node_key = ?1 OR hostname = ?1 ORDER BY id LIMIT 1", &s, err)))
+	if ((rc = prepare(st, "SELECT id FROM nodes WHERE node_key = ?1 OR hostname = ?1 ORDER BY id LIMIT 1", &s,
+			  err)))
 		return rc;
 	sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s);

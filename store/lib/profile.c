@@ -115,7 +115,8 @@ static bool is_uuid(const char *s)
 	for (size_t i = 0; pat[i]; i++) {
 		char c = s[i];
 
-		if (pat[i] == '-' ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+		if (pat[i] == '-' ? c != '-'
+				  : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
 			return false;
 	}
 	return true;
@@ -128,7 +129,8 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 	if (!e->device[0])
 		return rt_error_set(err, EINVAL, "%s.device: empty", P(prefix));
 	if (e->port < 1 || e->port > RT_PROFILE_MAX_PORT)
-		return rt_error_set(err, EINVAL, "%s.port: %d is out of range 1..%d", P(prefix), e->port, RT_PROFILE_MAX_PORT);
+		return rt_error_set(err, EINVAL, "%s.port: %d is out of range 1..%d", P(prefix), e->port,
+				    RT_PROFILE_MAX_PORT);
 	if ((unsigned)e->opcode >= N_OF(op_names))
 		return rt_error_set(err, EINVAL, "%s.opcode: invalid", P(prefix));
 	if ((unsigned)e->qp_type >= N_OF(qpt_names))
@@ -142,8 +144,8 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 		return rt_error_set(err, EINVAL, "%s.inline_threshold: %" PRIu32 " exceeds max_inline_data %" PRIu32,
 				    P(prefix), e->inline_threshold, e->max_inline_data);
 	if (e->sq_depth < 1 || e->sq_depth > RT_PROFILE_MAX_SQ_DEPTH)
-		return rt_error_set(err, EINVAL, "%s.sq_depth: %" PRIu32 " is out of range 1..%u", P(prefix), e->sq_depth,
-				    RT_PROFILE_MAX_SQ_DEPTH);
+		return rt_error_set(err, EINVAL, "%s.sq_depth: %" PRIu32 " is out of range 1..%u", P(prefix),
+				    e->sq_depth, RT_PROFILE_MAX_SQ_DEPTH);
 	if (e->signal_interval < 1 || e->signal_interval > RT_PROFILE_MAX_SIGNAL_INTERVAL)
 		return rt_error_set(err, EINVAL, "%s.signal_interval: %" PRIu32 " is out of range 1..%u", P(prefix),
 				    e->signal_interval, RT_PROFILE_MAX_SIGNAL_INTERVAL);
@@ -151,8 +153,8 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 		return rt_error_set(err, EINVAL, "%s.signal_interval: %" PRIu32 " exceeds sq_depth %" PRIu32, P(prefix),
 				    e->signal_interval, e->sq_depth);
 	if (e->cq_depth < 1 || e->cq_depth > RT_PROFILE_MAX_CQ_DEPTH)
-		return rt_error_set(err, EINVAL, "%s.cq_depth: %" PRIu32 " is out of range 1..%u", P(prefix), e->cq_depth,
-				    RT_PROFILE_MAX_CQ_DEPTH);
+		return rt_error_set(err, EINVAL, "%s.cq_depth: %" PRIu32 " is out of range 1..%u", P(prefix),
+				    e->cq_depth, RT_PROFILE_MAX_CQ_DEPTH);
 	if (e->cq_moderation && (e->cq_mod_count > RT_PROFILE_MAX_CQ_MOD_COUNT ||
 				 e->cq_mod_period_us > RT_PROFILE_MAX_CQ_MOD_PERIOD_US))
 		return rt_error_set(err, EINVAL, "%s.cq_moderation: count/period_us out of range 0..65535", P(prefix));
@@ -221,8 +223,9 @@ static int get_int(struct ctx *c, const char *where, json_t *obj, const char *ke
 		if (!(d >= -9e15 && d <= 9e15) || d != (double)(json_int_t)d)
 			return fail(c, EINVAL, "%s.%s: expected an integer, got %g", where, key, d);
 		if ((json_int_t)d < lo || (json_int_t)d > hi)
-			return fail(c, EINVAL, "%s.%s: %g is out of range %" JSON_INTEGER_FORMAT "..%" JSON_INTEGER_FORMAT,
-				    where, key, d, lo, hi);
+			return fail(c, EINVAL,
+				    "%s.%s: %g is out of range %" JSON_INTEGER_FORMAT "..%" JSON_INTEGER_FORMAT, where,
+				    key, d, lo, hi);
 		*out = (json_int_t)d;
 		return 0;
 	}
@@ -299,8 +302,10 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 		return rc;
 	if (rt_profile_qp_type_parse(tmp, &e->qp_type))
 		return fail(c, EINVAL, "%s.qp_type: '%s' is not rc or ud", where, tmp);
-	if ((rc = get_u32(c, where, je, "inline_threshold", true, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->inline_threshold)) ||
-	    (rc = get_u32(c, where, je, "max_inline_data", true, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->max_inline_data)) ||
+	if ((rc = get_u32(c, where, je, "inline_threshold", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
+			  &e->inline_threshold)) ||
+	    (rc = get_u32(c, where, je, "max_inline_data", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
+			  &e->max_inline_data)) ||
 	    (rc = get_u32(c, where, je, "signal_interval", true, 1, RT_PROFILE_MAX_SIGNAL_INTERVAL,
 			  &e->signal_interval)) ||
 	    (rc = get_u32(c, where, je, "sq_depth", true, 1, RT_PROFILE_MAX_SQ_DEPTH, &e->sq_depth)) ||
@@ -311,10 +316,12 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 		char w2[64];
 
 		if (!json_is_object(cm))
-			return fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where, type_name(cm));
+			return fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where,
+				    type_name(cm));
 		snprintf(w2, sizeof(w2), "%s.cq_moderation", where);
 		if ((rc = get_u32(c, w2, cm, "count", true, 0, RT_PROFILE_MAX_CQ_MOD_COUNT, &e->cq_mod_count)) ||
-		    (rc = get_u32(c, w2, cm, "period_us", true, 0, RT_PROFILE_MAX_CQ_MOD_PERIOD_US, &e->cq_mod_period_us)))
+		    (rc = get_u32(c, w2, cm, "period_us", true, 0, RT_PROFILE_MAX_CQ_MOD_PERIOD_US,
+				  &e->cq_mod_period_us)))
 			return rc;
 		e->cq_moderation = true;
 	}
@@ -407,10 +414,12 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 	{
 		json_int_t v = 0;
 
-		if ((rc = get_str(&c, "node", node, "hostname", true, false, false, p->hostname, sizeof(p->hostname))) ||
+		if ((rc = get_str(&c, "node", node, "hostname", true, false, false, p->hostname,
+				  sizeof(p->hostname))) ||
 		    (rc = get_str(&c, "node", node, "machine_id", false, true, false, p->machine_id,
 				  sizeof(p->machine_id))) ||
-		    (rc = get_str(&c, "node", node, "cpu_model", false, true, true, p->cpu_model, sizeof(p->cpu_model))) ||
+		    (rc = get_str(&c, "node", node, "cpu_model", false, true, true, p->cpu_model,
+				  sizeof(p->cpu_model))) ||
 		    (rc = get_str(&c, "node", node, "kernel", false, true, true, p->kernel, sizeof(p->kernel))) ||
 		    (rc = get_str(&c, "node", node, "hardware_signature", false, true, false, p->hw_signature,
 				  sizeof(p->hw_signature))))

@@ -39,10 +39,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "store_fill: %s\n", err.text);
 			return 1;
 		}
-		tu_entry(&e[0], argv[2], RT_PROFILE_OP_SEND, thr[i] < max_inline ? thr[i] : max_inline, n_sig[i], r.uuid,
-			 1700000000 + i * 3600);
-		tu_entry(&e[1], argv[2], RT_PROFILE_OP_WRITE, thr[i] / 2 < max_inline ? thr[i] / 2 : max_inline, n_sig[i],
+		tu_entry(&e[0], argv[2], RT_PROFILE_OP_SEND, thr[i] < max_inline ? thr[i] : max_inline, n_sig[i],
 			 r.uuid, 1700000000 + i * 3600);
+		tu_entry(&e[1], argv[2], RT_PROFILE_OP_WRITE, thr[i] / 2 < max_inline ? thr[i] / 2 : max_inline,
+			 n_sig[i], r.uuid, 1700000000 + i * 3600);
 		e[0].max_inline_data = e[1].max_inline_data = max_inline;
 		if (rt_store_put_profile(st, &r.node, NULL, e, 2, NULL, &err)) {
 			fprintf(stderr, "store_fill: %s\n", err.text);

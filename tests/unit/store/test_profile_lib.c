@@ -216,7 +216,8 @@ static void test_sendq_basics(void **state)
 		assert_false(rt_sendq_must_poll(&q));
 		assert_int_equal(rt_sendq_should_signal(&q), i % 4 == 0);
 		if (i % 4 == 0)
-			assert_int_equal(rt_sendq_posted(&q, false), EINVAL); /* skipping a required signal is refused */
+			assert_int_equal(rt_sendq_posted(&q, false),
+					 EINVAL); /* skipping a required signal is refused */
 		assert_int_equal(rt_sendq_posted(&q, i % 4 == 0), 0);
 	}
 	assert_true(rt_sendq_must_poll(&q));

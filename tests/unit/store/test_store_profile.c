@@ -165,7 +165,8 @@ static void test_roundtrip_store_json_librtune(void **state)
 	assert_int_equal(rt_store_get_profile(st, NULL, NULL, &v, &n, NULL, NULL, &err), 0);
 	assert_int_equal(rt_profile_entry_count(p), n);
 	for (size_t i = 0; i < n; i++) {
-		const struct rt_profile_entry *e = rt_profile_select(p, v[i].device, v[i].port, v[i].opcode, v[i].qp_type);
+		const struct rt_profile_entry *e =
+			rt_profile_select(p, v[i].device, v[i].port, v[i].opcode, v[i].qp_type);
 
 		assert_non_null(e);
 		/* every field survives, so the whole struct compares equal */
@@ -311,7 +312,8 @@ static void test_import(void **state)
 	{
 		static const char doc[] = "{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"3.1\"}}";
 
-		assert_int_equal(rt_store_import_text(other, "x.json", doc, strlen(doc), &added, &skipped, &err), ENOTSUP);
+		assert_int_equal(rt_store_import_text(other, "x.json", doc, strlen(doc), &added, &skipped, &err),
+				 ENOTSUP);
 	}
 	assert_non_null(strstr(err.text, "profile 'x.json': schema version 3.1 is not supported"));
 	assert_int_equal(rt_store_import_file(other, dir, &added, &skipped, &err), EINVAL);

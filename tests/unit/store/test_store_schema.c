@@ -139,7 +139,8 @@ static const char v1_sql[] =
 	" n_samples INTEGER, median_ns REAL, p99_ns REAL, p999_ns REAL, mean_ns REAL, min_ns REAL, ci_lo_ns REAL,"
 	" ci_hi_ns REAL, cpu_ns_per_op REAL, n_kept INTEGER, samples BLOB);"
 	"CREATE INDEX lat_points_run ON lat_points(run_id);"
-	"CREATE TABLE rate_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	"CREATE TABLE rate_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE"
+	" CASCADE,"
 	" op TEXT NOT NULL, qpt TEXT NOT NULL, msg_bytes INTEGER NOT NULL, inl INTEGER NOT NULL,"
 	" signal_interval INTEGER NOT NULL, sq_depth INTEGER, reps INTEGER, mops REAL, mops_lo REAL, mops_hi REAL,"
 	" cpu_ns_per_msg REAL, msgs INTEGER, enomem INTEGER);"
@@ -154,7 +155,8 @@ static const char v1_sql[] =
 	" stored_ns INTEGER NOT NULL, UNIQUE(node_id, device, port, op, qpt, run_uuid));"
 	/* data an old rtune recorded */
 	"INSERT INTO nodes VALUES(1, 'mid-old', 'old-host', 'mid-old', 'Old CPU', '5.10', 4, 1, '', 1);"
-	"INSERT INTO devices(id, node_id, name, node_guid, fw_ver) VALUES(1, 1, 'mlx5_0', 'aaaa:bbbb:cccc:dddd', '16.1');"
+	"INSERT INTO devices(id, node_id, name, node_guid, fw_ver) VALUES(1, 1, 'mlx5_0', 'aaaa:bbbb:cccc:dddd',"
+	" '16.1');"
 	"INSERT INTO ports VALUES(1, 1, 'PORT_ACTIVE', 'InfiniBand', 4096, 4096, 3, 128, '[]');"
 	"INSERT INTO runs VALUES(1, '11111111-2222-4333-8444-555555555555', 1, 1, 1, 0, '{}', '{\"cpu\":3}',"
 	" 1000000000, 2000000000, 'complete', 42, 'old-host', 220, 128);"
@@ -165,7 +167,8 @@ static const char v1_sql[] =
 	"INSERT INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval,"
 	" sq_depth, cq_depth, confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns) VALUES"
 	" (1, 'mlx5_0', 'aaaa:bbbb:cccc:dddd', 1, 'send', 'rc', 128, 128, 16, 128, 256, 'medium',"
-	"  '[{\"code\":\"crossover\",\"text\":\"old\"}]', 1700000000, '11111111-2222-4333-8444-555555555555', '0.0.9', 1);"
+	"  '[{\"code\":\"crossover\",\"text\":\"old\"}]', 1700000000, '11111111-2222-4333-8444-555555555555', '0.0.9',"
+	" 1);"
 	"PRAGMA user_version = 1;";
 
 static void test_migrate_from_v1(void **state)
