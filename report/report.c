@@ -643,7 +643,8 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 		}
 		n++;
 	}
-	qsort(names, n, sizeof(*names), cmp_str);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_str);
 	for (size_t i = 0; i < n && !rc; i++) {
 		char path[4096];
 		struct stat sb;

@@ -92,7 +92,8 @@ static void group_key(struct rp_node *n, char id[40], char **label)
 		uint64_t h = 0xcbf29ce484222325ULL;
 		char num[16];
 
-		qsort(n->devs, (size_t)n->n_devs, sizeof(*n->devs), cmp_dev_name);
+		if (n->n_devs > 1)
+			qsort(n->devs, (size_t)n->n_devs, sizeof(*n->devs), cmp_dev_name);
 		h = rp_fnv1a(h, n->cpu_model);
 		snprintf(num, sizeof(num), "%d", n->numa_nodes);
 		h = rp_fnv1a(h, num);
@@ -185,7 +186,8 @@ static int build_groups(struct rt_report *r)
 		g->nodes[g->n_nodes++] = i;
 	}
 	/* biggest groups first; renumber the nodes' group index */
-	qsort(r->groups, r->n_groups, sizeof(*r->groups), cmp_group);
+	if (r->n_groups > 1)
+		qsort(r->groups, r->n_groups, sizeof(*r->groups), cmp_group);
 	for (size_t gi = 0; gi < r->n_groups; gi++)
 		for (size_t k = 0; k < r->groups[gi].n_nodes; k++)
 			r->nodes[r->groups[gi].nodes[k]].group = (int)gi;

@@ -303,7 +303,7 @@ static int cmp_i64(const void *a, const void *b)
 /* Index of node id in the sorted ids, or -1. */
 static long node_index(const int64_t *ids, size_t n, int64_t id)
 {
-	const int64_t *hit = bsearch(&id, ids, n, sizeof(*ids), cmp_i64);
+	const int64_t *hit = n ? bsearch(&id, ids, n, sizeof(*ids), cmp_i64) : NULL;
 
 	return hit ? (long)(hit - ids) : -1;
 }

@@ -93,6 +93,11 @@ check_rc 1 $rc "empty directory only"
 grep -q "no usable profile" "$t/err3.txt" || fail "no 'no usable profile' line"
 rc=0; "$rtune" report "$t/bad" > /dev/null 2>&1 || rc=$?
 check_rc 1 $rc "only bad inputs"
+"$gen" store "$t/runs-only.db" runs 2 $now
+sqlite3 "$t/runs-only.db" "DELETE FROM profiles"
+rc=0; "$rtune" report "$t/runs-only.db" > /dev/null 2> "$t/err7.txt" || rc=$?
+check_rc 1 $rc "a store with runs but no profile"
+grep -q "runs-only.db: store holds no profiles" "$t/err7.txt" || fail "profile-less store not named: $(cat "$t/err7.txt")"
 mkfifo "$t/fifo"
 rc=0; timeout 20 "$rtune" report "$t/fifo" > /dev/null 2> "$t/err6.txt" || rc=$?
 check_rc 1 $rc "a FIFO named as input (must not block)"
