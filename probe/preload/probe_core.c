@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -247,6 +248,8 @@ static ino_t g_out_ino;
 static char g_out_path[4096];
 static int g_out_errno;
 static char g_out_err_path[4096];
+static bool g_out_off;           /* set-user-ID/AT_SECURE process: never write a file */
+static int g_out_cfg_err;        /* RTUNE_PROBE_OUT unusable (too long): reported at exit, nothing written */
 static bool g_out_reported;
 static uint64_t g_writes;
 
@@ -1850,18 +1853,30 @@ out:
 	return ret;
 }
 
+/* The probe's environment: nothing at all in a set-user-ID (AT_SECURE) process, whose caller must not steer it. */
+static const char *probe_env(const char *name)
+{
+	return secure_getenv(name);
+}
+
 static void init_once(void)
 {
 	const char *v;
 
 	g_start_ns = now_ns();
-	if ((v = getenv("RTUNE_PROBE_SAMPLE")) && !parse_u32(v, 1u << 30, &g_cfg.sample_every))
-		fprintf(stderr, "rtune-probe: ignoring RTUNE_PROBE_SAMPLE='%s': not a count\n", v);
-	if ((v = getenv("RTUNE_PROBE_OUT")))
-		snprintf(g_cfg.out_pattern, sizeof(g_cfg.out_pattern), "%s", v);
-	if ((v = getenv("RTUNE_INLINE_THRESHOLD")) && *v) {
+	/* a privileged process writes no file (its caller would choose the path or the directory) and prints nothing */
+	g_out_off = getauxval(AT_SECURE) != 0;
+	if ((v = probe_env("RTUNE_PROBE_SAMPLE")) && !parse_u32(v, 1u << 30, &g_cfg.sample_every))
+		fprintf(stderr, "rtune-probe: ignoring RTUNE_PROBE_SAMPLE='%.64s': not a count\n", v);
+	if ((v = probe_env("RTUNE_PROBE_OUT"))) {
+		if (strlen(v) >= sizeof(g_cfg.out_pattern) - 32)
+			g_out_cfg_err = ENAMETOOLONG; /* never write to a truncated name */
+		else
+			snprintf(g_cfg.out_pattern, sizeof(g_cfg.out_pattern), "%s", v);
+	}
+	if ((v = probe_env("RTUNE_INLINE_THRESHOLD")) && *v) {
 		if (!parse_u32(v, 1u << 20, &g_cfg.apply_threshold)) {
-			fprintf(stderr, "rtune-probe: ignoring RTUNE_INLINE_THRESHOLD='%s': not a byte count\n", v);
+			fprintf(stderr, "rtune-probe: ignoring RTUNE_INLINE_THRESHOLD='%.64s': not a byte count\n", v);
 			g_cfg.apply_threshold = 0;
 		} else {
 			g_cfg.apply_max_inline = g_cfg.apply_threshold;
@@ -1870,8 +1885,8 @@ static void init_once(void)
 	}
 	g_key_ok = pthread_key_create(&g_key, slab_release) == 0;
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	if (!g_cfg.apply_threshold && (v = getenv("RTUNE_PROFILE")) && *v && rt_probe_load_profile(v))
-		fprintf(stderr, "rtune-probe: ignoring RTUNE_PROFILE='%s': no readable profile entries\n", v);
+	if (!g_cfg.apply_threshold && (v = probe_env("RTUNE_PROFILE")) && *v && rt_probe_load_profile(v))
+		fprintf(stderr, "rtune-probe: ignoring RTUNE_PROFILE='%.200s': no readable profile entries\n", v);
 }
 
 void rt_probe_init(void)
@@ -2182,31 +2197,42 @@ int rt_probe_render_json(bool final, char **out, size_t *len)
 	return ret;
 }
 
-/* The output path for this process: RTUNE_PROBE_OUT with %p = pid (a forked child without %p appends .<pid>). */
-static void out_path(char *buf, size_t len)
+/*
+ * The output path for this process: RTUNE_PROBE_OUT with %p = pid (a forked child without %p appends .<pid>).
+ * Returns 0, or ENAMETOOLONG when the expansion does not fit (never a truncated name).
+ */
+static int out_path(char *buf, size_t len)
 {
 	const char *pat = g_cfg.out_pattern;
 	size_t o = 0;
 	bool had_pid = false;
+	int n;
 
 	if (!*pat) {
-		snprintf(buf, len, "./rtune-probe.%ld.json", (long)getpid());
-		return;
+		n = snprintf(buf, len, "./rtune-probe.%ld.json", (long)getpid());
+		return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
 	}
-	for (const char *p = pat; *p && o + 1 < len; p++) {
+	for (const char *p = pat; *p; p++) {
 		if (p[0] == '%' && p[1] == 'p') {
-			o += (size_t)snprintf(buf + o, len - o, "%ld", (long)getpid());
+			n = snprintf(buf + o, len - o, "%ld", (long)getpid());
+			if (n < 0 || (size_t)n >= len - o)
+				return ENAMETOOLONG;
+			o += (size_t)n;
 			had_pid = true;
 			p++;
 		} else {
+			if (o + 1 >= len)
+				return ENAMETOOLONG;
 			buf[o++] = *p;
 		}
-		if (o >= len)
-			o = len - 1;
 	}
 	buf[o] = '\0';
-	if (!had_pid && g_forked_child)
-		snprintf(buf + o, len - o, ".%ld", (long)getpid());
+	if (!had_pid && g_forked_child) {
+		n = snprintf(buf + o, len - o, ".%ld", (long)getpid());
+		if (n < 0 || (size_t)n >= len - o)
+			return ENAMETOOLONG;
+	}
+	return 0;
 }
 
 static int write_locked(bool final, char *path_out, size_t path_len)
@@ -2219,6 +2245,12 @@ static int write_locked(bool final, char *path_out, size_t path_len)
 
 	if (!g_activity && !g_nctx && !atomic_load(&g_nqp))
 		return 0; /* never touched verbs (a shell, a tool run under LD_PRELOAD): nothing to render */
+	if (g_out_off)
+		return EPERM; /* set-user-ID process: no file, and nothing said at exit */
+	if (g_out_cfg_err && !g_out_errno) {
+		g_out_errno = g_out_cfg_err;
+		snprintf(g_out_err_path, sizeof(g_out_err_path), "%.64s... (RTUNE_PROBE_OUT)", probe_env("RTUNE_PROBE_OUT"));
+	}
 	ret = render_locked(final, &doc, &len, &has);
 	if (ret)
 		return ret;
@@ -2231,7 +2263,12 @@ static int write_locked(bool final, char *path_out, size_t path_len)
 			free(doc);
 			return g_out_errno; /* reported once at exit */
 		}
-		out_path(g_out_path, sizeof(g_out_path));
+		if ((ret = out_path(g_out_path, sizeof(g_out_path)))) {
+			g_out_errno = ret;
+			snprintf(g_out_err_path, sizeof(g_out_err_path), "%.64s...", g_out_path);
+			free(doc);
+			return ret;
+		}
 		g_out_fd = open(g_out_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (g_out_fd < 0 || fstat(g_out_fd, &st)) {
 			g_out_errno = errno ? errno : EIO;
@@ -2297,9 +2334,9 @@ void rt_probe_fini(void)
 
 	pthread_mutex_lock(&g_lock);
 	write_locked(true, NULL, 0);
-	if (g_out_errno && !g_out_reported) {
+	if (g_out_errno && !g_out_reported && !g_out_off) {
 		g_out_reported = true;
-		fprintf(stderr, "rtune-probe: cannot write '%s': %s (the application was not affected)\n",
+		fprintf(stderr, "rtune-probe: cannot write '%.300s': %s (the application was not affected)\n",
 			g_out_err_path, strerror(g_out_errno));
 	}
 	/* the descriptor stays open (O_CLOEXEC): a later close_device from another destructor rewrites the same file */
