@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The demo itself, run by `make demo` (on the host's device or in the Soft-RoCE guest) and by the rxe_demo test: lists
 # the devices, calibrates the first one, tunes the inline threshold and signaling interval from the run, stores the
-# profile and exports it for applications. Store and exports are kept in $RTUNE_BUILD_DIR/demo/.
+# profile, exports it for applications and runs an example application that sends with it. Store and exports are kept in $RTUNE_BUILD_DIR/demo/.
 set -euo pipefail
 rtune=$RTUNE_BUILD_DIR/cli/rtune
 out=$RTUNE_BUILD_DIR/demo
@@ -27,5 +27,9 @@ step "rtune show"
 step "rtune export (JSON profile for applications, shell lines for existing stacks)"
 "$rtune" export -o "$out/profile.json"
 "$rtune" export --format env --profile "$out/profile.json"
+
+step "an application using the profile through librtune (inline below the threshold, signal every N, no ENOMEM)"
+"$RTUNE_BUILD_DIR/examples/rt_send_example" --profile "$out/profile.json" -n 2000 -s 8,64,256
+
 echo
 echo "demo: done; store $RTUNE_DB, profile $out/profile.json, run $out/run.json"
