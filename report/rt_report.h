@@ -50,7 +50,8 @@ long rt_report_add_json_text(struct rt_report *r, const char *name, const char *
 /* Problems met while reading inputs, in order: "<path>: <why>". */
 size_t rt_report_problem_count(const struct rt_report *r);
 const char *rt_report_problem_at(const struct rt_report *r, size_t i);
-/* Nodes read so far (a node present in several inputs counts once: its most recently measured profile wins). */
+/* Nodes read so far (a node — machine-id and hostname — present in several inputs counts once: its most recently
+ * measured profile wins). */
 size_t rt_report_node_count(const struct rt_report *r);
 
 /* Groups the nodes, computes statistics, outliers with causes and drift. Call once, after the last add; 0 or ENOMEM. */
