@@ -4,11 +4,12 @@
 #   make check   build and run every test: unit tier and Soft-RoCE (rxe) tier
 #   make demo    the main job end to end: devices, calibrate, tune, store, export (in the Soft-RoCE VM without a device)
 #   make bench   the benchmarks, as ratios measured in one run
+#   make hardening  sanitizer (ASan+UBSan, TSan) test runs, clang-tidy, cppcheck and a bounded fuzz run (scripts/hardening)
 BUILD ?= build
 WERROR ?= ON
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build check unit rxe demo bench clean
+.PHONY: all deps configure build check unit rxe demo bench hardening clean
 
 all: build
 
@@ -37,6 +38,9 @@ demo: build
 
 bench: build
 	@scripts/bench $(BUILD)
+
+hardening: deps
+	@scripts/hardening
 
 clean:
 	rm -rf $(BUILD)
