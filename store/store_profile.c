@@ -306,17 +306,83 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 	return o;
 }
 
-static json_t *document(const struct rt_node_info *node, const char *hw_sig, const struct rt_profile_entry *v,
-			size_t n)
+/* The node's hardware facts as recorded by its calibration runs (devices, PCIe, NUMA): what `rtune report` groups
+ * nodes by and names outliers' causes from. NULL when the store has no device rows for the node (an imported node). */
+static json_t *hardware_json(struct rt_store *st, const struct rt_node_info *node)
+{
+	struct rt_device_info *devs = NULL;
+	json_t *arr, *hw = NULL;
+	size_t nd = 0;
+
+	if (rt_store_node_devices(st, rt_store_node_key(node), &devs, &nd, NULL) || nd == 0) {
+		free(devs);
+		return NULL;
+	}
+	arr = json_array();
+	for (size_t i = 0; arr && i < nd; i++) {
+		const struct rt_device_info *d = &devs[i];
+		json_t *pcie = json_null(), *o;
+
+		if (d->pci_addr[0])
+			pcie = json_pack("{s:s, s:i, s:o, s:o}", "speed", d->pcie_speed, "width", d->pcie_width,
+					 "max_payload_bytes",
+					 d->pcie_max_payload_bytes ? json_integer(d->pcie_max_payload_bytes) : json_null(),
+					 "max_read_request_bytes",
+					 d->pcie_max_read_req_bytes ? json_integer(d->pcie_max_read_req_bytes) : json_null());
+		o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:i, s:o, s:o}", "name", d->name, "guid", d->node_guid,
+			      "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id,
+			      "fw_ver", d->fw_ver, "link_layer", d->port_count ? d->ports[0].link_layer : "",
+			      "active_mtu", d->port_count ? d->ports[0].active_mtu_bytes : 0, "numa_node",
+			      d->numa_node >= 0 ? json_integer(d->numa_node) : json_null(), "pcie", pcie);
+		if (!o || json_array_append_new(arr, o)) {
+			json_decref(arr);
+			arr = NULL;
+		}
+	}
+	if (arr)
+		hw = json_pack("{s:s, s:i, s:o}", "cpu_model", node->cpu_model, "numa_nodes",
+			       node->numa_nodes > 0 ? node->numa_nodes : 1, "devices", arr);
+	free(devs);
+	return hw;
+}
+
+/* Where the run behind an entry measured from: {"cpu_numa_node": n|null, "numa_local": bool}, or NULL when the store
+ * does not hold that run (an imported entry). */
+static json_t *calibration_json(struct rt_store *st, const char *run_uuid)
+{
+	sqlite3_stmt *s = NULL;
+	json_t *o = NULL;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT json_extract(env, '$.cpu_numa_node'), json_extract(env, '$.numa_local')"
+			       " FROM runs WHERE uuid = ?1 AND json_valid(env)",
+			       -1, &s, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(s, 1, run_uuid, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		sqlite3_int64 node = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
+
+		o = json_pack("{s:o, s:b}", "cpu_numa_node", node >= 0 ? json_integer(node) : json_null(), "numa_local",
+			      sqlite3_column_int(s, 1) != 0);
+	}
+out:
+	sqlite3_finalize(s);
+	return o;
+}
+
+static json_t *document(struct rt_store *st, const struct rt_node_info *node, const char *hw_sig,
+			const struct rt_profile_entry *v, size_t n)
 {
 	char ver[16], now[32];
-	json_t *entries = json_array(), *doc;
+	json_t *entries = json_array(), *doc, *hw;
 
 	snprintf(ver, sizeof(ver), "%d.%d", RT_PROFILE_SCHEMA_MAJOR, RT_PROFILE_SCHEMA_MINOR);
 	rt_profile_time_format((int64_t)time(NULL), now);
 	for (size_t i = 0; entries && i < n; i++) {
-		json_t *e = rt_store_entry_json(&v[i]);
+		json_t *e = rt_store_entry_json(&v[i]), *cal = e ? calibration_json(st, v[i].run_id) : NULL;
 
+		if (cal)
+			json_object_set_new(e, "calibration", cal);
 		if (!e || json_array_append_new(entries, e)) {
 			json_decref(entries);
 			return NULL;
@@ -325,6 +391,9 @@ static json_t *document(const struct rt_node_info *node, const char *hw_sig, con
 	doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:o, s:o}", "schema", "name", RT_PROFILE_SCHEMA_NAME, "version", ver,
 			"rtune_version", RTUNE_VERSION, "generated_at", now, "node", rt_store_node_json(node, hw_sig),
 			"entries", entries);
+	hw = doc ? hardware_json(st, node) : NULL;
+	if (hw)
+		json_object_set_new(doc, "hardware", hw);
 	return doc;
 }
 
@@ -608,7 +677,7 @@ int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_fo
 	if ((rc = rt_store_get_profile(st, node_key, NULL, &v, &n, &node, sig, err)))
 		return rc;
 	if (fmt == RT_EXPORT_JSON) {
-		json_t *doc = document(&node, sig, v, n);
+		json_t *doc = document(st, &node, sig, v, n);
 		char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 
 		json_decref(doc);

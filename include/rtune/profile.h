@@ -21,7 +21,7 @@ extern "C" {
 
 #define RT_PROFILE_SCHEMA_NAME "rtune-profile"
 #define RT_PROFILE_SCHEMA_MAJOR 1
-#define RT_PROFILE_SCHEMA_MINOR 0
+#define RT_PROFILE_SCHEMA_MINOR 1
 
 #define RT_PROFILE_MAX_REASONS 8
 

@@ -45,8 +45,15 @@ assert d[3]['status']=='interrupted' and d[3]['stored_status']=='running' and d[
 check "export json exits 0" test $rc -eq 0
 check "export json is mode 0644" test "$(stat -c %a "$tmp/p.json")" = 644
 check "export json is a v1 profile" python3 -c "
-import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.0'}
+import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.1'}
 assert [e['inline_threshold'] for e in d['entries']]==[96,48]"
+check "export json carries the hardware of the calibration runs and where each entry was measured from (1.1)" python3 -c "
+import json; d=json.load(open('$tmp/p.json'))
+[dev] = d['hardware']['devices']
+assert dev['name']=='rxe0' and dev['vendor_id']==0x15b3 and dev['fw_ver']=='1.2.3' and dev['numa_node']==1, dev
+assert dev['link_layer']=='Ethernet' and dev['active_mtu']==1024 and dev['pcie'] is None, dev
+assert d['hardware']['numa_nodes']>=1
+assert all(e['calibration']=={'cpu_numa_node': 1, 'numa_local': True} for e in d['entries']), d['entries']"
 if python3 -c "import jsonschema" 2>/dev/null; then
   schema=$(dirname "$0")/../../../docs/profile-v1.schema.json corpus=$(dirname "$0")/corpus
   check "the exported profile validates against docs/profile-v1.schema.json" python3 -c "
