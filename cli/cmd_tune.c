@@ -202,7 +202,7 @@ int cmd_tune(int argc, char **argv)
 	struct rt_store *st = NULL;
 	struct rt_error err;
 	struct rt_run run;
-	size_t n_bins, added = 0;
+	size_t n_bins;
 	int rc = RT_EXIT_FAIL, prc;
 
 	prc = parse_args(argc, argv, &o);
@@ -266,7 +266,7 @@ int cmd_tune(int argc, char **argv)
 		}
 		for (size_t i = 0; i < res.n; i++)
 			decision_to_entry(&run, &res.d[i], o.app, &entries[i]);
-		if (rt_store_put_profile(st, &run.node, NULL, entries, res.n, &added, &err)) {
+		if (rt_store_replace_profile(st, &run.node, NULL, entries, res.n, &err)) {
 			rt_cli_error("cannot store the profile: %s", err.text);
 			goto out;
 		}
@@ -297,8 +297,9 @@ int cmd_tune(int argc, char **argv)
 		       o.app ? ", weighted by the message sizes of " : "", o.app ? o.app : "", text);
 		free(text);
 		if (!o.dry_run)
-			printf("\nprofile stored in '%s' (%zu new entr%s); 'rtune export' writes it for applications\n",
-			       rt_store_path(st), added, added == 1 ? "y" : "ies");
+			printf("\nprofile stored in '%s' (%zu entr%s, replacing any earlier tuning of this run); "
+			       "'rtune export' writes it for applications\n",
+			       rt_store_path(st), res.n, res.n == 1 ? "y" : "ies");
 	}
 	rc = RT_EXIT_OK;
 out:

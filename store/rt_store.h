@@ -167,6 +167,14 @@ int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, c
 			 const struct rt_profile_entry *entries, size_t n, size_t *added, struct rt_error *err);
 
 /*
+ * As rt_store_put_profile(), but entries replace those already stored from the same run for the same device, port,
+ * opcode and QP type (re-tuning a run, e.g. with an app histogram, supersedes the earlier tuning). All entries are
+ * validated before anything is deleted; on failure the store is unchanged.
+ */
+int rt_store_replace_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			     const struct rt_profile_entry *entries, size_t n, struct rt_error *err);
+
+/*
  * The current profile of a node: per (device, port, opcode, qp type) the most recently measured entry, filtered to
  * device (name or GUID) when not NULL. node_key NULL = the local node if it has profiles, else the only node that has
  * any (EEXIST with the list in err when several do). *out is malloc'd (free()), *n may be 0; node_out (may be NULL)

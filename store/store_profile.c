@@ -119,8 +119,38 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 	return 0;
 }
 
-int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
-			 const struct rt_profile_entry *entries, size_t n, size_t *added, struct rt_error *err)
+/* Deletes, inside the caller's transaction, the entries of node_id that the given entries would supersede: same
+ * device, port, opcode, QP type and run. */
+static int delete_superseded(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
+			     struct rt_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "DELETE FROM profiles WHERE node_id = ?1 AND device = ?2 AND port = ?3 AND op = ?4"
+			       " AND qpt = ?5 AND run_uuid = ?6", -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "replace profile", err);
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct rt_profile_entry *e = &entries[i];
+
+		sqlite3_bind_int64(s, 1, node_id);
+		sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);
+		sqlite3_bind_int(s, 3, e->port);
+		sqlite3_bind_text(s, 4, rt_profile_opcode_name(e->opcode), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 5, rt_profile_qp_type_name(e->qp_type), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 6, e->run_id, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) != SQLITE_DONE)
+			rc = rt_store_sql_error(st, "replace profile", err);
+		sqlite3_reset(s);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static int put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+		       const struct rt_profile_entry *entries, size_t n, bool replace, size_t *added,
+		       struct rt_error *err)
 {
 	int64_t node_id;
 	size_t cnt = 0;
@@ -128,16 +158,33 @@ int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, c
 
 	if (added)
 		*added = 0;
+	/* validate everything first, so a replace never deletes what an invalid entry would not restore */
+	for (size_t i = 0; i < n; i++)
+		if ((rc = rt_profile_entry_validate(&entries[i], err)))
+			return rc;
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, err)) ||
-	    (rc = insert_entries(st, node_id, entries, n, true, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (replace && (rc = delete_superseded(st, node_id, entries, n, err))) ||
+	    (rc = insert_entries(st, node_id, entries, n, false, &cnt, err)) || (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		return rc;
 	}
 	if (added)
 		*added = cnt;
 	return 0;
+}
+
+int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			 const struct rt_profile_entry *entries, size_t n, size_t *added, struct rt_error *err)
+{
+	return put_profile(st, node, hw_signature, entries, n, false, added, err);
+}
+
+int rt_store_replace_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			     const struct rt_profile_entry *entries, size_t n, struct rt_error *err)
+{
+	return put_profile(st, node, hw_signature, entries, n, true, NULL, err);
 }
 
 /* Chooses the node whose profile to read; fills node_id and node_out. */

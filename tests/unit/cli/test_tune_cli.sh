@@ -42,14 +42,24 @@ tune = json.load(open(sys.argv[2]))
 assert tune["run"] in show, "run id not in show"
 assert '"inline_threshold": %d' % d["inline_threshold"] in show
 PY
-"$rtune" tune --db "$dir/t.db" > "$dir/out2" 2>&1 && grep -q '(0 new entries)' "$dir/out2" && ok tune-idempotent || bad "tune-idempotent: $(tail -1 "$dir/out2")"
-"$rtune" tune --db "$dir/t.db" --app kv --json --dry-run > "$dir/app.json" 2> "$dir/err" && python3 - "$dir/app.json" <<'PY' && ok tune-app || bad "tune-app: $(cat "$dir/err")"
+"$rtune" tune --db "$dir/t.db" --app kv --json --dry-run > "$dir/app.json" 2> "$dir/err" && python3 - "$dir/app.json" <<'PY' && ok tune-app-dry-run || bad "tune-app-dry-run: $(cat "$dir/err")"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 [d] = [x for x in doc["decisions"] if x["opcode"] == "send" and x["qp_type"] == "rc"]
 assert doc["app"] == "kv" and doc["stored"] is False
 assert d["gain_from_histogram"] is True
 PY
+"$rtune" show --db "$dir/t.db" --json | grep -q '"app": "kv"' && bad "dry-run stored the app profile" || ok dry-run-stores-nothing
+# re-tuning the same run for the app replaces the earlier tuning of that run (one current entry, weighted by kv)
+"$rtune" tune --db "$dir/t.db" --app kv > "$dir/out2" 2>&1 && grep -q 'replacing any earlier tuning of this run' "$dir/out2" \
+  && ok tune-app-stored || bad "tune-app-stored: $(tail -2 "$dir/out2")"
+"$rtune" show --db "$dir/t.db" --json > "$dir/show2.json" && python3 - "$dir/show2.json" <<'PY' && ok retune-replaces || bad retune-replaces
+import json, sys
+text = json.dumps(json.load(open(sys.argv[1])))
+assert text.count('"app": "kv"') >= 1, "app-weighted entry not current"
+PY
+n_rows=$(sqlite3 "$dir/t.db" "SELECT count(*) FROM profiles WHERE op='send' AND qpt='rc'")
+[ "$n_rows" = 1 ] && ok retune-one-row || bad "retune-one-row: $n_rows rows for send/rc"
 
 expect() { # name want-exit pattern -- cmd...
   local name=$1 want=$2 pat=$3
