@@ -9,6 +9,7 @@
 #include "rt_store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -224,9 +225,20 @@ static int write_out(const char *path, const char *text)
 
 	if (strcmp(path, "-") == 0)
 		return fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF ? EIO : 0;
-	f = fopen(path, "we");
-	if (!f)
-		return errno;
+	/* never through a symlink; 0644 like every file rtune writes into possibly shared places */
+	{
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			return errno;
+		f = fdopen(fd, "w");
+		if (!f) {
+			int e = errno;
+
+			close(fd);
+			return e;
+		}
+	}
 	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
 		fclose(f);
 		return EIO;

@@ -239,8 +239,11 @@ static int pick_cpu(struct cal *c, struct rt_error *err)
 			if (dev_node >= 0 && rt_cpu_numa_node(all[i]) >= 0 && rt_cpu_numa_node(all[i]) != dev_node &&
 			    cpu_allowed(all[i]))
 				cpu = all[i];
+		if (cpu < 0 && dev_node < 0)
+			return rt_error_set(err, EINVAL, "device '%s' has no NUMA node (sysfs numa_node is -1): there is "
+					    "no remote CPU to measure from", c->run->dev.name);
 		if (cpu < 0)
-			return rt_error_set(err, EINVAL, "no CPU outside the device's NUMA node (%d) to measure from",
+			return rt_error_set(err, EINVAL, "no allowed CPU outside the device's NUMA node %d to measure from",
 					    dev_node);
 	} else {
 		/* the last allowed local CPU: CPU 0 takes most interrupts and housekeeping */

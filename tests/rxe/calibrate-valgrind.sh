@@ -12,7 +12,7 @@ vg=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect --errors-f
     --error-exitcode=99 --fair-sched=yes)
 
 echo "== calibrate under valgrind"
-"${vg[@]}" --log-file=/tmp/vg-cal.log $rtune calibrate -d "$dev" --quick --budget 40 --sizes 1,8,64 \
+"${vg[@]}" --log-file=/tmp/vg-cal.log $rtune calibrate -d "$dev" --quick --budget 90 --sizes 1,8,64 --sq-depth 32 \
   --db /tmp/vg.db --out /tmp/vg.json > /tmp/vg-cal.out 2>&1
 rc=$?
 cat /tmp/vg-cal.out | tail -3

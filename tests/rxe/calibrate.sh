@@ -110,6 +110,9 @@ cat /tmp/e2
 $rtune calibrate -d "$dev" --sizes 1,100000 --no-store > /dev/null 2> /tmp/e3; rc=$?
 cat /tmp/e3
 [ $rc -eq 2 ] && grep -q "max inline" /tmp/e3 || bad "size above max inline: exit $rc, expected 2"
+$rtune calibrate -d "$dev" --numa remote --no-store > /dev/null 2> /tmp/e5; rc=$?
+cat /tmp/e5
+[ $rc -eq 2 ] && grep -q "NUMA" /tmp/e5 || bad "--numa remote without a NUMA node: exit $rc, expected 2"
 timeout 20 $rtune calibrate --peer "$addr:18999" --quick --no-store > /dev/null 2> /tmp/e4; rc=$?
 cat /tmp/e4
 [ $rc -eq 1 ] && [ "$(grep -c . /tmp/e4)" -eq 1 ] || bad "no server: exit $rc, expected 1 with one line"
