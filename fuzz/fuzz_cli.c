@@ -138,15 +138,13 @@ static void make_seed(void)
 
 static void cleanup(void)
 {
-	char cmd[4300];
-
 	if (!top[0])
 		return;
-	if (chdir("/") == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-		if (system(cmd) != 0)
-			fprintf(stderr, "fuzz_cli: could not remove %s\n", top);
-	}
+	/* flat by construction: D/seed and D/work hold files only */
+	empty_dir(work);
+	empty_dir(seed);
+	if (rmdir(work) || rmdir(seed) || rmdir(top))
+		fprintf(stderr, "fuzz_cli: could not remove %s\n", top);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

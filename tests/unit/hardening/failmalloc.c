@@ -48,7 +48,7 @@ __attribute__((destructor)) static void failmalloc_fini(void)
 		return;
 	n = snprintf(buf, sizeof(buf), "%lu\n", (unsigned long)atomic_load(&calls));
 	if (n > 0 && write(fd, buf, (size_t)n) != n)
-		n = 0;
+		unlink(path); /* a short report is worse than none */
 	close(fd);
 }
 
@@ -96,7 +96,7 @@ void *reallocarray(void *p, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return realloc(p, n * size);
+	return realloc(p, n && size ? n * size : 1);
 }
 
 void *memalign(size_t align, size_t size)

@@ -221,7 +221,7 @@ static unsigned dir_entries(const char *dir)
 	if (!d)
 		return 9999;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
 			n++;
 	closedir(d);
 	return n;
