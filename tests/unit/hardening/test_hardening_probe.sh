@@ -3,9 +3,10 @@
 # The probe in hostile conditions (see hardening_probe.c): failing verbs and an unwritable output file, a
 # set-user-ID process (AT_SECURE: a copy of the program made setuid-root and run as nobody via setpriv), an
 # over-long RTUNE_PROBE_OUT, and 120 KiB environment values (stderr must stay short: the probe writes into its host
-# application's stderr). Exit 77 (skipped) only for the setuid part when setpriv or a suid-capable TMPDIR is missing.
+# application's stderr). The setuid part is skipped (with a note) without root, setpriv or a suid-capable TMPDIR.
+# With valgrind as 2nd argument the failing-verbs run is also checked for leaks and memory errors.
 set -uo pipefail
-bin=$1
+bin=$1 valgrind=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -14,6 +15,13 @@ bad() { echo "FAIL $1"; fails=$((fails + 1)); }
 
 mkdir "$tmp/faults"
 if "$bin" faults "$tmp/faults"; then ok "failing verbs and output are passed through"; else bad "failing verbs"; fi
+if [ -n "$valgrind" ]; then
+  "$valgrind" -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+    "$bin" faults "$tmp/faults" >/dev/null 2>"$tmp/vg.err"
+  rc=$?
+  if [ $rc -eq 0 ]; then ok "failing verbs: no leak, no memory error (valgrind)"
+  else bad "failing verbs under valgrind: exit $rc $(head -c 600 "$tmp/vg.err")"; fi
+fi
 
 # set-user-ID: AT_SECURE is set when the real and effective user differ
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null && ! findmnt -n -o OPTIONS -T "$tmp" | grep -qw nosuid; then
