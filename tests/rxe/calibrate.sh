@@ -95,8 +95,9 @@ grep -Eq "peer|completion error|responder" /tmp/kill.err || bad "the error line 
 $chk /tmp/kill.json --status failed --mode two-node --db /tmp/cal.db || fail=1
 
 echo "== 5. one CPU for both sides (client and loopback responder yield)"
+# (--json: the run on stdout, nothing else there)
 taskset -c 0 $rtune calibrate -d "$dev" --quick --budget 10 --sizes 1,64 --ops send --qp-type rc --no-store \
-  --out /tmp/one.json > /dev/null 2> /tmp/one.err || bad "single-cpu calibrate failed: $(cat /tmp/one.err)"
+  --json > /tmp/one.json 2> /tmp/one.err || bad "single-cpu calibrate failed: $(cat /tmp/one.err)"
 $chk /tmp/one.json --status complete --complete-grid || fail=1
 grep -q "share one cpu" /tmp/one.json || bad "single-cpu run does not say that both sides shared the cpu"
 
