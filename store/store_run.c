@@ -431,14 +431,16 @@ static int set_results(struct rt_store *st, const struct rt_run *run, struct rt_
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((rc = prepare(st, "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ? WHERE id = ?", &s,
-			  err)))
+	/* params too: the engine adds what it learnt while measuring (notes such as "budget too small", phase times) */
+	if ((rc = prepare(st, "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?"
+			  " WHERE id = ?", &s, err)))
 		goto out;
 	sqlite3_bind_text(s, 1, env, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, cqmod, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, run->max_inline_used);
 	sqlite3_bind_int64(s, 4, run->sq_depth);
-	sqlite3_bind_int64(s, 5, run->id);
+	sqlite3_bind_text(s, 5, run->params, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 6, run->id);
 	if ((rc = step_done(st, s, "store run results", err)))
 		goto out;
 	if (sqlite3_changes(st->db) == 0)
