@@ -79,7 +79,8 @@ struct rt_profile;
  */
 int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *err);
 
-/* As rt_profile_load() on the file named by $RTUNE_PROFILE; ENOENT (and err) when the variable is unset or empty. */
+/* As rt_profile_load() on the file named by $RTUNE_PROFILE; ENOENT (and err) when the variable is unset or empty,
+ * and always in a set-user-ID/set-group-ID program (secure_getenv). */
 int rt_profile_load_env(struct rt_profile **out, struct rt_error *err);
 
 /* As rt_profile_load() on a document in memory (len bytes, need not be NUL-terminated). */

@@ -547,7 +547,8 @@ out:
 
 int rt_profile_load_env(struct rt_profile **out, struct rt_error *err)
 {
-	const char *path = getenv("RTUNE_PROFILE");
+	/* secure_getenv: a set-user-ID program must not open whatever file its caller names */
+	const char *path = secure_getenv("RTUNE_PROFILE");
 
 	if (!out)
 		return rt_error_set(err, EINVAL, "profile: no output pointer");
