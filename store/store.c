@@ -206,8 +206,14 @@ int rt_store_commit(struct rt_store *st, struct rt_error *err)
 
 void rt_store_rollback(struct rt_store *st)
 {
-	if (sqlite3_get_autocommit(st->db))
+	if (sqlite3_get_autocommit(st->db)) {
+		/* no transaction left: SQLite rolled it back after the error; in batch mode that undid the whole batch */
+		if (st->batch_open) {
+			st->batch_open = false;
+			st->batch_lost = true;
+		}
 		return;
+	}
 	if (st->batch) {
 		step_stmt(st, STMT_ROLLBACK_TO, "ROLLBACK TO rt_batch_item", NULL);
 		step_stmt(st, STMT_RELEASE, "RELEASE rt_batch_item", NULL);
@@ -220,6 +226,13 @@ int rt_store_batch_flush(struct rt_store *st, struct rt_error *err)
 {
 	int rc;
 
+	if (st->batch_lost) {
+		st->batch_lost = false;
+		if (st->batch_open) /* a new batch began after the loss: keep it, the loss is what must be told */
+			rt_store_batch_flush(st, NULL);
+		return rt_error_set(err, EIO, "store '%s': an error rolled the batch back: its earlier writes were not "
+				    "stored", st->path);
+	}
 	if (!st->batch_open)
 		return 0;
 	rc = step_stmt(st, STMT_COMMIT, "COMMIT", err);

@@ -30,6 +30,8 @@ struct rt_store {
 	sqlite3_stmt *stmts[STMT__COUNT];
 	bool batch;             /* rt_store_batch(): transactions become savepoints of one open transaction */
 	bool batch_open;        /* that transaction has begun */
+	bool batch_lost;        /* SQLite rolled that transaction back by itself (out of memory, disk full): its earlier
+				 * items are gone; rt_store_batch_flush() reports it */
 };
 
 /* Prepares (once, cached) the statement id with sql; returns it reset with bindings cleared, or NULL + err. */

@@ -103,8 +103,12 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		sqlite3_bind_int(s, 14, e->numa_node);
 		sqlite3_bind_text(s, 15, e->cpus, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 16, rt_profile_confidence_name(e->confidence), -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 17, reasons, -1, SQLITE_TRANSIENT);
+		/* the one bind that copies (allocates): unchecked, an out-of-memory left reasons NULL and INSERT OR IGNORE
+		 * then dropped the entry silently, counted as "already present" */
+		rc = sqlite3_bind_text(s, 17, reasons, -1, SQLITE_TRANSIENT);
 		free(reasons);
+		if (rc != SQLITE_OK)
+			return rt_store_sql_error(st, "store profile", err);
 		sqlite3_bind_int64(s, 18, e->measured_at);
 		sqlite3_bind_text(s, 19, e->run_id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 20, e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION, -1, SQLITE_STATIC);
