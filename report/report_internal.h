@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdarg.h>
 
+#include "rt_buf.h"
 #include "rt_report.h"
 
 #define RP_MAX_DEVS 16
@@ -163,16 +164,9 @@ extern int rp_store_bulk_min_nodes;
 int rp_analyze(struct rt_report *r, struct rt_error *err);
 void rp_stat_compute(double *v, size_t n, struct rp_stat *out);
 
-/* ---- growable text buffer (report_out.c) ---- */
-struct rp_buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-void rp_bprintf(struct rp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void rp_bputs(struct rp_buf *b, const char *s);
+/* ---- text output helpers (report_out.c), on the shared growable buffer (common/rt_buf.h) ---- */
 /* s escaped for HTML/XML text and attribute values. */
-void rp_bescape(struct rp_buf *b, const char *s);
+void rp_bescape(struct rt_buf *b, const char *s);
 /* Formats a value for display: "-" for NAN. */
 const char *rp_fmt(char *buf, size_t len, double v, int decimals);
 const char *rp_time(int64_t t, char out[32]);

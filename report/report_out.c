@@ -15,59 +15,21 @@
 
 #include <rtune/profile.h>
 
-void rp_bprintf(struct rp_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if (b->p && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t cap = (b->cap ? b->cap * 2 : 65536) + (size_t)n;
-			char *np = realloc(b->p, cap);
-
-			if (!np) {
-				b->oom = true;
-				return;
-			}
-			b->p = np;
-			b->cap = cap;
-		}
-	}
-}
-
-void rp_bputs(struct rp_buf *b, const char *s)
-{
-	rp_bprintf(b, "%s", s);
-}
-
-void rp_bescape(struct rp_buf *b, const char *s)
+void rp_bescape(struct rt_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '&': rp_bputs(b, "&amp;"); break;
-		case '<': rp_bputs(b, "&lt;"); break;
-		case '>': rp_bputs(b, "&gt;"); break;
-		case '"': rp_bputs(b, "&quot;"); break;
-		case '\'': rp_bputs(b, "&#39;"); break;
+		case '&': rt_buf_puts(b, "&amp;"); break;
+		case '<': rt_buf_puts(b, "&lt;"); break;
+		case '>': rt_buf_puts(b, "&gt;"); break;
+		case '"': rt_buf_puts(b, "&quot;"); break;
+		case '\'': rt_buf_puts(b, "&#39;"); break;
 		default:
 			/* control characters are not allowed in XML 1.0 text */
 			if ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t')
-				rp_bputs(b, " ");
+				rt_buf_puts(b, " ");
 			else
-				rp_bprintf(b, "%c", *s);
+				rt_buf_printf(b, "%c", *s);
 		}
 	}
 }
@@ -119,25 +81,25 @@ static size_t remote_calibrations(const struct rt_report *r, const struct rp_gro
 
 /* ---- terminal table --------------------------------------------------------------------------------------------- */
 
-static void text_stat(struct rp_buf *b, const struct rp_stat *s, int dec)
+static void text_stat(struct rt_buf *b, const struct rp_stat *s, int dec)
 {
 	char m[32], lo[32], hi[32], cell[128];
 
 	if (!s->n) {
-		rp_bprintf(b, "  %-24s", "-");
+		rt_buf_printf(b, "  %-24s", "-");
 		return;
 	}
 	snprintf(cell, sizeof(cell), "%s [%s..%s]", rp_fmt(m, sizeof(m), s->median, dec),
 		 rp_fmt(lo, sizeof(lo), s->p10, dec), rp_fmt(hi, sizeof(hi), s->p90, dec));
-	rp_bprintf(b, "  %-24s", cell);
+	rt_buf_printf(b, "  %-24s", cell);
 }
 
 int rt_report_write_text(const struct rt_report *r, FILE *f)
 {
-	struct rp_buf b = { 0 };
+	struct rt_buf b = { 0 };
 	int rc = 0;
 
-	rp_bprintf(&b, "rtune report: %zu node%s in %zu group%s; %zu outlier%s; %zu drift%s; %zu input problem%s\n",
+	rt_buf_printf(&b, "rtune report: %zu node%s in %zu group%s; %zu outlier%s; %zu drift%s; %zu input problem%s\n",
 		   r->n_nodes, r->n_nodes == 1 ? "" : "s", r->n_groups, r->n_groups == 1 ? "" : "s", r->n_outliers,
 		   r->n_outliers == 1 ? "" : "s", r->n_drifts, r->n_drifts == 1 ? "" : "s", r->n_problems,
 		   r->n_problems == 1 ? "" : "s");
@@ -145,24 +107,24 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		const struct rp_group *g = &r->groups[gi];
 		size_t remote = remote_calibrations(r, g);
 
-		rp_bprintf(&b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s", g->label);
+		rt_buf_printf(&b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s", g->label);
 		if (remote)
-			rp_bprintf(&b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n", remote,
+			rt_buf_printf(&b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n", remote,
 				   remote == 1 ? "" : "s");
-		rp_bprintf(&b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "slot", "nodes", "inline_threshold B",
+		rt_buf_printf(&b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "slot", "nodes", "inline_threshold B",
 			   "signal_interval", "latency_ns", "mops");
-		rp_bprintf(&b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "", "", "median [p10..p90]",
+		rt_buf_printf(&b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "", "", "median [p10..p90]",
 			   "median [p10..p90]", "median [p10..p90]", "median [p10..p90]");
 		for (size_t si = 0; si < g->n_slots; si++) {
 			const struct rp_slot *s = &g->slots[si];
 			char name[96];
 
-			rp_bprintf(&b, "  %-24s %5zu", slot_name(s, name, sizeof(name)), s->n);
+			rt_buf_printf(&b, "  %-24s %5zu", slot_name(s, name, sizeof(name)), s->n);
 			text_stat(&b, &s->st[RP_M_THRESHOLD], 0);
 			text_stat(&b, &s->st[RP_M_INTERVAL], 0);
 			text_stat(&b, &s->st[RP_M_LAT], 0);
 			text_stat(&b, &s->st[RP_M_MOPS], -1);
-			rp_bputs(&b, "\n");
+			rt_buf_puts(&b, "\n");
 		}
 		for (size_t si = 0; si < g->n_slots; si++) {
 			const struct rp_slot *s = &g->slots[si];
@@ -170,14 +132,14 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 
 			if (!s->has_rec)
 				continue;
-			rp_bprintf(&b, "  recommended %s: inline_threshold %" PRIu32 ", max_inline_data %" PRIu32
+			rt_buf_printf(&b, "  recommended %s: inline_threshold %" PRIu32 ", max_inline_data %" PRIu32
 				   ", signal_interval %" PRIu32 ", sq_depth %" PRIu32 ", cq_depth %" PRIu32
 				   " (%s confidence, from %zu node%s)\n", slot_name(s, name, sizeof(name)), s->rec_threshold,
 				   s->rec_max_inline, s->rec_interval, s->rec_sq_depth, s->rec_cq_depth, s->rec_confidence,
 				   s->rec_basis, s->rec_basis == 1 ? "" : "s");
 		}
 		if (g->n_nodes < (size_t)r->opts.min_group)
-			rp_bprintf(&b, "  outliers not judged: fewer than %d nodes\n", r->opts.min_group);
+			rt_buf_printf(&b, "  outliers not judged: fewer than %d nodes\n", r->opts.min_group);
 		for (size_t i = 0; i < r->n_outliers; i++) {
 			const struct rp_outlier *o = &r->outliers[i];
 			const struct rp_entry *e = &r->nodes[o->node].entries[o->entry];
@@ -185,7 +147,7 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 
 			if (o->group != gi)
 				continue;
-			rp_bprintf(&b, "  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
+			rt_buf_printf(&b, "  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
 				   "    evidence: %s\n", r->nodes[o->node].hostname, e->device, e->port,
 				   rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
 				   rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), rp_metric_name(o->metric),
@@ -195,11 +157,11 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		}
 	}
 	if (r->n_drifts) {
-		rp_bputs(&b, "\ndrift (a node's latest run moved away from its own history):\n");
+		rt_buf_puts(&b, "\ndrift (a node's latest run moved away from its own history):\n");
 		for (size_t i = 0; i < r->n_drifts; i++) {
 			const struct rp_drift *d = &r->drifts[i];
 
-			rp_bprintf(&b, "  DRIFT %s %s/%d %s: %.0f now, %.0f before (median of %zu runs) [%s]\n", d->hostname,
+			rt_buf_printf(&b, "  DRIFT %s %s/%d %s: %.0f now, %.0f before (median of %zu runs) [%s]\n", d->hostname,
 				   d->device, d->port, rp_metric_name(d->metric), d->latest, d->hist_median, d->hist_runs,
 				   d->source);
 		}
@@ -327,17 +289,17 @@ int rt_report_write_json(const struct rt_report *r, FILE *f)
 
 /* ---- CSV ------------------------------------------------------------------------------------------------------------ */
 
-static void csv_field(struct rp_buf *b, const char *s, bool last)
+static void csv_field(struct rt_buf *b, const char *s, bool last)
 {
 	if (strpbrk(s, ",\"\r\n")) {
-		rp_bputs(b, "\"");
+		rt_buf_puts(b, "\"");
 		for (; *s; s++)
-			rp_bprintf(b, *s == '"' ? "\"\"" : "%c", *s);
-		rp_bputs(b, "\"");
+			rt_buf_printf(b, *s == '"' ? "\"\"" : "%c", *s);
+		rt_buf_puts(b, "\"");
 	} else {
-		rp_bputs(b, s);
+		rt_buf_puts(b, s);
 	}
-	rp_bputs(b, last ? "\r\n" : ",");
+	rt_buf_puts(b, last ? "\r\n" : ",");
 }
 
 int rt_report_write_csv(const struct rt_report *r, FILE *f)
@@ -346,7 +308,7 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 		"inline_threshold", "max_inline_data", "signal_interval", "latency_ns", "mops", "confidence", "measured_at",
 		"calibration_cpu_numa_node", "calibration_numa_local", "outlier_metrics", "cause", "evidence" };
 	const size_t nh = sizeof(head) / sizeof(head[0]);
-	struct rp_buf b = { 0 };
+	struct rt_buf b = { 0 };
 	int rc = 0;
 
 	for (size_t i = 0; i < nh; i++)

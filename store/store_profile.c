@@ -5,6 +5,7 @@
  * documents from other nodes, and the atomic file writer every export uses.
  */
 #include "store_internal.h"
+#include "rt_buf.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
 
@@ -461,45 +462,6 @@ json_t *rt_store_node_json(const struct rt_node_info *node, const char *hw_signa
 
 /* ---- env and prometheus ------------------------------------------------------------------------------------------ */
 
-struct buf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void bprintf(struct buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if (b->p && b->len + (size_t)n < b->cap) {
-			b->len += (size_t)n;
-			return;
-		}
-		{
-			size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
-			char *np = realloc(b->p, cap);
-
-			if (!np) {
-				b->oom = true;
-				return;
-			}
-			b->p = np;
-			b->cap = cap;
-		}
-	}
-}
-
 /* "mlx5_0" -> "MLX5_0": the suffix of per-device variable names. */
 static void env_suffix(const char *dev, int port, char *out, size_t len)
 {
@@ -511,16 +473,16 @@ static void env_suffix(const char *dev, int port, char *out, size_t len)
 }
 
 /* Single-quoted for a POSIX shell. */
-static void shell_quote(struct buf *b, const char *s)
+static void shell_quote(struct rt_buf *b, const char *s)
 {
-	bprintf(b, "'");
+	rt_buf_printf(b, "'");
 	for (; *s; s++) {
 		if (*s == '\'')
-			bprintf(b, "'\\''");
+			rt_buf_printf(b, "'\\''");
 		else
-			bprintf(b, "%c", *s);
+			rt_buf_printf(b, "%c", *s);
 	}
-	bprintf(b, "'");
+	rt_buf_printf(b, "'");
 }
 
 static const struct rt_profile_entry *find(const struct rt_profile_entry *v, size_t n, enum rt_profile_opcode op)
@@ -531,28 +493,28 @@ static const struct rt_profile_entry *find(const struct rt_profile_entry *v, siz
 	return NULL;
 }
 
-static void format_env(struct buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v, size_t n,
+static void format_env(struct rt_buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v, size_t n,
 		       const char *profile_path)
 {
 	const struct rt_profile_entry *first = find(v, n, RT_PROFILE_OP_SEND);
 
 	if (!first)
 		first = find(v, n, RT_PROFILE_OP_WRITE);
-	bprintf(b, "# rtune %s profile of %s; eval \"$(rtune export --format env)\"\n", RTUNE_VERSION, node->hostname);
+	rt_buf_printf(b, "# rtune %s profile of %s; eval \"$(rtune export --format env)\"\n", RTUNE_VERSION, node->hostname);
 	if (profile_path) {
-		bprintf(b, "export RTUNE_PROFILE=");
+		rt_buf_printf(b, "export RTUNE_PROFILE=");
 		shell_quote(b, profile_path);
-		bprintf(b, "\n");
+		rt_buf_printf(b, "\n");
 	} else {
-		bprintf(b,
+		rt_buf_printf(b,
 			"# RTUNE_PROFILE: write the JSON profile with 'rtune export -o FILE' and export "
 			"RTUNE_PROFILE=FILE\n");
 	}
 	if (first) {
-		bprintf(b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
+		rt_buf_printf(b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
 			first->device, first->port, rt_profile_opcode_name(first->opcode));
-		bprintf(b, "export FI_VERBS_INLINE_SIZE=%" PRIu32 "\n", first->inline_threshold);
-		bprintf(b, "export UCX_RC_VERBS_TX_CQ_MODERATION=%" PRIu32 "\n", first->signal_interval);
+		rt_buf_printf(b, "export FI_VERBS_INLINE_SIZE=%" PRIu32 "\n", first->inline_threshold);
+		rt_buf_printf(b, "export UCX_RC_VERBS_TX_CQ_MODERATION=%" PRIu32 "\n", first->signal_interval);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &v[i];
@@ -561,27 +523,27 @@ static void format_env(struct buf *b, const struct rt_node_info *node, const str
 		if (e->qp_type != RT_PROFILE_QPT_RC || e->opcode != RT_PROFILE_OP_SEND)
 			continue;
 		env_suffix(e->device, e->port, sfx, sizeof(sfx));
-		bprintf(b, "export RTUNE_INLINE_THRESHOLD_%s=%" PRIu32 "\n", sfx, e->inline_threshold);
-		bprintf(b, "export RTUNE_MAX_INLINE_DATA_%s=%" PRIu32 "\n", sfx, e->max_inline_data);
-		bprintf(b, "export RTUNE_SIGNAL_INTERVAL_%s=%" PRIu32 "\n", sfx, e->signal_interval);
-		bprintf(b, "export RTUNE_SQ_DEPTH_%s=%" PRIu32 "\n", sfx, e->sq_depth);
+		rt_buf_printf(b, "export RTUNE_INLINE_THRESHOLD_%s=%" PRIu32 "\n", sfx, e->inline_threshold);
+		rt_buf_printf(b, "export RTUNE_MAX_INLINE_DATA_%s=%" PRIu32 "\n", sfx, e->max_inline_data);
+		rt_buf_printf(b, "export RTUNE_SIGNAL_INTERVAL_%s=%" PRIu32 "\n", sfx, e->signal_interval);
+		rt_buf_printf(b, "export RTUNE_SQ_DEPTH_%s=%" PRIu32 "\n", sfx, e->sq_depth);
 	}
 }
 
 /* A Prometheus label value: backslash, double quote and newline escaped. */
-static void prom_label(struct buf *b, const char *s)
+static void prom_label(struct rt_buf *b, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
-			bprintf(b, "\\%c", *s);
+			rt_buf_printf(b, "\\%c", *s);
 		else if (*s == '\n')
-			bprintf(b, "\\n");
+			rt_buf_printf(b, "\\n");
 		else
-			bprintf(b, "%c", *s);
+			rt_buf_printf(b, "%c", *s);
 	}
 }
 
-static void format_prometheus(struct buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v,
+static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v,
 			      size_t n)
 {
 	static const struct {
@@ -599,7 +561,7 @@ static void format_prometheus(struct buf *b, const struct rt_node_info *node, co
 	int64_t now = (int64_t)time(NULL);
 
 	for (size_t m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
-		bprintf(b, "# HELP %s %s\n# TYPE %s gauge\n", metrics[m].name, metrics[m].help, metrics[m].name);
+		rt_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", metrics[m].name, metrics[m].help, metrics[m].name);
 		for (size_t i = 0; i < n; i++) {
 			const struct rt_profile_entry *e = &v[i];
 			int64_t val;
@@ -614,11 +576,11 @@ static void format_prometheus(struct buf *b, const struct rt_node_info *node, co
 			case 6: val = e->measured_at; break;
 			default: val = now > e->measured_at ? now - e->measured_at : 0; break;
 			}
-			bprintf(b, "%s{node=\"", metrics[m].name);
+			rt_buf_printf(b, "%s{node=\"", metrics[m].name);
 			prom_label(b, node->hostname);
-			bprintf(b, "\",device=\"");
+			rt_buf_printf(b, "\",device=\"");
 			prom_label(b, e->device);
-			bprintf(b, "\",port=\"%d\",opcode=\"%s\",qp_type=\"%s\"} %" PRId64 "\n", e->port,
+			rt_buf_printf(b, "\",port=\"%d\",opcode=\"%s\",qp_type=\"%s\"} %" PRId64 "\n", e->port,
 				rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type), val);
 		}
 	}
@@ -720,7 +682,7 @@ int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_fo
 {
 	struct rt_profile_entry *v = NULL;
 	struct rt_node_info node;
-	struct buf b = { 0 };
+	struct rt_buf b = { 0 };
 	char sig[32] = "";
 	size_t n = 0;
 	int rc;
@@ -736,7 +698,7 @@ int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_fo
 			rc = rt_error_set(err, ENOMEM, "cannot build the profile document: out of memory");
 			goto out;
 		}
-		bprintf(&b, "%s\n", text);
+		rt_buf_printf(&b, "%s\n", text);
 		free(text);
 	} else if (fmt == RT_EXPORT_ENV) {
 		format_env(&b, &node, v, n, profile_path);
