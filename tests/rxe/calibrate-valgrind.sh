@@ -18,7 +18,9 @@ rc=$?
 cat /tmp/vg-cal.out | tail -3
 cat /tmp/vg-cal.log
 [ $rc -eq 0 ] || { echo "FAIL: calibrate under valgrind exited $rc"; fail=1; }
-python3 "$(dirname "$0")/calibrate_check.py" /tmp/vg.json --status complete --ud --complete-grid --db /tmp/vg.db || fail=1
+# The grid's completeness is rxe_calibrate's job: under valgrind on an emulated CPU the budget may run out before the
+# whole signaling sweep (the engine then says so in the run's notes), so only consistency and completion are checked.
+python3 "$(dirname "$0")/calibrate_check.py" /tmp/vg.json --status complete --ud --db /tmp/vg.db || fail=1
 
 echo "== serve under valgrind (one client)"
 "${vg[@]}" --log-file=/tmp/vg-srv.log $rtune serve --bind "$addr" --port 18610 --once > /tmp/vg-srv.out 2>&1 &
