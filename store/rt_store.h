@@ -47,7 +47,10 @@ int rt_store_default_path(char *buf, size_t len, struct rt_error *err);
  */
 int rt_store_open(const char *path, struct rt_store **out, struct rt_error *err);
 /* As rt_store_open() but never creates the store: ENOENT ("no store at '<path>'") when it does not exist. For commands
- * that only read (show, history, export); an older schema is still migrated. */
+ * that only read (show, history, export, report); an older schema is still migrated when the store is writable. A store
+ * in a directory this user may not write, copied without its -wal/-shm files, is opened immutable (read-only); with a
+ * -wal but no -shm there it is EROFS, naming the way out. rt_store_open() on a store this user may not write fails
+ * at once with EACCES ("cannot write store '<path>': read-only for this user ..."). */
 int rt_store_open_existing(const char *path, struct rt_store **out, struct rt_error *err);
 /* Closes the store; NULL is a no-op. */
 void rt_store_close(struct rt_store *st);

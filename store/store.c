@@ -358,6 +358,62 @@ out:
 	return rc;
 }
 
+/* Writes path as an SQLite URI ("file:" + path with '%', '?' and '#' percent-encoded) with immutable=1. */
+static void uri_encode(const char *path, char *out, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	o += (size_t)snprintf(out, len, "file:");
+	for (const char *c = path; *c && o + 4 < len; c++) {
+		if (*c == '%' || *c == '?' || *c == '#') {
+			out[o++] = '%';
+			out[o++] = hex[(unsigned char)*c >> 4];
+			out[o++] = hex[(unsigned char)*c & 15];
+		} else {
+			out[o++] = *c;
+		}
+	}
+	snprintf(out + o, len - o, "?immutable=1");
+}
+
+/*
+ * Decides, for an existing store that is only to be read, whether it must be opened immutable: SQLite reads a WAL
+ * store only through its -shm file, which it cannot create in a directory we may not write. When there is no -wal
+ * file either, everything is in the main file and an immutable (lock-free, read-only) open reads it exactly; sets
+ * st->readonly then. With a -wal but no -shm there is committed data only SQLite's shared memory could index: that is
+ * an error (EROFS) naming the way out, never a silently stale read. Returns 0 otherwise (a normal open).
+ */
+static int check_readonly_dir(struct rt_store *st, struct rt_error *err)
+{
+	char dir[sizeof(st->path)], side[sizeof(st->path) + 8];
+	char *slash;
+	bool has_wal, has_shm;
+
+	snprintf(dir, sizeof(dir), "%s", st->path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (faccessat(AT_FDCWD, dir, W_OK, AT_EACCESS) == 0)
+		return 0;
+	snprintf(side, sizeof(side), "%s-wal", st->path);
+	has_wal = faccessat(AT_FDCWD, side, F_OK, AT_EACCESS) == 0;
+	snprintf(side, sizeof(side), "%s-shm", st->path);
+	has_shm = faccessat(AT_FDCWD, side, F_OK, AT_EACCESS) == 0;
+	if (has_shm)
+		return 0; /* SQLite reads through the existing -shm (read-only if need be) */
+	if (has_wal)
+		return rt_error_set(err, EROFS, "cannot open store '%s': its write-ahead log '%s-wal' needs a '-shm' "
+				    "file that cannot be created in the read-only directory '%s'; run rtune once as the "
+				    "store's owner, or copy the store with its -wal file", st->path, st->path, dir);
+	st->readonly = true;
+	return 0;
+}
+
 static int do_open(const char *path, bool create, struct rt_store **out, struct rt_error *err)
 {
 	struct rt_store *st;
@@ -408,7 +464,22 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 		if (fd >= 0)
 			close(fd);
 	}
-	if (sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK) {
+	if ((rc = check_readonly_dir(st, err)))
+		goto out;
+	if (st->readonly && create) {
+		rc = rt_error_set(err, EACCES, "cannot write store '%s': read-only for this user (its directory is not "
+				  "writable; check its owner and permissions, or use --db PATH)", st->path);
+		goto out;
+	}
+	if (st->readonly) {
+		char uri[sizeof(st->path) * 3 + 32];
+
+		uri_encode(st->path, uri, sizeof(uri));
+		rc = sqlite3_open_v2(uri, &st->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOFOLLOW, NULL);
+	} else {
+		rc = sqlite3_open_v2(st->path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, NULL);
+	}
+	if (rc != SQLITE_OK) {
 		rc = rt_error_set(err, EIO, "cannot open store '%s': %s", st->path,
 				  st->db ? sqlite3_errmsg(st->db) : "out of memory");
 		goto out;
@@ -416,10 +487,26 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	if ((rc = check_identity(st, err)))
 		goto out;
+	if (create && sqlite3_db_readonly(st->db, "main") == 1) {
+		rc = rt_error_set(err, EACCES, "cannot write store '%s': read-only for this user (check its owner and "
+				  "permissions, or use --db PATH)", st->path);
+		goto out;
+	}
+	if (st->readonly) {
+		if (st->version != RT_STORE_SCHEMA_VERSION) {
+			rc = rt_error_set(err, EROFS, "cannot open store '%s': schema version %d needs an upgrade to %d "
+					  "but the store is read-only; run any rtune command as its owner once",
+					  st->path, st->version, RT_STORE_SCHEMA_VERSION);
+			goto out;
+		}
+		*out = st;
+		return 0;
+	}
 	/* only now, knowing it is ours and not newer, may anything be written */
 	if ((rc = exec(st, "PRAGMA journal_mode=WAL", "set WAL", err)) ||
 	    (rc = exec(st, "PRAGMA synchronous=NORMAL", "set synchronous", err)) ||
 	    (rc = exec(st, "PRAGMA foreign_keys=ON", "enable foreign keys", err)) ||
+	    (rc = exec(st, "PRAGMA temp_store=MEMORY", "keep temporary journals in memory", err)) ||
 	    (rc = migrate(st, err)))
 		goto out;
 	{

@@ -124,6 +124,30 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   asnobody "$rtune" import --db "$db" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
   check "another user cannot write it: exit 1" test $rc -eq 1
   check "and is told why" grep -q "cannot write store '$db': read-only for this user" "$tmp/err"
+  # a copy of the store alone (no -wal/-shm) in a directory the reader may not write: SQLite cannot create the -shm
+  # a WAL store needs, so rtune opens it immutable; every read command works, import is refused in one line
+  mkdir "$tmp/ro"
+  "$rtune" export --db "$db" -o "$tmp/before.json" >/dev/null
+  python3 -c "import sqlite3; c=sqlite3.connect('$db'); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()"
+  cp "$db" "$tmp/ro/copy.db"
+  chmod 644 "$tmp/ro/copy.db"
+  chmod 555 "$tmp/ro"
+  check "read-only dir: store copied without -wal/-shm" test ! -e "$tmp/ro/copy.db-wal" -a ! -e "$tmp/ro/copy.db-shm"
+  asnobody "$rtune" show --db "$tmp/ro/copy.db" >/dev/null 2>"$tmp/err"; rc=$?
+  check "read-only dir: show works" test $rc -eq 0
+  asnobody "$rtune" history --db "$tmp/ro/copy.db" >/dev/null 2>>"$tmp/err"; rc=$?
+  check "read-only dir: history works" test $rc -eq 0
+  asnobody "$rtune" export --db "$tmp/ro/copy.db" >"$tmp/after.json" 2>>"$tmp/err"; rc=$?
+  check "read-only dir: export works" test $rc -eq 0
+  check "read-only dir: export is the same profile" \
+    python3 -c "import json,sys; a=json.load(open('$tmp/before.json')); b=json.load(open('$tmp/after.json')); \
+a.pop('generated_at'); b.pop('generated_at'); sys.exit(a != b)"
+  asnobody "$rtune" import --db "$tmp/ro/copy.db" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
+  check "read-only dir: import exits 1" test $rc -eq 1
+  check "read-only dir: in one line naming the store" \
+    test "$(wc -l <"$tmp/err")" -eq 1 -a -n "$(grep "cannot write store '$tmp/ro/copy.db': read-only" "$tmp/err")"
+  check "read-only dir: nothing created next to it" test "$(ls "$tmp/ro")" = copy.db
+  chmod 755 "$tmp/ro"
 fi
 for c in show history export import; do
   check "$c --help" "$rtune" "$c" --help
