@@ -109,21 +109,101 @@ else
 fi
 
 # ---- read-only store --------------------------------------------------------------------------------------------
+# A store its owner (or root) made read-only, directory and file, read by a user who may not write there (rtune runs
+# as nobody: root ignores permission bits). Reading commands (show, history, export to stdout and into a writable
+# directory) must work and print exactly what they printed while the store was writable; import must exit 1 with one
+# clear line; nothing may be created, changed or lost. The owner's case leaves the store's -wal/-shm as rtune keeps
+# them; the root-owned case has a -shm nobody cannot write; the clean case has no -wal/-shm at all (a store copied
+# alone, or checkpointed into rollback mode); the torn case is a -wal whose -shm was lost, which must not give a
+# silently stale read (all committed data, or one clear error).
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
   asnobody=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
   chmod 0755 "$tmp"; chmod 0644 "$tmp"/node-*.json
-  mkdir "$tmp/ro" && cp "$tmp/base.db" "$tmp/ro/db" && chmod 0444 "$tmp/ro/db" && chmod 0555 "$tmp/ro"
-  sum=$(sha256sum <"$tmp/ro/db")
-  "${asnobody[@]}" "${vg[@]}" "$rtune" import --db "$tmp/ro/db" "$tmp/node-0.json" >/dev/null 2>"$tmp/ro.err"; rc=$?
-  [ $rc -eq 99 ] && bad "read-only: valgrind found errors: $(head -c 600 "$tmp/ro.err")"
-  one_line_error "read-only store directory: import" $rc "$tmp/ro.err"
-  "${asnobody[@]}" "$rtune" export --db "$tmp/ro/db" -o "$tmp/ro/out.json" 2>"$tmp/roe.err"; rc=$?
-  one_line_error "read-only store directory: export -o into it" $rc "$tmp/roe.err"
-  "${asnobody[@]}" "$rtune" show --db "$tmp/ro/db" >/dev/null 2>"$tmp/ros.err"; rc=$?
-  if [ $rc -eq 0 ]; then ok "read-only store directory: show works"
-  else one_line_error "read-only store directory: show (cannot read without -shm)" $rc "$tmp/ros.err"; fi
-  [ "$(sha256sum <"$tmp/ro/db")" = "$sum" ] && ok "read-only store: file unchanged" || bad "read-only store: file changed"
-  [ "$(ls -A "$tmp/ro")" = db ] && ok "read-only store: nothing created next to it" || bad "read-only: $(ls -A "$tmp/ro")"
+  reads() { # reads DB OUTDIR: the reading commands' outputs into OUTDIR (as nobody); 0 when all of them exit 0
+    local db=$1 o=$2 rc=0
+    mkdir -p "$o" && chmod 0777 "$o"
+    "${asnobody[@]}" "$rtune" show --db "$db" --node fill-host >"$o/show" 2>"$o/show.err" || rc=1
+    "${asnobody[@]}" "$rtune" history --db "$db" >"$o/history" 2>"$o/history.err" || rc=1
+    "${asnobody[@]}" "$rtune" export --db "$db" --node fill-host --format env >"$o/env" 2>"$o/env.err" || rc=1
+    "${asnobody[@]}" "$rtune" export --db "$db" --node node-3 >"$o/json" 2>"$o/json.err" || rc=1
+    "${asnobody[@]}" "$rtune" export --db "$db" --node fill-host -o "$o/out.json" 2>"$o/out.err" || rc=1
+    # generated_at is the export's time
+    for f in "$o/json" "$o/out.json"; do
+      [ -s "$f" ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d.pop('generated_at',None)
+print(json.dumps(d, sort_keys=True))" "$f" >"$f.norm" 2>/dev/null
+    done
+    return $rc
+  }
+  same_reads() { # same_reads CASE BEFORE AFTER
+    local f diffs=""
+    for f in show history env json.norm out.json.norm; do
+      [ -s "$2/$f" ] && cmp -s "$2/$f" "$3/$f" || diffs="$diffs $f"
+    done
+    [ -z "$diffs" ] && ok "$1: show, history, export (env, json, -o) print what they printed before" ||
+      bad "$1: differs from before:$diffs ($(head -c 300 "$3/show.err" "$3/history.err" "$3/json.err" | tr '\n' '|'))"
+  }
+  # names and contents (the -shm is SQLite's shared-memory index: a reader that may write it does)
+  dirsum() { (cd "$1" && ls -A | sort && sha256sum -- $(ls | grep -v -- '-shm$') 2>/dev/null); }
+  ro_case() { # ro_case CASE DIR OWNER_PREFIX...: DIR/db filled and writable; checks it once made read-only
+    local name=$1 d=$2 rc before after
+    shift 2
+    reads "$d/db" "$tmp/$name.rw" || bad "$name: a reading command failed before the chmod: $(cat "$tmp/$name.rw"/*.err)"
+    rm -rf "$tmp/$name.rw/out.json"
+    "$@" chmod 0444 "$d/db" && "$@" chmod 0555 "$d" || bad "$name: chmod"
+    before=$(dirsum "$d")
+    if reads "$d/db" "$tmp/$name.ro"; then ok "$name: show, history and export work"
+    else bad "$name: a reading command failed: $(cat "$tmp/$name.ro"/*.err | head -c 400 | tr '\n' '|')"; fi
+    same_reads "$name" "$tmp/$name.rw" "$tmp/$name.ro"
+    "${asnobody[@]}" "${vg[@]}" "$rtune" import --db "$d/db" "$tmp/node-0.json" >/dev/null 2>"$tmp/$name.imp"; rc=$?
+    [ $rc -eq 99 ] && bad "$name: valgrind found errors in import: $(head -c 600 "$tmp/$name.imp")"
+    one_line_error "$name: import" $rc "$tmp/$name.imp"
+    "${asnobody[@]}" "$rtune" export --db "$d/db" --node fill-host -o "$d/out.json" 2>"$tmp/$name.exp"; rc=$?
+    one_line_error "$name: export -o into the read-only directory" $rc "$tmp/$name.exp"
+    after=$(dirsum "$d")
+    [ "$before" = "$after" ] && ok "$name: nothing created or changed in the directory ($(ls -A "$d" | tr '\n' ' '))" ||
+      bad "$name: the directory changed: before [$(echo $before)] after [$(echo $after)]"
+    "$@" chmod 0755 "$d" && "$@" chmod 0644 "$d/db"
+    integrity "$name: afterwards" "$d/db"
+    reads "$d/db" "$tmp/$name.again" >/dev/null
+    same_reads "$name: once the chmod is undone" "$tmp/$name.rw" "$tmp/$name.again"
+  }
+  # 1. the owner's store (created and filled by nobody), made read-only by the owner
+  mkdir "$tmp/own" && chown 65534:65534 "$tmp/own"
+  "${asnobody[@]}" "$fill" "$tmp/own/db" rxe0 >/dev/null &&
+    "${asnobody[@]}" "$rtune" import -q --db "$tmp/own/db" "$tmp/node-3.json" "$tmp/node-4.json" ||
+    bad "owner's store: set-up as nobody"
+  ro_case "owner's read-only store" "$tmp/own" "${asnobody[@]}"
+  # 2. root's store (0644, with root's -wal/-shm), directory and file made read-only, read by nobody
+  mkdir "$tmp/ro" && cp "$tmp/base.db" "$tmp/ro/db" && chmod 0644 "$tmp/ro/db" &&
+    "$rtune" import -q --db "$tmp/ro/db" "$tmp/node-3.json" "$tmp/node-4.json" || bad "root's store: set-up"
+  ro_case "root's read-only store" "$tmp/ro"
+  # 3. a clean store: no -wal, no -shm
+  mkdir "$tmp/clean" && cp "$tmp/ro/db" "$tmp/clean/db" && chmod 0644 "$tmp/clean/db" &&
+    [ "$(sqlite3 "$tmp/clean/db" 'PRAGMA journal_mode=DELETE')" = delete ] && rm -f "$tmp/clean/db-wal" "$tmp/clean/db-shm" ||
+    bad "clean store: set-up"
+  ro_case "read-only store without -wal/-shm" "$tmp/clean"
+  # 4. a -wal holding committed data (node-5) whose -shm is gone: all of it or one clear error, never a stale read
+  mkdir "$tmp/torn" && chown 65534:65534 "$tmp/torn" && cp "$tmp/own/db" "$tmp/torn/db" && chown 65534 "$tmp/torn/db"
+  python3 - "$tmp/torn/db" <<'PY' || bad "torn store: set-up"
+import os, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA journal_mode=WAL"); con.execute("PRAGMA wal_autocheckpoint=0")
+con.execute("UPDATE nodes SET hostname = 'renamed-in-wal' WHERE hostname = 'node-4'")
+os._exit(0)  # no checkpoint: the change is only in the -wal
+PY
+  rm -f "$tmp/torn/db-shm"; chown 65534 "$tmp/torn/db-wal" 2>/dev/null
+  chmod 0444 "$tmp/torn/db"; chmod 0555 "$tmp/torn"
+  "${asnobody[@]}" "$rtune" export --db "$tmp/torn/db" --node renamed-in-wal >"$tmp/torn.out" 2>"$tmp/torn.err"; rc=$?
+  if [ $rc -eq 0 ]; then
+    grep -q renamed-in-wal "$tmp/torn.out" && ok "read-only store with a -wal but no -shm: reads the committed data" ||
+      bad "read-only store with a -wal but no -shm: exit 0 without the data in the -wal (stale read)"
+  elif grep -q -- '-wal' "$tmp/torn.err"; then one_line_error "read-only store with a -wal but no -shm" $rc "$tmp/torn.err"
+  else bad "read-only store with a -wal but no -shm: exit $rc, an error that does not name the -wal: $(cat "$tmp/torn.err")"; fi
+  # the name the -wal replaced must be gone: a read of the main file alone would still find it
+  "${asnobody[@]}" "$rtune" export --db "$tmp/torn/db" --node node-4 >/dev/null 2>&1 &&
+    bad "read-only store with a -wal but no -shm: a stale read (node-4 was renamed in the -wal)" ||
+    ok "read-only store with a -wal but no -shm: no stale read"
+  [ ! -e "$tmp/torn/db-shm" ] && ok "torn store: no -shm created" || bad "torn store: a -shm was created"
   # writable directory, read-only file
   mkdir -m 0777 "$tmp/rof" && cp "$tmp/base.db" "$tmp/rof/db" && chmod 0444 "$tmp/rof/db"
   "${asnobody[@]}" "$rtune" import --db "$tmp/rof/db" "$tmp/node-0.json" >/dev/null 2>"$tmp/rof.err"; rc=$?
