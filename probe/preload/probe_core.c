@@ -1656,7 +1656,12 @@ static void reset_locked(void)
 	struct rtp_slab *mine = tls_slab;
 
 	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
-		if (s != mine) {
+		/*
+		 * Acquire pairs with slab_release() (a thread that exited, joined or not, before the fork): its last writes
+		 * to the slab happen before ours. A free slab's c_key is already NULL. A slab still owned belonged to a
+		 * thread the child does not have.
+		 */
+		if (atomic_load_explicit(&s->owned, memory_order_acquire) && s != mine) {
 			s->c_key = NULL;
 			atomic_store(&s->owned, 0);
 		}
