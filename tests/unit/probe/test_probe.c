@@ -12,8 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -609,6 +611,412 @@ static void test_output_file(void **state)
 	rmdir(dir);
 }
 
+/*
+ * Stress (run under TSan by `make hardening`'s tsan step, where any data race fails the test): posting threads on
+ * shared QPs while another thread creates, posts to and destroys QPs, another renders the JSON snapshot, and another
+ * posts signaled sends on its own QP and polls their completions (latency sampling). The shared QPs' counts must come
+ * out exact and every snapshot must parse.
+ */
+#define SNPOSTERS 4
+#define SNPOSTS 20000
+#define SCHURN 200
+
+static _Atomic int stress_running;
+
+static void *stress_poster(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+
+	for (unsigned i = 0; i < SNPOSTS; i++) {
+		sge.length = (i + seed) % 500;
+		if (ibv_post_send(tqp[i % NQPS], &w, &bad))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void *stress_churn(void *arg)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_RDMA_WRITE, 0), *bad;
+
+	(void)arg;
+	for (int i = 0; i < SCHURN; i++) {
+		struct ibv_qp *qp = fake_rc_qp(0, 0);
+
+		if (!qp)
+			return (void *)1;
+		for (int k = 0; k < 10; k++)
+			if (ibv_post_send(qp, &w, &bad))
+				return (void *)2;
+		if (rt_probe_destroy_qp(qp))
+			return (void *)3;
+	}
+	return NULL;
+}
+
+static void *stress_writer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 40 || atomic_load(&stress_running); i++) {
+		struct rt_probe_summary *s = NULL;
+		struct rt_error err;
+		char *doc;
+		size_t len;
+
+		if (rt_probe_render_json(false, &doc, &len))
+			return (void *)1;
+		if (rt_probe_parse(doc, len, &s, &err)) {
+			free(doc);
+			return (void *)2;
+		}
+		rt_probe_summary_free(s);
+		free(doc);
+		if (i > 100000)
+			return (void *)3; /* bounded: the posters are long done */
+	}
+	return NULL;
+}
+
+static void *stress_signaled(void *arg)
+{
+	struct ibv_qp *qp = arg;
+	struct ibv_cq *cq = rt_probe_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 32 };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, IBV_SEND_SIGNALED), *bad;
+	struct ibv_wc wc[8];
+
+	if (!cq)
+		return (void *)1;
+	for (int i = 0; i < 2000; i++) {
+		if (ibv_post_send(qp, &w, &bad))
+			return (void *)2;
+		fk.wc[0] = (struct ibv_wc){ .wr_id = 7, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+					    .qp_num = qp->qp_num };
+		fk.n_wc = 1;
+		if (ibv_poll_cq(cq, 8, wc) != 1)
+			return (void *)3;
+	}
+	return rt_probe_destroy_cq(cq) ? (void *)4 : NULL;
+}
+
+static void test_stress_churn(void **state)
+{
+	pthread_t th[SNPOSTERS], churn, writer, sig;
+	uint64_t want_bytes[NQPS] = { 0 };
+	struct ibv_qp *sqp;
+	void *ret;
+
+	(void)state;
+	configure(1, 0, 0, NULL);
+	for (int q = 0; q < NQPS; q++)
+		assert_non_null(tqp[q] = fake_rc_qp(0, 0));
+	assert_non_null(sqp = fake_rc_qp(0, 0));
+	atomic_store(&stress_running, 1);
+	assert_int_equal(pthread_create(&writer, NULL, stress_writer, NULL), 0);
+	assert_int_equal(pthread_create(&churn, NULL, stress_churn, NULL), 0);
+	assert_int_equal(pthread_create(&sig, NULL, stress_signaled, sqp), 0);
+	for (int t = 0; t < SNPOSTERS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, stress_poster, (void *)(uintptr_t)t), 0);
+	for (int t = 0; t < SNPOSTERS; t++) {
+		assert_int_equal(pthread_join(th[t], &ret), 0);
+		assert_null(ret);
+	}
+	assert_int_equal(pthread_join(churn, &ret), 0);
+	assert_null(ret);
+	assert_int_equal(pthread_join(sig, &ret), 0);
+	assert_null(ret);
+	atomic_store(&stress_running, 0);
+	assert_int_equal(pthread_join(writer, &ret), 0);
+	assert_null(ret);
+	for (int t = 0; t < SNPOSTERS; t++)
+		for (unsigned i = 0; i < SNPOSTS; i++)
+			want_bytes[i % NQPS] += (i + (unsigned)t) % 500;
+	for (int q = 0; q < NQPS; q++) {
+		const struct rt_probe_qp_summary *r = qp_rec(tqp[q]->qp_num);
+
+		assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, SNPOSTERS * SNPOSTS / NQPS);
+		assert_int_equal(r->op[RT_PROBE_OP_SEND].bytes, want_bytes[q]);
+	}
+	{
+		const struct rt_probe_qp_summary *r = qp_rec(sqp->qp_num);
+
+		assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2000);
+		assert_int_equal(r->lat_samples, 2000);
+	}
+	for (int q = 0; q < NQPS; q++)
+		assert_int_equal(rt_probe_destroy_qp(tqp[q]), 0);
+	assert_int_equal(rt_probe_destroy_qp(sqp), 0);
+	configure(0, 0, 0, NULL);
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define RT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RT_TSAN 1
+#endif
+#endif
+
+/* Threads of this process (entries of /proc/self/task). */
+static int task_count(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static _Atomic int detached_done;
+
+static void *fork_poster(void *arg)
+{
+	void *ret = stress_poster((void *)(uintptr_t)7);
+
+	if (arg)
+		atomic_store_explicit(&detached_done, 1, memory_order_release); /* its last use of the QPs */
+	return ret;
+}
+
+/*
+ * fork() after a detached thread posted and exited (never joined): the child takes over the released slab. Under TSan
+ * this checks that the child's reset synchronizes with the thread's release of its slab.
+ */
+static void test_fork_after_detached_thread(void **state)
+{
+	pthread_t th;
+	int status, n0 = task_count();
+	pid_t pid;
+
+	(void)state;
+	for (int q = 0; q < NQPS; q++)
+		assert_non_null(tqp[q] = fake_rc_qp(0, 0));
+	assert_int_equal(pthread_create(&th, NULL, fork_poster, &detached_done), 0);
+	assert_int_equal(pthread_detach(th), 0);
+	/* until it has posted (acquire: its reads of the QPs happen before their destruction below) and is gone */
+	for (int i = 0; i < 10000 && (!atomic_load_explicit(&detached_done, memory_order_acquire) || task_count() > n0);
+	     i++) /* bounded: 10 s */
+		usleep(1000);
+	assert_int_equal(task_count(), n0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 10 };
+		struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+		int ok = qp_rec(tqp[1]->qp_num)->op[RT_PROBE_OP_SEND].wrs == 0;
+
+		/* a new thread in the child takes a slab the dead thread left */
+		ok &= pthread_create(&th, NULL, fork_poster, NULL) == 0 && pthread_join(th, NULL) == 0;
+		ok &= ibv_post_send(tqp[1], &w, &bad) == 0;
+		ok &= qp_rec(tqp[1]->qp_num)->op[RT_PROBE_OP_SEND].wrs == SNPOSTS / NQPS + 1;
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(qp_rec(tqp[1]->qp_num)->op[RT_PROBE_OP_SEND].wrs, SNPOSTS / NQPS);
+	for (int q = 0; q < NQPS; q++)
+		assert_int_equal(rt_probe_destroy_qp(tqp[q]), 0);
+}
+
+/*
+ * fork() while other threads post: each child starts from zero and counts its own sends exactly (no deadlock on the
+ * probe's lock), and the parent's counts stay exact. Not under TSan: a child forked from a multi-threaded process
+ * runs its atfork handlers before TSan's fork support, so TSan reports the child's reset of slabs the parent's still
+ * running threads wrote (threads the child does not have); TSan documents it cannot check such a child.
+ */
+static void test_fork_while_posting(void **state)
+{
+	pthread_t th[2];
+	void *ret;
+	int children = 0;
+
+	(void)state;
+#ifdef RT_TSAN
+	skip();
+#endif
+	for (int q = 0; q < NQPS; q++)
+		assert_non_null(tqp[q] = fake_rc_qp(0, 0));
+	for (int t = 0; t < 2; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, fork_poster, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		int status;
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 10 };
+			struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+			const struct rt_probe_qp_summary *r;
+			int ok;
+
+			r = qp_rec(tqp[0]->qp_num);
+			ok = r->op[RT_PROBE_OP_SEND].wrs == 0;
+			for (int k = 0; k < 3; k++)
+				ok &= ibv_post_send(tqp[0], &w, &bad) == 0;
+			r = qp_rec(tqp[0]->qp_num);
+			ok &= r->op[RT_PROBE_OP_SEND].wrs == 3 && r->op[RT_PROBE_OP_SEND].bytes == 30;
+			_exit(ok ? 0 : 1);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+		children++;
+	}
+	for (int t = 0; t < 2; t++) {
+		assert_int_equal(pthread_join(th[t], &ret), 0);
+		assert_null(ret);
+	}
+	assert_int_equal(children, 8);
+	for (int q = 0; q < NQPS; q++) {
+		assert_int_equal(qp_rec(tqp[q]->qp_num)->op[RT_PROBE_OP_SEND].wrs, 2 * SNPOSTS / NQPS);
+		assert_int_equal(rt_probe_destroy_qp(tqp[q]), 0);
+	}
+}
+
+/*
+ * Early exit: a process whose threads are still posting calls exit(); the final write (the library destructor,
+ * here an atexit handler) runs while they post. The process must exit with its own status, the file must be a
+ * complete document; with an unwritable output the process still exits normally and says so in one line.
+ */
+static void *forever_poster(void *arg)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 16 };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+	struct ibv_qp *qp = arg;
+
+	for (unsigned long i = 0; i < 4000000000UL; i++) /* bounded; exit() ends it long before */
+		if (ibv_post_send(qp, &w, &bad))
+			return (void *)1;
+	return NULL;
+}
+
+static pid_t early_exit_child(const char *pattern, const char *errpath)
+{
+	pid_t pid;
+
+	fflush(NULL); /* the child's exit() flushes stdio: not the parent's pending output a second time */
+	pid = fork();
+
+	if (pid != 0)
+		return pid;
+	{
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		pthread_t t;
+		struct ibv_qp *qp[2];
+
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(2);
+		configure(0, 0, 0, pattern);
+		for (int i = 0; i < 2; i++)
+			if (!(qp[i] = fake_rc_qp(0, 0)) || pthread_create(&t, NULL, forever_poster, qp[i]))
+				_exit(3);
+		atexit(rt_probe_fini);
+		usleep(20000);
+		exit(17);
+	}
+}
+
+static size_t file_lines(const char *path, char *first, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	size_t n = 0;
+
+	first[0] = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (n++ == 0)
+			snprintf(first, len, "%s", line);
+	fclose(f);
+	return n;
+}
+
+static void test_early_exit(void **state)
+{
+	char dir[] = "/tmp/rtune-probe-exit.XXXXXX", pat[256], path[256], errp[256], first[1024];
+	struct rt_probe_summary *s;
+	struct rt_error err;
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(pat, sizeof(pat), "%s/out.%%p.json", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	pid = early_exit_child(pat, errp);
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 17);
+	snprintf(path, sizeof(path), "%s/out.%ld.json", dir, (long)pid);
+	assert_int_equal(rt_probe_read_file(path, &s, &err), 0);
+	{
+		size_t busy = 0; /* the child's two QPs (it also knows the parent's, with nothing recorded since the fork) */
+
+		for (size_t i = 0; i < s->n_qps; i++)
+			busy += s->qps[i].op[RT_PROBE_OP_SEND].wrs > 0;
+		assert_int_equal(busy, 2);
+	}
+	rt_probe_summary_free(s);
+	assert_int_equal(file_lines(errp, first, sizeof(first)), 0);
+	unlink(path);
+
+	/* the same with an output that cannot be written: still the application's exit status, one line */
+	snprintf(pat, sizeof(pat), "%s/missing/out.%%p.json", dir);
+	pid = early_exit_child(pat, errp);
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 17);
+	assert_int_equal(file_lines(errp, first, sizeof(first)), 1);
+	assert_non_null(strstr(first, "rtune-probe: cannot write '"));
+	assert_non_null(strstr(first, "(the application was not affected)"));
+	unlink(errp);
+	assert_int_equal(rmdir(dir), 0); /* nothing else was created */
+}
+
+/* A process (here a forked child of a verbs process, which starts from zero) that makes no verbs call writes nothing
+ * and prints nothing at exit. */
+static void test_no_verbs(void **state)
+{
+	char dir[] = "/tmp/rtune-probe-noverbs.XXXXXX", pat[256], errp[256], first[1024];
+	int status;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(pat, sizeof(pat), "%s/out.%%p.json", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(errp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (fd < 0 || dup2(fd, 2) < 0)
+			_exit(2);
+		configure(0, 0, 0, pat);
+		rt_probe_init();
+		rt_probe_fini();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(file_lines(errp, first, sizeof(first)), 0);
+	assert_int_equal(unlink(errp), 0);
+	assert_int_equal(rmdir(dir), 0); /* no output file */
+}
+
 static void test_reader_rejects(void **state)
 {
 	struct rt_probe_summary *s;
@@ -640,6 +1048,11 @@ int main(void)
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_output_file),
 		cmocka_unit_test(test_reader_rejects),
+		cmocka_unit_test(test_stress_churn),
+		cmocka_unit_test(test_fork_after_detached_thread),
+		cmocka_unit_test(test_fork_while_posting),
+		cmocka_unit_test(test_early_exit),
+		cmocka_unit_test(test_no_verbs),
 	};
 	int ret;
 
