@@ -343,9 +343,10 @@ static void read_calibration(json_t *je, struct rp_entry *o)
  * nothing shared, so several workers may parse at once. One jansson parse per document (a fleet is 100,000 of them):
  * the tree is validated by librtune's own converter, so what the report accepts is exactly what applications accept,
  * and the report's extra fields ("hardware", per-entry "calibration", the machine-id) are read from the same tree.
+ * The tree is built in the calling thread's arena a (rp_arena_begin) and dropped with it before returning.
  */
-static int parse_json_doc(const char *name, const char *text, size_t len, struct rp_node *n, char *problem,
-			  size_t plen)
+static int parse_json_doc(struct rp_arena *a, const char *name, const char *text, size_t len, struct rp_node *n,
+			  char *problem, size_t plen)
 {
 	struct rt_profile *p = NULL;
 	struct rt_error err;
@@ -356,6 +357,7 @@ static int parse_json_doc(const char *name, const char *text, size_t len, struct
 	memset(n, 0, sizeof(*n));
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
+		rp_arena_reset(a);
 		snprintf(problem, plen, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);
 		return 0;
 	}
@@ -363,7 +365,7 @@ static int parse_json_doc(const char *name, const char *text, size_t len, struct
 		/* librtune's messages start with "profile: " when no name is given */
 		const char *why = strncmp(err.text, "profile: ", 9) == 0 ? err.text + 9 : err.text;
 
-		json_decref(root);
+		rp_arena_reset(a);
 		if (err.code == ENOMEM)
 			return -ENOMEM;
 		snprintf(problem, plen, "%s: %s", name, why);
@@ -386,7 +388,7 @@ static int parse_json_doc(const char *name, const char *text, size_t len, struct
 	entries = json_object_get(root, "entries");
 	n->entries = cnt ? calloc(cnt, sizeof(*n->entries)) : NULL;
 	if (!n->hostname || !n->node_key || !n->source || !n->cpu_model || (cnt && !n->entries)) {
-		json_decref(root);
+		rp_arena_reset(a);
 		rt_profile_free(p);
 		rp_node_release(n);
 		return -ENOMEM;
@@ -399,7 +401,7 @@ static int parse_json_doc(const char *name, const char *text, size_t len, struct
 		if (o->measured_at > n->newest)
 			n->newest = o->measured_at;
 	}
-	json_decref(root);
+	rp_arena_reset(a);
 	rt_profile_free(p);
 	if (n->n_entries == 0) {
 		snprintf(problem, plen, "%s: profile of '%s' has no entries", name, n->hostname);
@@ -428,9 +430,13 @@ static long take_result(struct rt_report *r, int rc, struct rp_node *n, const ch
 long rt_report_add_json_text(struct rt_report *r, const char *name, const char *text, size_t len)
 {
 	char problem[1024];
+	struct rp_arena a;
 	struct rp_node n;
-	int rc = parse_json_doc(name, text, len, &n, problem, sizeof(problem));
+	int rc;
 
+	rp_arena_begin(&a);
+	rc = parse_json_doc(&a, name, text, len, &n, problem, sizeof(problem));
+	rp_arena_end(&a);
 	return take_result(r, rc, &n, problem);
 }
 
@@ -441,71 +447,134 @@ struct job {
 	char *path;
 	enum { J_PENDING, J_STORE, J_PROBLEM, J_NODE, J_NOMEM } state;
 	struct rp_node node;
-	char problem[512];
+	char *problem;               /* J_PROBLEM: malloc'd "<path>: <why>" (NULL when that allocation failed) */
 };
 
-/* Opens path and classifies it; JSON documents are parsed right away. Thread-safe (touches only job). */
-static void run_job(struct job *j)
-{
-	unsigned char head[16] = { 0 };
-	struct stat sb;
-	char *buf = NULL;
-	size_t got = 0;
-	ssize_t hn, i = 0;
-	int fd, rc;
+/* A worker's read buffer, reused from file to file (a fleet is 100,000 small files: one allocation per worker, not
+ * one per file). */
+struct rbuf {
+	char *p;
+	size_t cap;
+};
 
-	fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO named on the command line must not block */
-	if (fd < 0) {
-		snprintf(j->problem, sizeof(j->problem), "%s: cannot open: %s", j->path, strerror(errno));
-		j->state = J_PROBLEM;
-		return;
-	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		snprintf(j->problem, sizeof(j->problem), "%s: not a regular file", j->path);
-		j->state = J_PROBLEM;
-		goto out;
-	}
-	if (sb.st_size == 0) {
-		snprintf(j->problem, sizeof(j->problem), "%s: empty file", j->path);
-		j->state = J_PROBLEM;
-		goto out;
-	}
-	hn = pread(fd, head, sizeof(head), 0);
-	while (i < hn && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r'))
-		i++;
-	if (i >= hn || head[i] != '{') {
-		/* an SQLite header, or neither JSON nor SQLite: the store names it ("not a database") */
-		j->state = J_STORE;
-		goto out;
-	}
-	if ((uint64_t)sb.st_size > RP_MAX_FILE_BYTES) {
-		snprintf(j->problem, sizeof(j->problem), "%s: larger than %u bytes", j->path, RP_MAX_FILE_BYTES);
-		j->state = J_PROBLEM;
-		goto out;
-	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (!buf) {
-		j->state = J_NOMEM;
-		goto out;
-	}
-	while (got < (size_t)sb.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+/* Bytes read first: enough for a whole profile document, and the head tells stores from JSON. */
+#define RP_FIRST_READ (64u << 10)
+
+/* Makes room for n bytes, keeping the content. 0 or ENOMEM. */
+static int rbuf_reserve(struct rbuf *b, size_t n)
+{
+	char *p;
+
+	if (n <= b->cap)
+		return 0;
+	p = realloc(b->p, n);
+	if (!p)
+		return ENOMEM;
+	b->p = p;
+	b->cap = n;
+	return 0;
+}
+
+/* Reads until len bytes or end of file; the count, or -1 with errno. */
+static ssize_t read_full(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, buf + got, len - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			snprintf(j->problem, sizeof(j->problem), "%s: cannot read: %s", j->path, strerror(errno));
-			j->state = J_PROBLEM;
-			goto out;
-		}
+		if (n < 0)
+			return -1;
 		if (n == 0)
 			break;
 		got += (size_t)n;
 	}
-	rc = parse_json_doc(j->path, buf, got, &j->node, j->problem, sizeof(j->problem));
+	return (ssize_t)got;
+}
+
+__attribute__((format(printf, 2, 3))) static void job_problem(struct job *j, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	j->problem = strdup(buf);
+	j->state = J_PROBLEM;
+}
+
+/*
+ * Opens path and classifies it; JSON documents are parsed right away. Thread-safe (touches only j and the worker's
+ * buffer b and arena a). System calls are what a small file costs most (in a VM above all): open, fstat, one read of
+ * the whole file, close.
+ */
+static void run_job(struct job *j, struct rbuf *b, struct rp_arena *a)
+{
+	char problem[1024];
+	struct stat sb;
+	size_t size, want, hn, i = 0;
+	ssize_t got;
+	int fd, rc;
+
+	fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO named on the command line must not block */
+	if (fd < 0) {
+		job_problem(j, "%s: cannot open: %s", j->path, strerror(errno));
+		return;
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		job_problem(j, "%s: not a regular file", j->path);
+		goto out;
+	}
+	if (sb.st_size == 0) {
+		job_problem(j, "%s: empty file", j->path);
+		goto out;
+	}
+	size = (size_t)sb.st_size;
+	want = size < RP_FIRST_READ ? size : RP_FIRST_READ;
+	if (rbuf_reserve(b, want + 1)) {
+		j->state = J_NOMEM;
+		goto out;
+	}
+	got = read_full(fd, b->p, want);
+	if (got < 0) {
+		job_problem(j, "%s: cannot read: %s", j->path, strerror(errno));
+		goto out;
+	}
+	/* the first 16 bytes tell a JSON document (an object) from anything else */
+	hn = (size_t)got < 16 ? (size_t)got : 16;
+	while (i < hn && (b->p[i] == ' ' || b->p[i] == '\t' || b->p[i] == '\n' || b->p[i] == '\r'))
+		i++;
+	if (i >= hn || b->p[i] != '{') {
+		/* an SQLite header, or neither JSON nor SQLite: the store names it ("not a database") */
+		j->state = J_STORE;
+		goto out;
+	}
+	if (size > RP_MAX_FILE_BYTES) {
+		job_problem(j, "%s: larger than %u bytes", j->path, RP_MAX_FILE_BYTES);
+		goto out;
+	}
+	if ((size_t)got == want && want < size) {
+		ssize_t more;
+
+		if (rbuf_reserve(b, size + 1)) {
+			j->state = J_NOMEM;
+			goto out;
+		}
+		more = read_full(fd, b->p + got, size - (size_t)got);
+		if (more < 0) {
+			job_problem(j, "%s: cannot read: %s", j->path, strerror(errno));
+			goto out;
+		}
+		got += more;
+	}
+	rc = parse_json_doc(a, j->path, b->p, (size_t)got, &j->node, problem, sizeof(problem));
+	if (rc == 0)
+		j->problem = strdup(problem);
 	j->state = rc < 0 ? J_NOMEM : rc ? J_NODE : J_PROBLEM;
 out:
-	free(buf);
 	close(fd);
 }
 
@@ -518,10 +587,15 @@ struct pool {
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
+	struct rbuf b = { 0 };
+	struct rp_arena a;
 	size_t i;
 
+	rp_arena_begin(&a);
 	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-		run_job(&p->jobs[i]);
+		run_job(&p->jobs[i], &b, &a);
+	rp_arena_end(&a);
+	free(b.p);
 	return NULL;
 }
 
@@ -548,15 +622,22 @@ static long run_jobs(struct rt_report *r, struct job *jobs, size_t n)
 
 		switch (j->state) {
 		case J_STORE: rc = rp_read_store(r, j->path); break;
-		case J_PROBLEM: rp_problem(r, "%s", j->problem); break;
+		case J_PROBLEM:
+			if (j->problem)
+				rp_problem(r, "%s", j->problem);
+			break;
 		case J_NODE: rc = take_result(r, 1, &j->node, NULL); break;
 		default: rc = -ENOMEM; break;
 		}
+		free(j->problem);
+		j->problem = NULL;
 		if (rc < 0) {
 			/* release what the remaining jobs parsed */
-			for (size_t k = i + 1; k < n; k++)
+			for (size_t k = i + 1; k < n; k++) {
 				if (jobs[k].state == J_NODE)
 					rp_node_release(&jobs[k].node);
+				free(jobs[k].problem);
+			}
 			return rc;
 		}
 		total += rc;
@@ -577,11 +658,6 @@ static bool wanted_in_dir(const char *name)
 		return false; /* hidden files, the store's temporary files */
 	return has_suffix(name, ".json") || has_suffix(name, ".db") || has_suffix(name, ".sqlite") ||
 	       has_suffix(name, ".sqlite3") || has_suffix(name, ".rtune");
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 struct file_list {
@@ -606,11 +682,22 @@ static int list_add(struct file_list *l, const char *path)
 	return 0;
 }
 
+struct dir_ent {
+	char *name;
+	unsigned char type;          /* d_type: DT_UNKNOWN when the file system does not say */
+};
+
+static int cmp_dir_ent(const void *a, const void *b)
+{
+	return strcmp(((const struct dir_ent *)a)->name, ((const struct dir_ent *)b)->name);
+}
+
 /* Collects wanted files under dir into l (sorted per directory, depth-bounded); symlinked directories are not
- * followed. Problems are recorded; returns 0 or ENOMEM. */
+ * followed. The directory entry's type spares a stat per file; symlinks and file systems that do not fill d_type are
+ * stat'ed. Problems are recorded; returns 0 or ENOMEM. */
 static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file_list *l)
 {
-	char **names = NULL;
+	struct dir_ent *ents = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	int rc = 0;
@@ -629,40 +716,48 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (n == cap) {
-			char **nn = realloc(names, (cap = cap ? cap * 2 : 64) * sizeof(*nn));
+			struct dir_ent *ne = realloc(ents, (cap = cap ? cap * 2 : 64) * sizeof(*ne));
 
-			if (!nn) {
+			if (!ne) {
 				rc = ENOMEM;
 				goto out;
 			}
-			names = nn;
+			ents = ne;
 		}
-		if (!(names[n] = strdup(de->d_name))) {
+		if (!(ents[n].name = strdup(de->d_name))) {
 			rc = ENOMEM;
 			goto out;
 		}
+		ents[n].type = de->d_type;
 		n++;
 	}
 	if (n)
-		qsort(names, n, sizeof(*names), cmp_str);
+		qsort(ents, n, sizeof(*ents), cmp_dir_ent);
 	for (size_t i = 0; i < n && !rc; i++) {
 		char path[4096];
+		unsigned char type = ents[i].type;
 		struct stat sb;
 
-		if (snprintf(path, sizeof(path), "%s/%s", dir, names[i]) >= (int)sizeof(path))
+		if (type != DT_DIR && !wanted_in_dir(ents[i].name))
 			continue;
-		if (lstat(path, &sb) < 0)
+		if (snprintf(path, sizeof(path), "%s/%s", dir, ents[i].name) >= (int)sizeof(path))
 			continue;
-		if (S_ISDIR(sb.st_mode))
+		if (type == DT_UNKNOWN) {
+			if (lstat(path, &sb) < 0)
+				continue;
+			type = S_ISDIR(sb.st_mode) ? DT_DIR : S_ISREG(sb.st_mode) ? DT_REG : S_ISLNK(sb.st_mode) ? DT_LNK : 0;
+			if (type != DT_DIR && !wanted_in_dir(ents[i].name))
+				continue;
+		}
+		if (type == DT_DIR)
 			rc = walk_dir(r, path, depth + 1, l);
-		else if (wanted_in_dir(names[i]) &&
-			 (S_ISREG(sb.st_mode) || (S_ISLNK(sb.st_mode) && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))))
+		else if (type == DT_REG || (type == DT_LNK && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)))
 			rc = list_add(l, path);
 	}
 out:
 	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+		free(ents[i].name);
+	free(ents);
 	closedir(d);
 	return rc;
 }
