@@ -5,6 +5,7 @@
  * others are still imported.
  */
 #include "cli.h"
+#include "rt_pool.h"
 #include "rt_store.h"
 
 #include <getopt.h>
@@ -24,33 +25,28 @@ static const char usage[] =
 	"\n"
 	"exit codes: 0 every file imported, 1 a file or the store failed, 2 usage\n";
 
-/* A file imported into the open batch, reported once the batch is committed. */
-struct pending {
-	const char *name;
-	size_t added, skipped;
+struct import_out {
+	bool quiet;
+	int rc;
 };
 
-/*
- * Commits the batch. On success prints the files it held ("imported ..."), unless quiet; on failure prints one line
- * naming how many of them were not stored (nothing when it held none: the failing file was reported already).
- * Returns 0 or the store's error code; *n is reset either way.
- */
-static int flush_batch(struct rt_store *st, struct pending *p, size_t *n, bool quiet)
+/* Prints the fate of files: "imported ..." for each committed file (unless quiet), one error line for a failed file,
+ * one line for a batch whose commit failed (naming how many files it held and the first). */
+static void told(void *ctx, const struct rt_import_result *res, size_t n)
 {
-	struct rt_error err;
-	int rc = rt_store_batch_flush(st, &err);
+	struct import_out *o = ctx;
 
-	if (rc) {
-		if (*n)
-			rt_cli_error("%s; not stored: %zu file%s from '%s' on", err.text, *n, *n == 1 ? "" : "s",
-				     p[0].name);
-	} else if (!quiet) {
-		for (size_t i = 0; i < *n; i++)
-			printf("imported '%s': %zu entr%s added, %zu already present\n", p[i].name, p[i].added,
-			       p[i].added == 1 ? "y" : "ies", p[i].skipped);
+	if (res[0].rc) {
+		o->rc = RT_EXIT_FAIL;
+		if (n == 1)
+			rt_cli_error("%s", res[0].err.text);
+		else
+			rt_cli_error("%s; not stored: %zu files from '%s' on", res[0].err.text, n, res[0].path);
+		return;
 	}
-	*n = 0;
-	return rc;
+	for (size_t i = 0; i < n && !o->quiet; i++)
+		printf("imported '%s': %zu entr%s added, %zu already present\n", res[i].path, res[i].added,
+		       res[i].added == 1 ? "y" : "ies", res[i].skipped);
 }
 
 int cmd_import(int argc, char **argv)
@@ -61,18 +57,16 @@ int cmd_import(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct pending pend[IMPORT_BATCH];
 	const char *db = NULL;
 	struct rt_store *st = NULL;
 	struct rt_error err;
-	bool quiet = false;
-	size_t n_pend = 0;
-	int c, rc = RT_EXIT_OK;
+	struct import_out out = { false, RT_EXIT_OK };
+	int c;
 
 	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
-		case 'q': quiet = true; break;
+		case 'q': out.quiet = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
 		default: return rt_cli_usage_error("import", "unknown option");
 		}
@@ -83,25 +77,11 @@ int cmd_import(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		return RT_EXIT_FAIL;
 	}
-	/* one transaction per IMPORT_BATCH files (each file still all-or-nothing); a file is reported as imported only
-	 * once its batch is committed, and a failure commits the batch at once so that what it held is told exactly */
-	rt_store_batch(st, true, NULL);
-	for (int i = optind; i < argc; i++) {
-		size_t added = 0, skipped = 0;
-
-		if (rt_store_import_file(st, argv[i], &added, &skipped, &err)) {
-			rt_cli_error("%s", err.text);
-			rc = RT_EXIT_FAIL;
-			flush_batch(st, pend, &n_pend, quiet);
-			continue;
-		}
-		pend[n_pend++] = (struct pending){ argv[i], added, skipped };
-		if (n_pend == IMPORT_BATCH && flush_batch(st, pend, &n_pend, quiet))
-			rc = RT_EXIT_FAIL;
-	}
-	if (flush_batch(st, pend, &n_pend, quiet))
-		rc = RT_EXIT_FAIL;
-	rt_store_batch(st, false, NULL);
+	/* files are read and parsed on worker threads while this one writes them in order, one transaction per
+	 * IMPORT_BATCH files (each file still all-or-nothing); a file is reported as imported only once its batch is
+	 * committed, and a failure commits the batch at once so that what it held is told exactly */
+	rt_store_import_files(st, (const char *const *)argv + optind, (size_t)(argc - optind), rt_pool_workers(8),
+			      IMPORT_BATCH, told, &out);
 	rt_store_close(st);
-	return rc;
+	return out.rc;
 }

@@ -213,6 +213,27 @@ int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, s
 int rt_store_import_text(struct rt_store *st, const char *name, const char *text, size_t len, size_t *added,
 			 size_t *skipped, struct rt_error *err);
 
+/* The fate of one file in rt_store_import_files(). */
+struct rt_import_result {
+	const char *path;               /* borrowed from the caller's paths */
+	int rc;                         /* 0: imported (committed); else an errno, with err */
+	size_t added, skipped;          /* entries new / already present */
+	struct rt_error err;
+};
+/* Told, on the calling thread, the results of n files (in file order): one failed file, or the files of one batch
+ * once its transaction committed (or all failed with the commit's error). */
+typedef void (*rt_store_import_done_fn)(void *ctx, const struct rt_import_result *res, size_t n);
+
+/*
+ * Imports the profile files paths[0..n) as rt_store_import_file() does, at the rate of a fleet: files are read, parsed
+ * and validated on `workers` threads (0: on this thread; see rt_pool_workers()) while this thread writes them in
+ * order, `batch` files per transaction (each file still all-or-nothing; a failing file commits the batch at once).
+ * done() learns every file's fate exactly once, after its transaction ended. A failed file does not stop the others.
+ * Returns 0 when every file was imported, else the errno of the first failure.
+ */
+int rt_store_import_files(struct rt_store *st, const char *const *paths, size_t n, unsigned workers, size_t batch,
+			  rt_store_import_done_fn done, void *ctx);
+
 /*
  * Writes len bytes to path atomically: temp file "<dir>/.<base>.XXXXXX" created O_EXCL|O_NOFOLLOW with mode, written,
  * fsync'd, renamed over path, directory fsync'd. On failure the temp file is removed and path is untouched.

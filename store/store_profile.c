@@ -5,6 +5,7 @@
  * documents from other nodes, and the atomic file writer every export uses.
  */
 #include "store_internal.h"
+#include "rt_pool.h"
 #include "rt_buf.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
@@ -61,9 +62,10 @@ static void reasons_from_json(const char *text, struct rt_profile_entry *e)
 	json_decref(a);
 }
 
-/* Inserts entries for node_id inside the caller's transaction; counts new rows. */
+/* Inserts entries for node_id inside the caller's transaction; counts new rows. reasons_json, when not NULL, holds each
+ * entry's reasons already serialised (else they are serialised here). */
 static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
-			  bool validate, size_t *added, struct rt_error *err)
+			  char *const *reasons_json, size_t *added, struct rt_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &entries[i];
@@ -71,8 +73,6 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		char *reasons;
 		int rc;
 
-		if (validate && (rc = rt_profile_entry_validate(e, err)))
-			return rc;
 		s = rt_store_stmt(st, STMT_PROFILE_INSERT,
 			"INSERT OR IGNORE INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
 			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us,"
@@ -83,7 +83,7 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END)", err);
 		if (!s)
 			return err ? err->code : EIO;
-		reasons = reasons_to_json(e);
+		reasons = reasons_json ? reasons_json[i] : reasons_to_json(e);
 		if (!reasons)
 			return rt_error_set(err, ENOMEM, "out of memory");
 		sqlite3_bind_int64(s, 1, node_id);
@@ -107,7 +107,8 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		/* the one bind that copies (allocates): unchecked, an out-of-memory left reasons NULL and INSERT OR IGNORE
 		 * then dropped the entry silently, counted as "already present" */
 		rc = sqlite3_bind_text(s, 17, reasons, -1, SQLITE_TRANSIENT);
-		free(reasons);
+		if (!reasons_json)
+			free(reasons);
 		if (rc != SQLITE_OK)
 			return rt_store_sql_error(st, "store profile", err);
 		sqlite3_bind_int64(s, 18, e->measured_at);
@@ -171,7 +172,7 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, err)) ||
 	    (replace && (rc = delete_superseded(st, node_id, entries, n, err))) ||
-	    (rc = insert_entries(st, node_id, entries, n, false, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (rc = insert_entries(st, node_id, entries, n, NULL, &cnt, err)) || (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		return rc;
 	}
@@ -718,52 +719,63 @@ out:
 
 /* ---- import ------------------------------------------------------------------------------------------------------ */
 
-int rt_store_import_text(struct rt_store *st, const char *name, const char *text, size_t len, size_t *added,
-			 size_t *skipped, struct rt_error *err)
+/* A profile document parsed and validated off the store, each entry's reasons already serialised: all an import needs
+ * but the writes. Built on any thread (no store involved). */
+struct prepared {
+	struct rt_profile *p;
+	char **reasons;                 /* [p->n_entries] */
+};
+
+static void prepared_free(struct prepared *pr)
 {
-	struct rt_profile *p = NULL;
-	struct rt_node_info node;
-	size_t cnt = 0;
-	int64_t node_id;
+	if (!pr)
+		return;
+	for (size_t i = 0; pr->p && pr->reasons && i < pr->p->n_entries; i++)
+		free(pr->reasons[i]);
+	free(pr->reasons);
+	rt_profile_free(pr->p);
+	free(pr);
+}
+
+/* Parses and validates text (name for messages); 0 and *out, or an errno + err. */
+static int prepare_text(const char *name, const char *text, size_t len, struct prepared **out, struct rt_error *err)
+{
+	struct prepared *pr = calloc(1, sizeof(*pr));
 	int rc;
 
-	if (added)
-		*added = 0;
-	if (skipped)
-		*skipped = 0;
-	if ((rc = rt_profile_parse_named(text, len, name, &p, err)))
-		return rc;
-	memset(&node, 0, sizeof(node));
-	snprintf(node.hostname, sizeof(node.hostname), "%s", p->hostname);
-	snprintf(node.machine_id, sizeof(node.machine_id), "%s", p->machine_id);
-	snprintf(node.cpu_model, sizeof(node.cpu_model), "%s", p->cpu_model);
-	snprintf(node.kernel, sizeof(node.kernel), "%s", p->kernel);
-	node.cpu_count = p->cpu_count;
-	node.numa_nodes = p->numa_nodes;
-	if ((rc = rt_store_begin(st, err)))
+	*out = NULL;
+	if (!pr)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	if ((rc = rt_profile_parse_named(text, len, name, &pr->p, err)))
 		goto out;
-	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)) ||
-	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, false, &cnt, err)) ||
-	    (rc = rt_store_commit(st, err))) {
-		rt_store_rollback(st);
+	pr->reasons = calloc(pr->p->n_entries ? pr->p->n_entries : 1, sizeof(*pr->reasons));
+	if (!pr->reasons) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	if (added)
-		*added = cnt;
-	if (skipped)
-		*skipped = p->n_entries - cnt;
+	for (size_t i = 0; i < pr->p->n_entries; i++) {
+		if (!(pr->reasons[i] = reasons_to_json(&pr->p->entries[i]))) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+	*out = pr;
+	return 0;
 out:
-	rt_profile_free(p);
+	prepared_free(pr);
 	return rc;
 }
 
-int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, size_t *skipped, struct rt_error *err)
+/* Reads path whole (a regular file of at most RT_PROFILE_MAX_BYTES, never blocking on a FIFO); 0 and *buf, *len
+ * (malloc'd, NUL-terminated), or an errno + err naming the file. */
+static int read_profile_file(const char *path, char **buf, size_t *len, struct rt_error *err)
 {
 	struct stat sb;
-	char *buf = NULL;
 	size_t got = 0;
-	int fd, rc;
+	int fd, rc = 0;
 
+	*buf = NULL;
+	*len = 0;
 	/* O_NONBLOCK: a FIFO must not block us (non-regular files are refused below) */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -776,23 +788,215 @@ int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, s
 		rc = rt_error_set(err, EFBIG, "profile '%s': larger than %u bytes", path, RT_PROFILE_MAX_BYTES);
 		goto out;
 	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (!buf) {
+	*buf = malloc((size_t)sb.st_size + 1);
+	if (!*buf) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	while (got < (size_t)sb.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+		ssize_t r = read(fd, *buf + got, (size_t)sb.st_size - got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r < 0) {
+			rc = rt_error_set(err, errno, "cannot read profile '%s': %s", path, strerror(errno));
+			free(*buf);
+			*buf = NULL;
+			goto out;
+		}
+		if (r == 0)
 			break;
 		got += (size_t)r;
 	}
-	rc = rt_store_import_text(st, path, buf, got, added, skipped, err);
+	(*buf)[got] = '\0';
+	*len = got;
 out:
-	free(buf);
 	close(fd);
 	return rc;
+}
+
+static int prepare_file(const char *path, struct prepared **out, struct rt_error *err)
+{
+	char *buf;
+	size_t len;
+	int rc;
+
+	*out = NULL;
+	if ((rc = read_profile_file(path, &buf, &len, err)))
+		return rc;
+	rc = prepare_text(path, buf, len, out, err);
+	free(buf);
+	return rc;
+}
+
+/* Writes a prepared document as one transaction (a savepoint in batch mode); counts entries added and skipped. */
+static int write_prepared(struct rt_store *st, const struct prepared *pr, size_t *added, size_t *skipped,
+			  struct rt_error *err)
+{
+	const struct rt_profile *p = pr->p;
+	struct rt_node_info node;
+	size_t cnt = 0;
+	int64_t node_id;
+	int rc;
+
+	memset(&node, 0, sizeof(node));
+	snprintf(node.hostname, sizeof(node.hostname), "%s", p->hostname);
+	snprintf(node.machine_id, sizeof(node.machine_id), "%s", p->machine_id);
+	snprintf(node.cpu_model, sizeof(node.cpu_model), "%s", p->cpu_model);
+	snprintf(node.kernel, sizeof(node.kernel), "%s", p->kernel);
+	node.cpu_count = p->cpu_count;
+	node.numa_nodes = p->numa_nodes;
+	if ((rc = rt_store_begin(st, err)))
+		return rc;
+	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)) ||
+	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, &cnt, err)) ||
+	    (rc = rt_store_commit(st, err))) {
+		rt_store_rollback(st);
+		return rc;
+	}
+	if (added)
+		*added = cnt;
+	if (skipped)
+		*skipped = p->n_entries - cnt;
+	return 0;
+}
+
+int rt_store_import_text(struct rt_store *st, const char *name, const char *text, size_t len, size_t *added,
+			 size_t *skipped, struct rt_error *err)
+{
+	struct prepared *pr;
+	int rc;
+
+	if (added)
+		*added = 0;
+	if (skipped)
+		*skipped = 0;
+	if ((rc = prepare_text(name, text, len, &pr, err)))
+		return rc;
+	rc = write_prepared(st, pr, added, skipped, err);
+	prepared_free(pr);
+	return rc;
+}
+
+int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, size_t *skipped, struct rt_error *err)
+{
+	struct prepared *pr;
+	int rc;
+
+	if (added)
+		*added = 0;
+	if (skipped)
+		*skipped = 0;
+	if ((rc = prepare_file(path, &pr, err)))
+		return rc;
+	rc = write_prepared(st, pr, added, skipped, err);
+	prepared_free(pr);
+	return rc;
+}
+
+/* ---- many files: parsed on worker threads, written in order on the caller's ---------------------------------- */
+
+/* What a worker hands to the writer for one file. */
+struct job {
+	struct prepared *pr;            /* NULL when rc */
+	int rc;
+	struct rt_error err;
+};
+
+struct import_many {
+	struct rt_store *st;
+	const char *const *paths;
+	size_t batch;                   /* files per transaction */
+	rt_store_import_done_fn done;
+	void *ctx;
+	struct rt_import_result *held;  /* [batch]: files written in the open transaction, told once it commits */
+	size_t n_held;
+	int first_rc;
+};
+
+static void *produce(void *arg, size_t i)
+{
+	struct import_many *m = arg;
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (j)
+		j->rc = prepare_file(m->paths[i], &j->pr, &j->err);
+	return j;
+}
+
+/* Commits the open transaction and tells its files: imported, or all failed with the commit's error. */
+static void commit_held(struct import_many *m)
+{
+	struct rt_error err;
+	int rc = rt_store_batch_flush(m->st, &err);
+
+	if (rc) {
+		for (size_t k = 0; k < m->n_held; k++) {
+			m->held[k].rc = rc;
+			m->held[k].err = err;
+		}
+		if (!m->first_rc)
+			m->first_rc = rc;
+	}
+	if (m->n_held)
+		m->done(m->ctx, m->held, m->n_held);
+	m->n_held = 0;
+}
+
+static void consume(void *arg, size_t i, void *result)
+{
+	struct import_many *m = arg;
+	struct job *j = result;
+	struct rt_import_result r = { .path = m->paths[i] };
+
+	if (!j) {
+		r.rc = rt_error_set(&r.err, ENOMEM, "out of memory");
+	} else if (j->rc) {
+		r.rc = j->rc;
+		r.err = j->err;
+	} else {
+		r.rc = write_prepared(m->st, j->pr, &r.added, &r.skipped, &r.err);
+	}
+	if (j) {
+		prepared_free(j->pr);
+		free(j);
+	}
+	if (r.rc) {
+		if (!m->first_rc)
+			m->first_rc = r.rc;
+		/* the failure commits what the batch holds at once, so what was stored before it is told exactly */
+		commit_held(m);
+		m->done(m->ctx, &r, 1);
+		return;
+	}
+	m->held[m->n_held++] = r;
+	if (m->n_held == m->batch)
+		commit_held(m);
+}
+
+int rt_store_import_files(struct rt_store *st, const char *const *paths, size_t n, unsigned workers, size_t batch,
+			  rt_store_import_done_fn done, void *ctx)
+{
+	struct import_many m = { .st = st, .paths = paths, .batch = batch ? batch : 1, .done = done, .ctx = ctx };
+	struct rt_error err;
+	bool was_batch = st->batch;
+
+	m.held = calloc(m.batch, sizeof(*m.held));
+	if (!m.held) {
+		struct rt_import_result r = { .path = n ? paths[0] : "", .rc = ENOMEM };
+
+		rt_error_set(&r.err, ENOMEM, "out of memory");
+		if (n)
+			done(ctx, &r, 1);
+		return ENOMEM;
+	}
+	json_object_seed(0); /* jansson's hash seed, set before any worker can race to set it */
+	if (!was_batch)
+		rt_store_batch(st, true, NULL);
+	rt_pool_ordered(n, workers, 0, produce, consume, &m);
+	commit_held(&m);
+	if (!was_batch && rt_store_batch(st, false, &err) && !m.first_rc)
+		m.first_rc = err.code;
+	free(m.held);
+	return m.first_rc;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of the shared helpers: the message-size bucket scheme (every size lands in the bucket whose bounds contain
- * it, buckets tile the range without gaps, 8 sub-buckets per power of two), enum names round-trip, rt_error formatting.
+ * it, buckets tile the range without gaps, 8 sub-buckets per power of two), enum names round-trip, rt_error formatting,
+ * and the ordered parallel map (every item produced and consumed once, in order, never more than a window ahead).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,11 @@
 #include <rtune/error.h>
 #include "rt_hist.h"
 #include "rt_model.h"
+#include "rt_pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 
 static void test_hist_bounds_contain(void **state)
 {
@@ -83,6 +89,84 @@ static void test_error(void **state)
 	assert_int_equal(rt_error_set(NULL, EIO, "x"), EIO);
 }
 
+struct pool_check {
+	size_t n, window;
+	int *produced;                  /* times each item was produced */
+	size_t next_consume;            /* next index consume() expects */
+	size_t in_flight, max_in_flight; /* produced and not yet consumed */
+	pthread_mutex_t mu;
+	int out_of_order;
+};
+
+static void *pc_produce(void *ctx, size_t i)
+{
+	struct pool_check *c = ctx;
+	size_t *r = malloc(sizeof(*r));
+
+	if (i % 7 == 0) { /* uneven work, so later items often finish first */
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&c->mu);
+	c->produced[i]++;
+	if (++c->in_flight > c->max_in_flight)
+		c->max_in_flight = c->in_flight;
+	pthread_mutex_unlock(&c->mu);
+	if (r)
+		*r = i * 3 + 1;
+	return r;
+}
+
+static void pc_consume(void *ctx, size_t i, void *result)
+{
+	struct pool_check *c = ctx;
+	size_t *r = result;
+
+	pthread_mutex_lock(&c->mu);
+	c->in_flight--;
+	pthread_mutex_unlock(&c->mu);
+	if (i != c->next_consume || !r || *r != i * 3 + 1)
+		c->out_of_order++;
+	c->next_consume = i + 1;
+	free(r);
+}
+
+static void run_pool(size_t n, unsigned workers, size_t window)
+{
+	struct pool_check c = { .n = n, .window = window };
+
+	c.produced = calloc(n ? n : 1, sizeof(*c.produced));
+	assert_non_null(c.produced);
+	pthread_mutex_init(&c.mu, NULL);
+	assert_int_equal(rt_pool_ordered(n, workers, window, pc_produce, pc_consume, &c), 0);
+	assert_int_equal(c.out_of_order, 0);
+	assert_int_equal(c.next_consume, n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(c.produced[i], 1);
+	assert_int_equal(c.in_flight, 0);
+	if (workers && n > 1)
+		/* workers claim an item only while the consumer is less than a window behind (+1: the item being
+		 * consumed has freed its slot before consume() runs) */
+		assert_true(c.max_in_flight <= (window ? window : 64u * workers) + 1);
+	else
+		assert_true(c.max_in_flight <= 1);
+	pthread_mutex_destroy(&c.mu);
+	free(c.produced);
+}
+
+static void test_pool_ordered(void **state)
+{
+	(void)state;
+	run_pool(0, 4, 0);
+	run_pool(1, 4, 0);
+	run_pool(1000, 0, 0);           /* on the calling thread */
+	run_pool(1000, 1, 1);           /* one worker, lock-step */
+	run_pool(5000, 3, 4);           /* a window much smaller than the work: workers wait for room */
+	run_pool(5000, 8, 0);
+	assert_true(rt_pool_workers(8) <= 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -90,6 +174,7 @@ int main(void)
 		cmocka_unit_test(test_hist_tiles),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_error),
+		cmocka_unit_test(test_pool_ordered),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
