@@ -179,6 +179,23 @@ extern int rp_store_bulk_min_nodes;
 int rp_analyze(struct rt_report *r, struct rt_error *err);
 void rp_stat_compute(double *v, size_t n, struct rp_stat *out);
 
+/* ---- streamed output (report_out.c): the text, JSON and CSV writers append to a fixed buffer that is written to
+ * the stream whenever it fills, so a report over 100,000 nodes is never held in memory whole ---- */
+#define RP_OUT_BUF (64u << 10)
+struct rp_out {
+	FILE *f;
+	int err;                     /* first failure: EIO (the stream), ENOMEM; later appends do nothing */
+	size_t len;
+	char *buf;                   /* RP_OUT_BUF bytes */
+};
+/* Starts writing to f; 0 or ENOMEM. */
+int rp_out_open(struct rp_out *o, FILE *f);
+/* Writes what is buffered, flushes f and releases the buffer: 0 or the first error (EIO, ENOMEM). */
+int rp_out_close(struct rp_out *o);
+void rp_out_write(struct rp_out *o, const char *p, size_t n);
+void rp_out_puts(struct rp_out *o, const char *s);
+void rp_out_printf(struct rp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* ---- text output helpers (report_out.c), on the shared growable buffer (common/rt_buf.h) ---- */
 /* s escaped for HTML/XML text and attribute values. */
 void rp_bescape(struct rt_buf *b, const char *s);

@@ -1,19 +1,109 @@
 // SPDX-License-Identifier: MIT
 /*
- * The fleet report's text, JSON and CSV writers, and the small text buffer the HTML writer shares. The terminal table
- * is for people; JSON (schema "rtune-report" 1.0, built with jansson) and CSV (one row per node entry, RFC 4180
- * quoting) are for tools. Field meanings are in docs/report.md.
+ * The fleet report's text, JSON and CSV writers, and the small text helpers the HTML writer shares. The terminal table
+ * is for people; JSON (schema "rtune-report" 1.0) and CSV (one row per node entry, RFC 4180 quoting) are for tools.
+ * Field meanings are in docs/report.md. All three are streamed through a fixed buffer (a fleet's JSON or CSV is tens of
+ * MB): the JSON is written as it is walked, in exactly the layout jansson's json_dumpf(JSON_INDENT(2)) gives, instead
+ * of building a jansson tree of every node first.
  */
 #include "report_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <rtune/profile.h>
+
+/* ---- the streamed output buffer --------------------------------------------------------------------------------- */
+
+int rp_out_open(struct rp_out *o, FILE *f)
+{
+	o->f = f;
+	o->err = 0;
+	o->len = 0;
+	o->buf = malloc(RP_OUT_BUF);
+	return o->buf ? 0 : ENOMEM;
+}
+
+static void out_drain(struct rp_out *o)
+{
+	if (o->len && !o->err && fwrite(o->buf, 1, o->len, o->f) != o->len)
+		o->err = EIO;
+	o->len = 0;
+}
+
+int rp_out_close(struct rp_out *o)
+{
+	out_drain(o);
+	if (!o->err && fflush(o->f))
+		o->err = EIO;
+	free(o->buf);
+	o->buf = NULL;
+	return o->err;
+}
+
+void rp_out_write(struct rp_out *o, const char *p, size_t n)
+{
+	if (o->err)
+		return;
+	if (n > RP_OUT_BUF - o->len) {
+		out_drain(o);
+		if (n > RP_OUT_BUF) {
+			if (!o->err && fwrite(p, 1, n, o->f) != n)
+				o->err = EIO;
+			return;
+		}
+	}
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+}
+
+void rp_out_puts(struct rp_out *o, const char *s)
+{
+	rp_out_write(o, s, strlen(s));
+}
+
+void rp_out_printf(struct rp_out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->err)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, RP_OUT_BUF - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		o->err = EIO;
+		return;
+	}
+	if ((size_t)n < RP_OUT_BUF - o->len) {
+		o->len += (size_t)n;
+		return;
+	}
+	/* did not fit: the stream takes what is buffered, then the text is formatted again */
+	out_drain(o);
+	if ((size_t)n < RP_OUT_BUF) {
+		va_start(ap, fmt);
+		vsnprintf(o->buf, RP_OUT_BUF, fmt, ap);
+		va_end(ap);
+		o->len = (size_t)n;
+	} else {
+		char *t = malloc((size_t)n + 1);
+
+		if (!t) {
+			o->err = ENOMEM;
+			return;
+		}
+		va_start(ap, fmt);
+		vsnprintf(t, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+		rp_out_write(o, t, (size_t)n);
+		free(t);
+	}
+}
 
 void rp_bescape(struct rt_buf *b, const char *s)
 {
@@ -81,25 +171,27 @@ static size_t remote_calibrations(const struct rt_report *r, const struct rp_gro
 
 /* ---- terminal table --------------------------------------------------------------------------------------------- */
 
-static void text_stat(struct rt_buf *b, const struct rp_stat *s, int dec)
+static void text_stat(struct rp_out *b, const struct rp_stat *s, int dec)
 {
 	char m[32], lo[32], hi[32], cell[128];
 
 	if (!s->n) {
-		rt_buf_printf(b, "  %-24s", "-");
+		rp_out_printf(b, "  %-24s", "-");
 		return;
 	}
 	snprintf(cell, sizeof(cell), "%s [%s..%s]", rp_fmt(m, sizeof(m), s->median, dec),
 		 rp_fmt(lo, sizeof(lo), s->p10, dec), rp_fmt(hi, sizeof(hi), s->p90, dec));
-	rt_buf_printf(b, "  %-24s", cell);
+	rp_out_printf(b, "  %-24s", cell);
 }
 
 int rt_report_write_text(const struct rt_report *r, FILE *f)
 {
-	struct rt_buf b = { 0 };
-	int rc = 0;
+	struct rp_out out, *b = &out;
+	size_t oi = 0;
 
-	rt_buf_printf(&b, "rtune report: %zu node%s in %zu group%s; %zu outlier%s; %zu drift%s; %zu input problem%s\n",
+	if (rp_out_open(b, f))
+		return ENOMEM;
+	rp_out_printf(b, "rtune report: %zu node%s in %zu group%s; %zu outlier%s; %zu drift%s; %zu input problem%s\n",
 		   r->n_nodes, r->n_nodes == 1 ? "" : "s", r->n_groups, r->n_groups == 1 ? "" : "s", r->n_outliers,
 		   r->n_outliers == 1 ? "" : "s", r->n_drifts, r->n_drifts == 1 ? "" : "s", r->n_problems,
 		   r->n_problems == 1 ? "" : "s");
@@ -107,24 +199,24 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		const struct rp_group *g = &r->groups[gi];
 		size_t remote = remote_calibrations(r, g);
 
-		rt_buf_printf(&b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s", g->label);
+		rp_out_printf(b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s", g->label);
 		if (remote)
-			rt_buf_printf(&b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n", remote,
+			rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n", remote,
 				   remote == 1 ? "" : "s");
-		rt_buf_printf(&b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "slot", "nodes", "inline_threshold B",
+		rp_out_printf(b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "slot", "nodes", "inline_threshold B",
 			   "signal_interval", "latency_ns", "mops");
-		rt_buf_printf(&b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "", "", "median [p10..p90]",
+		rp_out_printf(b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "", "", "median [p10..p90]",
 			   "median [p10..p90]", "median [p10..p90]", "median [p10..p90]");
 		for (size_t si = 0; si < g->n_slots; si++) {
 			const struct rp_slot *s = &g->slots[si];
 			char name[96];
 
-			rt_buf_printf(&b, "  %-24s %5zu", slot_name(s, name, sizeof(name)), s->n);
-			text_stat(&b, &s->st[RP_M_THRESHOLD], 0);
-			text_stat(&b, &s->st[RP_M_INTERVAL], 0);
-			text_stat(&b, &s->st[RP_M_LAT], 0);
-			text_stat(&b, &s->st[RP_M_MOPS], -1);
-			rt_buf_puts(&b, "\n");
+			rp_out_printf(b, "  %-24s %5zu", slot_name(s, name, sizeof(name)), s->n);
+			text_stat(b, &s->st[RP_M_THRESHOLD], 0);
+			text_stat(b, &s->st[RP_M_INTERVAL], 0);
+			text_stat(b, &s->st[RP_M_LAT], 0);
+			text_stat(b, &s->st[RP_M_MOPS], -1);
+			rp_out_puts(b, "\n");
 		}
 		for (size_t si = 0; si < g->n_slots; si++) {
 			const struct rp_slot *s = &g->slots[si];
@@ -132,22 +224,21 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 
 			if (!s->has_rec)
 				continue;
-			rt_buf_printf(&b, "  recommended %s: inline_threshold %" PRIu32 ", max_inline_data %" PRIu32
+			rp_out_printf(b, "  recommended %s: inline_threshold %" PRIu32 ", max_inline_data %" PRIu32
 				   ", signal_interval %" PRIu32 ", sq_depth %" PRIu32 ", cq_depth %" PRIu32
 				   " (%s confidence, from %zu node%s)\n", slot_name(s, name, sizeof(name)), s->rec_threshold,
 				   s->rec_max_inline, s->rec_interval, s->rec_sq_depth, s->rec_cq_depth, s->rec_confidence,
 				   s->rec_basis, s->rec_basis == 1 ? "" : "s");
 		}
 		if (g->n_nodes < (size_t)r->opts.min_group)
-			rt_buf_printf(&b, "  outliers not judged: fewer than %d nodes\n", r->opts.min_group);
-		for (size_t i = 0; i < r->n_outliers; i++) {
-			const struct rp_outlier *o = &r->outliers[i];
+			rp_out_printf(b, "  outliers not judged: fewer than %d nodes\n", r->opts.min_group);
+		/* outliers are stored in group order (rp_analyze) */
+		for (; oi < r->n_outliers && r->outliers[oi].group == gi; oi++) {
+			const struct rp_outlier *o = &r->outliers[oi];
 			const struct rp_entry *e = &r->nodes[o->node].entries[o->entry];
 			char v[32], m[32];
 
-			if (o->group != gi)
-				continue;
-			rt_buf_printf(&b, "  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
+			rp_out_printf(b, "  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
 				   "    evidence: %s\n", r->nodes[o->node].hostname, e->device, e->port,
 				   rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
 				   rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), rp_metric_name(o->metric),
@@ -157,149 +248,370 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		}
 	}
 	if (r->n_drifts) {
-		rt_buf_puts(&b, "\ndrift (a node's latest run moved away from its own history):\n");
+		rp_out_puts(b, "\ndrift (a node's latest run moved away from its own history):\n");
 		for (size_t i = 0; i < r->n_drifts; i++) {
 			const struct rp_drift *d = &r->drifts[i];
 
-			rt_buf_printf(&b, "  DRIFT %s %s/%d %s: %.0f now, %.0f before (median of %zu runs) [%s]\n", d->hostname,
+			rp_out_printf(b, "  DRIFT %s %s/%d %s: %.0f now, %.0f before (median of %zu runs) [%s]\n", d->hostname,
 				   d->device, d->port, rp_metric_name(d->metric), d->latest, d->hist_median, d->hist_runs,
 				   d->source);
 		}
 	}
-	if (b.oom)
-		rc = ENOMEM;
-	else if (fwrite(b.p, 1, b.len, f) != b.len || fflush(f))
-		rc = EIO;
-	free(b.p);
-	return rc;
+	return rp_out_close(b);
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------------------------------- */
 
-static json_t *num_or_null(double v)
+/* A JSON writer with jansson's JSON_INDENT(2) layout: containers open with their first member on a new line indented
+ * by two spaces per level, members separated by ",\n", keys followed by ": ", empty containers as {} and []. */
+struct jw {
+	struct rp_out *o;
+	int depth;
+	bool first[16];
+};
+
+static void jw_newline(struct jw *w, int depth)
 {
-	return isnan(v) ? json_null() : json_real(v);
+	static const char spaces[] = "\n                                ";
+
+	rp_out_write(w->o, spaces, 1 + 2 * (size_t)(depth < 16 ? depth : 16));
 }
 
-static json_t *stat_json(const struct rp_stat *s)
+static void jw_open(struct jw *w, char c)
 {
-	if (!s->n)
-		return json_null();
-	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "n", (json_int_t)s->n, "median", num_or_null(s->median),
-			 "mad", num_or_null(s->mad), "min", num_or_null(s->min), "max", num_or_null(s->max), "p10",
-			 num_or_null(s->p10), "p90", num_or_null(s->p90));
+	rp_out_write(w->o, &c, 1);
+	w->first[++w->depth] = true;
 }
 
-static json_t *report_json(const struct rt_report *r)
+static void jw_close(struct jw *w, char c)
 {
-	json_t *doc = json_object(), *groups = json_array(), *outl = json_array(), *drift = json_array(),
-	       *probs = json_array();
-	char now[32];
+	if (!w->first[w->depth])
+		jw_newline(w, w->depth - 1);
+	w->depth--;
+	rp_out_write(w->o, &c, 1);
+}
 
-	if (!doc || !groups || !outl || !drift || !probs)
-		goto oom;
-	for (size_t i = 0; i < r->n_problems; i++)
-		json_array_append_new(probs, json_string(r->problems[i]));
-	for (size_t gi = 0; gi < r->n_groups; gi++) {
-		const struct rp_group *g = &r->groups[gi];
-		json_t *nodes = json_array(), *slots = json_array(), *jg;
+/* Starts the next member of the open container. */
+static void jw_item(struct jw *w)
+{
+	if (!w->first[w->depth])
+		rp_out_write(w->o, ",", 1);
+	w->first[w->depth] = false;
+	jw_newline(w, w->depth);
+}
 
-		for (size_t k = 0; nodes && k < g->n_nodes; k++) {
-			const struct rp_node *nd = &r->nodes[g->nodes[k]];
-			bool remote = false;
+/* Length of the valid UTF-8 sequence at s (as jansson checks it: no overlong forms, no surrogates, at most
+ * U+10FFFF), 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned c = s[0], cp, n;
 
-			for (int i = 0; i < nd->n_entries; i++)
-				remote |= nd->entries[i].cal_local == 0;
-			json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:b}", "hostname", nd->hostname,
-							       "hw_signature", nd->hw_sig, "source", nd->source,
-							       "remote_numa_calibration", remote));
+	if (c < 0x80)
+		return 1;
+	if (c < 0xc2 || c > 0xf4)
+		return 0;
+	n = c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+	cp = c & (0x7f >> n);
+	for (unsigned i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/* A JSON string as jansson writes it: \" \\ \b \f \n \r \t, other control characters as \u00XX, UTF-8 as is. A byte
+ * that is not valid UTF-8 (a file name can hold one) is written as U+FFFD (jansson would refuse the string). */
+static void jw_str(struct jw *w, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str, *run = s;
+
+	rp_out_write(w->o, "\"", 1);
+	while (*s) {
+		size_t n = utf8_seq(s);
+		char esc[8];
+
+		if (n && *s >= 0x20 && *s != '"' && *s != '\\') {
+			s += n;
+			continue;
 		}
-		for (size_t si = 0; slots && si < g->n_slots; si++) {
-			const struct rp_slot *s = &g->slots[si];
-			json_t *rec = s->has_rec ?
-				json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:I}", "inline_threshold",
-					  (json_int_t)s->rec_threshold, "max_inline_data", (json_int_t)s->rec_max_inline,
-					  "signal_interval", (json_int_t)s->rec_interval, "sq_depth",
-					  (json_int_t)s->rec_sq_depth, "cq_depth", (json_int_t)s->rec_cq_depth, "confidence",
-					  s->rec_confidence, "basis_nodes", (json_int_t)s->rec_basis) : json_null();
-
-			json_array_append_new(slots, json_pack("{s:s, s:i, s:s, s:s, s:I, s:o, s:o, s:o, s:o, s:o}",
-				"device", s->device, "port", s->port,
-				"opcode", rt_profile_opcode_name((enum rt_profile_opcode)s->opcode),
-				"qp_type", rt_profile_qp_type_name((enum rt_profile_qp_type)s->qp_type),
-				"entries", (json_int_t)s->n, "inline_threshold", stat_json(&s->st[RP_M_THRESHOLD]),
-				"signal_interval", stat_json(&s->st[RP_M_INTERVAL]), "latency_ns",
-				stat_json(&s->st[RP_M_LAT]), "mops", stat_json(&s->st[RP_M_MOPS]), "recommended", rec));
+		rp_out_write(w->o, (const char *)run, (size_t)(s - run));
+		if (!n) {
+			rp_out_write(w->o, "\xef\xbf\xbd", 3);
+		} else {
+			switch (*s) {
+			case '"': rp_out_write(w->o, "\\\"", 2); break;
+			case '\\': rp_out_write(w->o, "\\\\", 2); break;
+			case '\b': rp_out_write(w->o, "\\b", 2); break;
+			case '\f': rp_out_write(w->o, "\\f", 2); break;
+			case '\n': rp_out_write(w->o, "\\n", 2); break;
+			case '\r': rp_out_write(w->o, "\\r", 2); break;
+			case '\t': rp_out_write(w->o, "\\t", 2); break;
+			default:
+				snprintf(esc, sizeof(esc), "\\u%04X", *s);
+				rp_out_write(w->o, esc, 6);
+			}
 		}
-		jg = json_pack("{s:s, s:s, s:b, s:I, s:I, s:o, s:o}", "id", g->id, "label", g->label, "from_hardware",
-			       g->from_hw, "node_count", (json_int_t)g->n_nodes, "remote_numa_calibrations",
-			       (json_int_t)remote_calibrations(r, g), "slots", slots ? slots : json_null(), "nodes",
-			       nodes ? nodes : json_null());
-		if (!jg || json_array_append_new(groups, jg))
-			goto oom;
+		run = ++s;
 	}
-	for (size_t i = 0; i < r->n_outliers; i++) {
-		struct rt_report_outlier_view v;
+	rp_out_write(w->o, (const char *)run, (size_t)(s - run));
+	rp_out_write(w->o, "\"", 1);
+}
 
-		rt_report_outlier_at(r, i, &v);
-		json_array_append_new(outl, json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:f, s:f, s:f, s:s, s:o, s:s}",
-			"group", v.group, "hostname", v.hostname, "device", v.device, "port", v.port, "opcode", v.opcode,
-			"qp_type", v.qp_type, "metric", v.metric, "value", v.value, "group_median", v.group_median,
-			"robust_z", v.robust_z, "cause", v.cause, "causes", json_string(v.causes), "evidence", v.evidence));
-	}
-	for (size_t i = 0; i < r->n_drifts; i++) {
-		const struct rp_drift *d = &r->drifts[i];
+static void jw_key(struct jw *w, const char *key)
+{
+	jw_item(w);
+	jw_str(w, key);
+	rp_out_write(w->o, ": ", 2);
+}
 
-		json_array_append_new(drift, json_pack("{s:s, s:s, s:i, s:s, s:f, s:f, s:I, s:s, s:s}", "hostname",
-			d->hostname, "device", d->device, "port", d->port, "metric", rp_metric_name(d->metric), "latest",
-			d->latest, "history_median", d->hist_median, "history_runs", (json_int_t)d->hist_runs, "source",
-			d->source, "evidence", d->evidence));
+static void jw_kstr(struct jw *w, const char *key, const char *v)
+{
+	jw_key(w, key);
+	jw_str(w, v);
+}
+
+static void jw_kint(struct jw *w, const char *key, long long v)
+{
+	jw_key(w, key);
+	rp_out_printf(w->o, "%lld", v);
+}
+
+static void jw_kbool(struct jw *w, const char *key, bool v)
+{
+	jw_key(w, key);
+	rp_out_puts(w->o, v ? "true" : "false");
+}
+
+/* A real as jansson writes it (%.17g, ".0" added to integral values, exponent without '+' and leading zeros); null
+ * for NAN and infinities, which JSON cannot hold. */
+static void jw_kreal(struct jw *w, const char *key, double v)
+{
+	char buf[40], *e;
+	int n;
+
+	jw_key(w, key);
+	if (!isfinite(v)) {
+		rp_out_puts(w->o, "null");
+		return;
 	}
-	json_object_set_new(doc, "schema", json_pack("{s:s, s:s}", "name", "rtune-report", "version", "1.0"));
-	json_object_set_new(doc, "rtune_version", json_string(RTUNE_VERSION));
-	json_object_set_new(doc, "generated_at", json_string(rp_time(r->opts.now, now)));
-	json_object_set_new(doc, "node_count", json_integer((json_int_t)r->n_nodes));
-	json_object_set_new(doc, "problems", probs);
-	json_object_set_new(doc, "groups", groups);
-	json_object_set_new(doc, "outliers", outl);
-	json_object_set_new(doc, "drift", drift);
-	return doc;
-oom:
-	json_decref(doc);
-	json_decref(groups);
-	json_decref(outl);
-	json_decref(drift);
-	json_decref(probs);
-	return NULL;
+	n = snprintf(buf, sizeof(buf) - 2, "%.17g", v);
+	if (n < 0 || (size_t)n >= sizeof(buf) - 2) {
+		rp_out_puts(w->o, "null");
+		return;
+	}
+	if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+		memcpy(buf + n, ".0", 3);
+		n += 2;
+	}
+	e = strchr(buf, 'e');
+	if (e) {
+		char *start = e + 1, *end = e + 2;
+
+		if (*start == '-')
+			start++;
+		while (*end == '0')
+			end++;
+		if (end != start) {
+			memmove(start, end, (size_t)(buf + n - end) + 1);
+			n -= (int)(end - start);
+		}
+	}
+	rp_out_write(w->o, buf, (size_t)n);
+}
+
+static void jw_stat(struct jw *w, const char *key, const struct rp_stat *s)
+{
+	if (!s->n) {
+		jw_key(w, key);
+		rp_out_puts(w->o, "null");
+		return;
+	}
+	jw_key(w, key);
+	jw_open(w, '{');
+	jw_kint(w, "n", (long long)s->n);
+	jw_kreal(w, "median", s->median);
+	jw_kreal(w, "mad", s->mad);
+	jw_kreal(w, "min", s->min);
+	jw_kreal(w, "max", s->max);
+	jw_kreal(w, "p10", s->p10);
+	jw_kreal(w, "p90", s->p90);
+	jw_close(w, '}');
+}
+
+static void json_slot(struct jw *w, const struct rp_slot *s)
+{
+	jw_item(w);
+	jw_open(w, '{');
+	jw_kstr(w, "device", s->device);
+	jw_kint(w, "port", s->port);
+	jw_kstr(w, "opcode", rt_profile_opcode_name((enum rt_profile_opcode)s->opcode));
+	jw_kstr(w, "qp_type", rt_profile_qp_type_name((enum rt_profile_qp_type)s->qp_type));
+	jw_kint(w, "entries", (long long)s->n);
+	jw_stat(w, "inline_threshold", &s->st[RP_M_THRESHOLD]);
+	jw_stat(w, "signal_interval", &s->st[RP_M_INTERVAL]);
+	jw_stat(w, "latency_ns", &s->st[RP_M_LAT]);
+	jw_stat(w, "mops", &s->st[RP_M_MOPS]);
+	jw_key(w, "recommended");
+	if (!s->has_rec) {
+		rp_out_puts(w->o, "null");
+	} else {
+		jw_open(w, '{');
+		jw_kint(w, "inline_threshold", s->rec_threshold);
+		jw_kint(w, "max_inline_data", s->rec_max_inline);
+		jw_kint(w, "signal_interval", s->rec_interval);
+		jw_kint(w, "sq_depth", s->rec_sq_depth);
+		jw_kint(w, "cq_depth", s->rec_cq_depth);
+		jw_kstr(w, "confidence", s->rec_confidence);
+		jw_kint(w, "basis_nodes", (long long)s->rec_basis);
+		jw_close(w, '}');
+	}
+	jw_close(w, '}');
+}
+
+static void json_group(struct jw *w, const struct rt_report *r, const struct rp_group *g)
+{
+	jw_item(w);
+	jw_open(w, '{');
+	jw_kstr(w, "id", g->id);
+	jw_kstr(w, "label", g->label);
+	jw_kbool(w, "from_hardware", g->from_hw);
+	jw_kint(w, "node_count", (long long)g->n_nodes);
+	jw_kint(w, "remote_numa_calibrations", (long long)remote_calibrations(r, g));
+	jw_key(w, "slots");
+	jw_open(w, '[');
+	for (size_t si = 0; si < g->n_slots; si++)
+		json_slot(w, &g->slots[si]);
+	jw_close(w, ']');
+	jw_key(w, "nodes");
+	jw_open(w, '[');
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		const struct rp_node *nd = &r->nodes[g->nodes[k]];
+		bool remote = false;
+
+		for (int i = 0; i < nd->n_entries; i++)
+			remote |= nd->entries[i].cal_local == 0;
+		jw_item(w);
+		jw_open(w, '{');
+		jw_kstr(w, "hostname", nd->hostname);
+		jw_kstr(w, "hw_signature", nd->hw_sig);
+		jw_kstr(w, "source", nd->source);
+		jw_kbool(w, "remote_numa_calibration", remote);
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+	jw_close(w, '}');
 }
 
 int rt_report_write_json(const struct rt_report *r, FILE *f)
 {
-	json_t *doc = report_json(r);
-	int rc;
+	struct rp_out out;
+	struct jw w = { .o = &out };
+	char now[32];
 
-	if (!doc)
+	if (rp_out_open(&out, f))
 		return ENOMEM;
-	rc = json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ? EIO : 0;
-	if (!rc && (fputc('\n', f) == EOF || fflush(f)))
-		rc = EIO;
-	json_decref(doc);
-	return rc;
+	jw_open(&w, '{');
+	jw_key(&w, "schema");
+	jw_open(&w, '{');
+	jw_kstr(&w, "name", "rtune-report");
+	jw_kstr(&w, "version", "1.0");
+	jw_close(&w, '}');
+	jw_kstr(&w, "rtune_version", RTUNE_VERSION);
+	jw_kstr(&w, "generated_at", rp_time(r->opts.now, now));
+	jw_kint(&w, "node_count", (long long)r->n_nodes);
+	jw_key(&w, "problems");
+	jw_open(&w, '[');
+	for (size_t i = 0; i < r->n_problems; i++) {
+		jw_item(&w);
+		jw_str(&w, r->problems[i]);
+	}
+	jw_close(&w, ']');
+	jw_key(&w, "groups");
+	jw_open(&w, '[');
+	for (size_t gi = 0; gi < r->n_groups; gi++)
+		json_group(&w, r, &r->groups[gi]);
+	jw_close(&w, ']');
+	jw_key(&w, "outliers");
+	jw_open(&w, '[');
+	for (size_t i = 0; i < r->n_outliers; i++) {
+		struct rt_report_outlier_view v;
+
+		rt_report_outlier_at(r, i, &v);
+		jw_item(&w);
+		jw_open(&w, '{');
+		jw_kstr(&w, "group", v.group);
+		jw_kstr(&w, "hostname", v.hostname);
+		jw_kstr(&w, "device", v.device);
+		jw_kint(&w, "port", v.port);
+		jw_kstr(&w, "opcode", v.opcode);
+		jw_kstr(&w, "qp_type", v.qp_type);
+		jw_kstr(&w, "metric", v.metric);
+		jw_kreal(&w, "value", v.value);
+		jw_kreal(&w, "group_median", v.group_median);
+		jw_kreal(&w, "robust_z", v.robust_z);
+		jw_kstr(&w, "cause", v.cause);
+		jw_kstr(&w, "causes", v.causes);
+		jw_kstr(&w, "evidence", v.evidence);
+		jw_close(&w, '}');
+	}
+	jw_close(&w, ']');
+	jw_key(&w, "drift");
+	jw_open(&w, '[');
+	for (size_t i = 0; i < r->n_drifts; i++) {
+		const struct rp_drift *d = &r->drifts[i];
+
+		jw_item(&w);
+		jw_open(&w, '{');
+		jw_kstr(&w, "hostname", d->hostname);
+		jw_kstr(&w, "device", d->device);
+		jw_kint(&w, "port", d->port);
+		jw_kstr(&w, "metric", rp_metric_name(d->metric));
+		jw_kreal(&w, "latest", d->latest);
+		jw_kreal(&w, "history_median", d->hist_median);
+		jw_kint(&w, "history_runs", (long long)d->hist_runs);
+		jw_kstr(&w, "source", d->source);
+		jw_kstr(&w, "evidence", d->evidence);
+		jw_close(&w, '}');
+	}
+	jw_close(&w, ']');
+	jw_close(&w, '}');
+	rp_out_write(&out, "\n", 1);
+	return rp_out_close(&out);
 }
 
 /* ---- CSV ------------------------------------------------------------------------------------------------------------ */
 
-static void csv_field(struct rt_buf *b, const char *s, bool last)
+static void csv_field(struct rp_out *b, const char *s, bool last)
 {
 	if (strpbrk(s, ",\"\r\n")) {
-		rt_buf_puts(b, "\"");
-		for (; *s; s++)
-			rt_buf_printf(b, *s == '"' ? "\"\"" : "%c", *s);
-		rt_buf_puts(b, "\"");
+		rp_out_write(b, "\"", 1);
+		for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+			rp_out_write(b, s, (size_t)(q - s));
+			rp_out_write(b, "\"\"", 2);
+		}
+		rp_out_puts(b, s);
+		rp_out_write(b, "\"", 1);
 	} else {
-		rt_buf_puts(b, s);
+		rp_out_puts(b, s);
 	}
-	rt_buf_puts(b, last ? "\r\n" : ",");
+	rp_out_write(b, last ? "\r\n" : ",", last ? 2 : 1);
+}
+
+/* Orders outlier indices by (node, entry, index) (qsort_r): an entry's outliers are then found by binary search. */
+static int cmp_outlier_ref(const void *a, const void *b, void *arg)
+{
+	const struct rt_report *r = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct rp_outlier *x = &r->outliers[i], *y = &r->outliers[j];
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->entry != y->entry)
+		return x->entry < y->entry ? -1 : 1;
+	return i < j ? -1 : i > j;
 }
 
 int rt_report_write_csv(const struct rt_report *r, FILE *f)
@@ -308,11 +620,23 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 		"inline_threshold", "max_inline_data", "signal_interval", "latency_ns", "mops", "confidence", "measured_at",
 		"calibration_cpu_numa_node", "calibration_numa_local", "outlier_metrics", "cause", "evidence" };
 	const size_t nh = sizeof(head) / sizeof(head[0]);
-	struct rt_buf b = { 0 };
-	int rc = 0;
+	struct rp_out out, *b = &out;
+	size_t *by_entry = NULL;
 
+	if (r->n_outliers) {
+		by_entry = malloc(r->n_outliers * sizeof(*by_entry));
+		if (!by_entry)
+			return ENOMEM;
+		for (size_t i = 0; i < r->n_outliers; i++)
+			by_entry[i] = i;
+		qsort_r(by_entry, r->n_outliers, sizeof(*by_entry), cmp_outlier_ref, (void *)r);
+	}
+	if (rp_out_open(b, f)) {
+		free(by_entry);
+		return ENOMEM;
+	}
 	for (size_t i = 0; i < nh; i++)
-		csv_field(&b, head[i], i + 1 == nh);
+		csv_field(b, head[i], i + 1 == nh);
 	for (size_t gi = 0; gi < r->n_groups; gi++) {
 		const struct rp_group *g = &r->groups[gi];
 
@@ -324,47 +648,57 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 				const struct rp_outlier *first = NULL;
 				char num[32], metrics[96] = "";
 
-				for (size_t oi = 0; e->outlier_mask && oi < r->n_outliers; oi++) {
-					const struct rp_outlier *o = &r->outliers[oi];
+				if (e->outlier_mask) {
+					/* the first of this entry's outliers in by_entry */
+					size_t lo = 0, hi = r->n_outliers;
 
-					if (o->node != g->nodes[k] || o->entry != (size_t)i)
-						continue;
-					if (!first)
-						first = o;
-					snprintf(metrics + strlen(metrics), sizeof(metrics) - strlen(metrics), "%s%s",
-						 metrics[0] ? ";" : "", rp_metric_name(o->metric));
+					while (lo < hi) {
+						size_t mid = lo + (hi - lo) / 2;
+						const struct rp_outlier *o = &r->outliers[by_entry[mid]];
+
+						if (o->node < g->nodes[k] || (o->node == g->nodes[k] && o->entry < (size_t)i))
+							lo = mid + 1;
+						else
+							hi = mid;
+					}
+					for (; lo < r->n_outliers; lo++) {
+						const struct rp_outlier *o = &r->outliers[by_entry[lo]];
+
+						if (o->node != g->nodes[k] || o->entry != (size_t)i)
+							break;
+						if (!first)
+							first = o;
+						snprintf(metrics + strlen(metrics), sizeof(metrics) - strlen(metrics), "%s%s",
+							 metrics[0] ? ";" : "", rp_metric_name(o->metric));
+					}
 				}
-				csv_field(&b, g->id, false);
-				csv_field(&b, nd->hostname, false);
-				csv_field(&b, nd->source, false);
-				csv_field(&b, e->device, false);
+				csv_field(b, g->id, false);
+				csv_field(b, nd->hostname, false);
+				csv_field(b, nd->source, false);
+				csv_field(b, e->device, false);
 				snprintf(num, sizeof(num), "%u", e->port);
-				csv_field(&b, num, false);
-				csv_field(&b, rt_profile_opcode_name((enum rt_profile_opcode)e->opcode), false);
-				csv_field(&b, rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), false);
+				csv_field(b, num, false);
+				csv_field(b, rt_profile_opcode_name((enum rt_profile_opcode)e->opcode), false);
+				csv_field(b, rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), false);
 				snprintf(num, sizeof(num), "%" PRIu32, e->inline_threshold);
-				csv_field(&b, num, false);
+				csv_field(b, num, false);
 				snprintf(num, sizeof(num), "%" PRIu32, e->max_inline_data);
-				csv_field(&b, num, false);
+				csv_field(b, num, false);
 				snprintf(num, sizeof(num), "%" PRIu32, e->signal_interval);
-				csv_field(&b, num, false);
-				csv_field(&b, isnan(e->lat_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_ns, 1), false);
-				csv_field(&b, isnan(e->mops) ? "" : rp_fmt(num, sizeof(num), e->mops, 3), false);
-				csv_field(&b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence), false);
-				csv_field(&b, rp_time(e->measured_at, num), false);
+				csv_field(b, num, false);
+				csv_field(b, isnan(e->lat_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_ns, 1), false);
+				csv_field(b, isnan(e->mops) ? "" : rp_fmt(num, sizeof(num), e->mops, 3), false);
+				csv_field(b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence), false);
+				csv_field(b, rp_time(e->measured_at, num), false);
 				snprintf(num, sizeof(num), "%d", e->cal_cpu_numa);
-				csv_field(&b, e->cal_cpu_numa < 0 ? "" : num, false);
-				csv_field(&b, e->cal_local < 0 ? "" : e->cal_local ? "true" : "false", false);
-				csv_field(&b, metrics, false);
-				csv_field(&b, first ? first->cause : "", false);
-				csv_field(&b, first ? first->evidence : "", true);
+				csv_field(b, e->cal_cpu_numa < 0 ? "" : num, false);
+				csv_field(b, e->cal_local < 0 ? "" : e->cal_local ? "true" : "false", false);
+				csv_field(b, metrics, false);
+				csv_field(b, first ? first->cause : "", false);
+				csv_field(b, first ? first->evidence : "", true);
 			}
 		}
 	}
-	if (b.oom)
-		rc = ENOMEM;
-	else if (fwrite(b.p, 1, b.len, f) != b.len || fflush(f))
-		rc = EIO;
-	free(b.p);
-	return rc;
+	free(by_entry);
+	return rp_out_close(b);
 }
