@@ -24,7 +24,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 2
+#define RT_STORE_SCHEMA_VERSION 3
 
 struct rt_store;
 

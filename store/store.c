@@ -74,7 +74,13 @@ static const char migrate_v2[] =
 	"CREATE INDEX profiles_current ON profiles(node_id, device, port, op, qpt, measured_at);"
 	"CREATE INDEX profiles_run ON profiles(run_uuid);";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2 };
+/* v2 -> v3: where an imported entry's calibration ran (the per-entry "calibration" object of a profile from another
+ * node, whose run this store does not hold): the CPU's NUMA node and whether it was the device's own. NULL: unknown. */
+static const char migrate_v3[] =
+	"ALTER TABLE profiles ADD COLUMN cal_cpu_numa_node INTEGER;"
+	"ALTER TABLE profiles ADD COLUMN cal_numa_local INTEGER;";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3 };
 
 int64_t rt_store_now_ns(void)
 {

@@ -20,6 +20,8 @@ enum rt_stmt_id {
 	STMT_SAVEPOINT,
 	STMT_RELEASE,
 	STMT_ROLLBACK_TO,
+	STMT_DEVICE_UPSERT,
+	STMT_PORT_UPSERT,
 	STMT__COUNT
 };
 
@@ -46,6 +48,9 @@ void rt_store_rollback(struct rt_store *st);
 /* Upserts node (by rt_store_node_key) inside the caller's transaction, setting hw_signature when not NULL/"". */
 int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 			 int64_t *node_id, struct rt_error *err);
+/* Upserts device d of node_id (by name and GUID) and its ports inside the caller's transaction; *dev_id its row. */
+int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, int64_t *dev_id,
+			   struct rt_error *err);
 /* Now, CLOCK_REALTIME, in ns. */
 int64_t rt_store_now_ns(void);
 

@@ -32,6 +32,12 @@ int rt_profile_entry_validate(const struct rt_profile_entry *e, struct rt_error 
 	return rt_profile_entry_check(e, where, err);
 }
 
+/* Where an imported entry's calibration ran, from its "calibration" object; -1: unknown. */
+struct rt_cal {
+	int cpu_numa_node;
+	int numa_local;                 /* 0 / 1 */
+};
+
 static char *reasons_to_json(const struct rt_profile_entry *e)
 {
 	json_t *a = json_array();
@@ -63,9 +69,10 @@ static void reasons_from_json(const char *text, struct rt_profile_entry *e)
 }
 
 /* Inserts entries for node_id inside the caller's transaction; counts new rows. reasons_json, when not NULL, holds each
- * entry's reasons already serialised (else they are serialised here). */
+ * entry's reasons already serialised (else they are serialised here); cal, when not NULL, where each entry's
+ * calibration ran (an imported entry: its run is not in this store). */
 static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
-			  char *const *reasons_json, size_t *added, struct rt_error *err)
+			  char *const *reasons_json, const struct rt_cal *cal, size_t *added, struct rt_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &entries[i];
@@ -77,10 +84,11 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			"INSERT OR IGNORE INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
 			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us,"
 			" numa_node, cpus,"
-			" confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns, app, histogram_id)"
+			" confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns, app, histogram_id,"
+			" cal_cpu_numa_node, cal_numa_local)"
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
 			" CASE WHEN ?22 = '' THEN NULL ELSE (SELECT id FROM histograms WHERE node_id = ?1 AND app = ?22"
-			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END)", err);
+			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END, ?23, ?24)", err);
 		if (!s)
 			return err ? err->code : EIO;
 		reasons = reasons_json ? reasons_json[i] : reasons_to_json(e);
@@ -116,6 +124,10 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		sqlite3_bind_text(s, 20, e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 21, rt_store_now_ns());
 		sqlite3_bind_text(s, 22, e->app, -1, SQLITE_STATIC);
+		if (cal && cal[i].cpu_numa_node >= 0)
+			sqlite3_bind_int(s, 23, cal[i].cpu_numa_node);
+		if (cal && cal[i].numa_local >= 0)
+			sqlite3_bind_int(s, 24, cal[i].numa_local);
 		if (sqlite3_step(s) != SQLITE_DONE)
 			return rt_store_sql_error(st, "store profile", err);
 		if (added)
@@ -172,7 +184,7 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, err)) ||
 	    (replace && (rc = delete_superseded(st, node_id, entries, n, err))) ||
-	    (rc = insert_entries(st, node_id, entries, n, NULL, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (rc = insert_entries(st, node_id, entries, n, NULL, NULL, &cnt, err)) || (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		return rc;
 	}
@@ -359,8 +371,9 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 	return o;
 }
 
-/* The node's hardware facts as recorded by its calibration runs (devices, PCIe, NUMA): what `rtune report` groups
- * nodes by and names outliers' causes from. NULL when the store has no device rows for the node (an imported node). */
+/* The node's hardware facts as recorded by its calibration runs or its imported profile's "hardware" object (devices,
+ * PCIe, NUMA): what `rtune report` groups nodes by and names outliers' causes from. NULL when the store has no device
+ * rows for the node (an imported profile without "hardware"). */
 static json_t *hardware_json(struct rt_store *st, const struct rt_node_info *node)
 {
 	struct rt_device_info *devs = NULL;
@@ -376,7 +389,7 @@ static json_t *hardware_json(struct rt_store *st, const struct rt_node_info *nod
 		const struct rt_device_info *d = &devs[i];
 		json_t *pcie = json_null(), *o;
 
-		if (d->pci_addr[0])
+		if (d->pci_addr[0] || d->pcie_speed[0] || d->pcie_width > 0) /* a PCI device (imported: no address) */
 			pcie = json_pack("{s:s, s:i, s:o, s:o}", "speed", d->pcie_speed, "width", d->pcie_width,
 					 "max_payload_bytes",
 					 d->pcie_max_payload_bytes ? json_integer(d->pcie_max_payload_bytes) : json_null(),
@@ -399,8 +412,8 @@ static json_t *hardware_json(struct rt_store *st, const struct rt_node_info *nod
 	return hw;
 }
 
-/* Where the run behind an entry measured from: {"cpu_numa_node": n|null, "numa_local": bool}, or NULL when the store
- * does not hold that run (an imported entry). */
+/* Where the run behind an entry measured from: {"cpu_numa_node": n|null, "numa_local": bool}, from the run when the
+ * store holds it, else from what an imported entry's own profile said; NULL when neither is known. */
 static json_t *calibration_json(struct rt_store *st, const char *run_uuid)
 {
 	sqlite3_stmt *s = NULL;
@@ -412,7 +425,19 @@ static json_t *calibration_json(struct rt_store *st, const char *run_uuid)
 			       -1, &s, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_text(s, 1, run_uuid, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		/* not a run of this store: what the entry's own node said when it was imported */
+		sqlite3_finalize(s);
+		s = NULL;
+		if (sqlite3_prepare_v2(st->db,
+				       "SELECT cal_cpu_numa_node, cal_numa_local FROM profiles WHERE run_uuid = ?1"
+				       " AND cal_numa_local IS NOT NULL LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+			goto out;
+		sqlite3_bind_text(s, 1, run_uuid, -1, SQLITE_STATIC);
+		if (sqlite3_step(s) != SQLITE_ROW)
+			goto out;
+	}
+	{
 		sqlite3_int64 node = sqlite3_column_type(s, 0) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 0);
 
 		o = json_pack("{s:o, s:b}", "cpu_numa_node", node >= 0 ? json_integer(node) : json_null(), "numa_local",
@@ -724,6 +749,9 @@ out:
 struct prepared {
 	struct rt_profile *p;
 	char **reasons;                 /* [p->n_entries] */
+	struct rt_cal *cal;             /* [p->n_entries]: each entry's "calibration" object */
+	struct rt_device_info *devs;    /* the document's "hardware" devices (NULL when absent) */
+	size_t n_devs;
 };
 
 static void prepared_free(struct prepared *pr)
@@ -733,26 +761,114 @@ static void prepared_free(struct prepared *pr)
 	for (size_t i = 0; pr->p && pr->reasons && i < pr->p->n_entries; i++)
 		free(pr->reasons[i]);
 	free(pr->reasons);
+	free(pr->cal);
+	free(pr->devs);
 	rt_profile_free(pr->p);
 	free(pr);
+}
+
+/* Most devices taken from one document's "hardware" object (more are ignored). */
+#define IMPORT_MAX_DEVS 64
+
+static void copy_json_text(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+/* An integer member in lo..hi, else dflt. */
+static int json_int_in(json_t *o, const char *key, long long lo, long long hi, int dflt)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+		return dflt;
+	return (int)json_integer_value(v);
+}
+
+/*
+ * Reads the optional "hardware" object (docs/profile-schema.md) into device records, so that an imported node keeps
+ * what `rtune report` groups by and `rtune export` writes back. Lenient like every reader of optional fields: a
+ * malformed object or device is skipped, out-of-range numbers read as unknown. Returns 0, or ENOMEM.
+ */
+static int hardware_from_json(json_t *hw, struct prepared *pr)
+{
+	json_t *devs = json_object_get(hw, "devices");
+	size_t cnt = json_is_array(devs) ? json_array_size(devs) : 0;
+
+	if (!json_is_object(hw) || cnt == 0)
+		return 0;
+	if (cnt > IMPORT_MAX_DEVS)
+		cnt = IMPORT_MAX_DEVS;
+	pr->devs = calloc(cnt, sizeof(*pr->devs));
+	if (!pr->devs)
+		return ENOMEM;
+	for (size_t i = 0; i < cnt; i++) {
+		json_t *d = json_array_get(devs, i), *pcie = json_object_get(d, "pcie");
+		struct rt_device_info *o = &pr->devs[pr->n_devs];
+
+		if (!json_is_object(d) || !json_is_string(json_object_get(d, "name")))
+			continue;
+		copy_json_text(o->name, sizeof(o->name), d, "name");
+		if (!o->name[0])
+			continue;
+		copy_json_text(o->node_guid, sizeof(o->node_guid), d, "guid");
+		copy_json_text(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
+		o->vendor_id = (uint32_t)json_int_in(d, "vendor_id", 0, UINT32_MAX >> 1, 0);
+		o->vendor_part_id = (uint32_t)json_int_in(d, "vendor_part_id", 0, UINT32_MAX >> 1, 0);
+		o->numa_node = json_int_in(d, "numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
+		o->max_inline_rc = o->max_inline_ud = -1;
+		o->port_count = 1;
+		o->ports[0].port_num = 1;
+		copy_json_text(o->ports[0].link_layer, sizeof(o->ports[0].link_layer), d, "link_layer");
+		o->ports[0].active_mtu_bytes = json_int_in(d, "active_mtu", 0, 65536, 0);
+		if (json_is_object(pcie)) {
+			copy_json_text(o->pcie_speed, sizeof(o->pcie_speed), pcie, "speed");
+			o->pcie_width = json_int_in(pcie, "width", 0, 64, 0);
+			o->pcie_max_payload_bytes = json_int_in(pcie, "max_payload_bytes", 0, 4096, 0);
+			o->pcie_max_read_req_bytes = json_int_in(pcie, "max_read_request_bytes", 0, 4096, 0);
+		}
+		pr->n_devs++;
+	}
+	return 0;
+}
+
+/* Reads each entry's optional "calibration" object ({"cpu_numa_node": n|null, "numa_local": bool}). */
+static void calibration_from_json(json_t *root, struct prepared *pr)
+{
+	json_t *entries = json_object_get(root, "entries");
+
+	for (size_t i = 0; i < pr->p->n_entries; i++) {
+		json_t *cal = json_object_get(json_array_get(entries, i), "calibration");
+		json_t *local = json_object_get(cal, "numa_local");
+
+		pr->cal[i].cpu_numa_node = json_int_in(cal, "cpu_numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
+		pr->cal[i].numa_local = json_is_boolean(local) ? json_is_true(local) : -1;
+	}
 }
 
 /* Parses and validates text (name for messages); 0 and *out, or an errno + err. */
 static int prepare_text(const char *name, const char *text, size_t len, struct prepared **out, struct rt_error *err)
 {
 	struct prepared *pr = calloc(1, sizeof(*pr));
+	json_t *root = NULL;
 	int rc;
 
 	*out = NULL;
 	if (!pr)
 		return rt_error_set(err, ENOMEM, "out of memory");
-	if ((rc = rt_profile_parse_named(text, len, name, &pr->p, err)))
+	if ((rc = rt_profile_parse_root(text, len, name, &pr->p, &root, err)))
 		goto out;
 	pr->reasons = calloc(pr->p->n_entries ? pr->p->n_entries : 1, sizeof(*pr->reasons));
-	if (!pr->reasons) {
+	pr->cal = calloc(pr->p->n_entries ? pr->p->n_entries : 1, sizeof(*pr->cal));
+	if (!pr->reasons || !pr->cal || hardware_from_json(json_object_get(root, "hardware"), pr)) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
+	calibration_from_json(root, pr);
+	json_decref(root);
+	root = NULL;
 	for (size_t i = 0; i < pr->p->n_entries; i++) {
 		if (!(pr->reasons[i] = reasons_to_json(&pr->p->entries[i]))) {
 			rc = rt_error_set(err, ENOMEM, "out of memory");
@@ -762,6 +878,7 @@ static int prepare_text(const char *name, const char *text, size_t len, struct p
 	*out = pr;
 	return 0;
 out:
+	json_decref(root);
 	prepared_free(pr);
 	return rc;
 }
@@ -848,17 +965,25 @@ static int write_prepared(struct rt_store *st, const struct prepared *pr, size_t
 	node.numa_nodes = p->numa_nodes;
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
-	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)) ||
-	    (rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, &cnt, err)) ||
-	    (rc = rt_store_commit(st, err))) {
-		rt_store_rollback(st);
-		return rc;
+	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)))
+		goto fail;
+	for (size_t i = 0; i < pr->n_devs; i++) {
+		int64_t dev_id;
+
+		if ((rc = rt_store_device_upsert(st, node_id, &pr->devs[i], &dev_id, err)))
+			goto fail;
 	}
+	if ((rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, pr->cal, &cnt, err)) ||
+	    (rc = rt_store_commit(st, err)))
+		goto fail;
 	if (added)
 		*added = cnt;
 	if (skipped)
 		*skipped = p->n_entries - cnt;
 	return 0;
+fail:
+	rt_store_rollback(st);
+	return rc;
 }
 
 int rt_store_import_text(struct rt_store *st, const char *name, const char *text, size_t len, size_t *added,

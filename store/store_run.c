@@ -152,13 +152,13 @@ static int prepare(struct rt_store *st, const char *sql, sqlite3_stmt **s, struc
 	return 0;
 }
 
-static int device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, int64_t *dev_id,
-			 struct rt_error *err)
+int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, int64_t *dev_id,
+			   struct rt_error *err)
 {
-	sqlite3_stmt *s = NULL;
-	int rc;
+	sqlite3_stmt *s;
+	int rc = 0;
 
-	if ((rc = prepare(st,
+	s = rt_store_stmt(st, STMT_DEVICE_UPSERT,
 		"INSERT INTO devices(node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
 		" max_qp,"
 		" max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node,"
@@ -174,8 +174,9 @@ static int device_upsert(struct rt_store *st, int64_t node_id, const struct rt_d
 		" max_inline_ud=excluded.max_inline_ud, numa_node=excluded.numa_node, local_cpus=excluded.local_cpus,"
 		" pci_addr=excluded.pci_addr, pcie_speed=excluded.pcie_speed, pcie_width=excluded.pcie_width,"
 		" pcie_max_payload_bytes=excluded.pcie_max_payload_bytes,"
-		" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id", &s, err)))
-		return rc;
+		" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id", err);
+	if (!s)
+		return err ? err->code : EIO;
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_text(s, 2, d->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, d->node_guid, -1, SQLITE_STATIC);
@@ -201,14 +202,15 @@ static int device_upsert(struct rt_store *st, int64_t node_id, const struct rt_d
 	sqlite3_bind_int(s, 23, d->pcie_max_read_req_bytes);
 	if (sqlite3_step(s) != SQLITE_ROW) {
 		rc = rt_store_sql_error(st, "store device", err);
-		goto out;
+		sqlite3_reset(s);
+		return rc;
 	}
 	*dev_id = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	s = NULL;
-	if ((rc = prepare(st, "INSERT OR REPLACE INTO ports(device_id, port_num, state, link_layer, active_mtu_bytes,"
-			  " max_mtu_bytes, lid, gid_tbl_len, gids) VALUES(?,?,?,?,?,?,?,?,?)", &s, err)))
-		return rc;
+	sqlite3_reset(s);
+	s = rt_store_stmt(st, STMT_PORT_UPSERT, "INSERT OR REPLACE INTO ports(device_id, port_num, state, link_layer,"
+			  " active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len, gids) VALUES(?,?,?,?,?,?,?,?,?)", err);
+	if (!s)
+		return err ? err->code : EIO;
 	for (int i = 0; i < d->port_count && i < RT_MAX_PORTS; i++) {
 		const struct rt_port_info *p = &d->ports[i];
 		char *gids = gids_to_json(p);
@@ -225,10 +227,9 @@ static int device_upsert(struct rt_store *st, int64_t node_id, const struct rt_d
 		sqlite3_bind_text(s, 9, gids ? gids : "[]", -1, SQLITE_TRANSIENT);
 		free(gids);
 		if ((rc = step_done(st, s, "store port", err)))
-			goto out;
+			break;
 	}
-out:
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
 	return rc;
 }
 
@@ -273,7 +274,7 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 	if (!run->started_ns)
 		run->started_ns = rt_store_now_ns();
 	if ((rc = rt_store_node_upsert(st, &run->node, NULL, &node_id, err)) ||
-	    (rc = device_upsert(st, node_id, &run->dev, &dev_id, err)) ||
+	    (rc = rt_store_device_upsert(st, node_id, &run->dev, &dev_id, err)) ||
 	    (rc = update_signature(st, node_id, &run->node, err)))
 		return rc;
 	env = env_to_json(&run->env);

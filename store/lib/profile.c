@@ -463,12 +463,20 @@ out:
 int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
 			   struct rt_error *err)
 {
+	return rt_profile_parse_root(text, len, name, out, NULL, err);
+}
+
+int rt_profile_parse_root(const char *text, size_t len, const char *name, struct rt_profile **out, json_t **root_out,
+			  struct rt_error *err)
+{
 	struct ctx c = { name, err };
 	json_error_t jerr;
 	json_t *root;
 	int rc;
 
 	*out = NULL;
+	if (root_out)
+		*root_out = NULL;
 	if (len > RT_PROFILE_MAX_BYTES)
 		return fail(&c, EFBIG, "larger than %u bytes", RT_PROFILE_MAX_BYTES);
 	/* jansson bounds nesting itself (JSON_PARSER_MAX_DEPTH, 2048: "maximum parsing depth reached"), so hostile
@@ -477,7 +485,10 @@ int rt_profile_parse_named(const char *text, size_t len, const char *name, struc
 	if (!root)
 		return fail(&c, EINVAL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
 	rc = rt_profile_from_json(root, name, out, err);
-	json_decref(root);
+	if (!rc && root_out)
+		*root_out = root;
+	else
+		json_decref(root);
 	return rc;
 }
 

@@ -37,6 +37,11 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
 			   struct rt_error *err);
 
+/* As rt_profile_parse_named(), and on success hands the parsed document to *root_out (the caller's reference: release
+ * with json_decref) when root_out is not NULL, for readers of the fields librtune ignores ("hardware", "calibration"). */
+int rt_profile_parse_root(const char *text, size_t len, const char *name, struct rt_profile **out, json_t **root_out,
+			  struct rt_error *err);
+
 /* Validates one entry; 0 or EINVAL with "<what>: ..." in err (prefix may be NULL). Sets nothing. */
 int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix, struct rt_error *err);
 

@@ -91,6 +91,19 @@ check "no temporary files left" test -z "$(find "$tmp" -name '.*.tmp')"
 "$rtune" import --db "$tmp/fleet.db" "$tmp/p.json" >"$tmp/imp2"
 check "import adds the entries" grep -q "2 entries added, 0 already present" "$tmp/imp1"
 check "import again is idempotent" grep -q "0 entries added, 2 already present" "$tmp/imp2"
+# what the fleet store knows of the imported node is what its own export said: re-exported from the fleet store, the
+# profile keeps its hardware (devices, PCIe, NUMA) and each entry's calibration placement
+"$rtune" export --db "$tmp/fleet.db" -o "$tmp/re.json"; rc=$?
+check "re-export from the fleet store exits 0" test $rc -eq 0
+check "re-export keeps hardware and calibration (import stored them)" python3 -c "
+import json,sys; a=json.load(open('$tmp/p.json')); b=json.load(open('$tmp/re.json'))
+assert a.get('hardware'), 'the source export has no hardware object: the check would prove nothing'
+assert all('calibration' in e for e in a['entries']), 'source entries lack calibration'
+assert b.get('hardware') == a['hardware'], (a['hardware'], b.get('hardware'))
+key=lambda e: (e['device'], e['port'], e['opcode'], e['qp_type'])
+ca={key(e): e['calibration'] for e in a['entries']}; cb={key(e): e.get('calibration') for e in b['entries']}
+assert ca == cb, (ca, cb)
+assert b['node']['hardware_signature'] == a['node']['hardware_signature']"
 "$rtune" import --db "$tmp/fleet.db" "$tmp/nope.json" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
 check "import with one bad file exits 1" test $rc -eq 1
 check "and names it" grep -q "rtune: cannot open profile '$tmp/nope.json': No such file or directory" "$tmp/err"
@@ -109,7 +122,7 @@ python3 -c "import sqlite3; c=sqlite3.connect('$tmp/newer.db'); c.execute('PRAGM
 cp "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" import --db "$tmp/newer.db" "$tmp/p.json" 2>"$tmp/err"; rc=$?
 check "newer schema: exit 1" test $rc -eq 1
-check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports (2); upgrade rtune" "$tmp/err"
+check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports (3); upgrade rtune" "$tmp/err"
 check "newer schema: file unchanged" cmp -s "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" export --db "$db" --format yaml 2>/dev/null; rc=$?
 check "unknown format: usage exit 2" test $rc -eq 2

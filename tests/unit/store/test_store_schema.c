@@ -187,7 +187,7 @@ static void test_migrate_from_v1(void **state)
 	sql(path, v1_sql);
 	assert_int_equal(sql_int(NULL, path, "PRAGMA user_version"), 1);
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
-	assert_int_equal(rt_store_schema_version(st), 2);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
 	assert_int_equal(rt_store_check(st, &err), 0);
 	/* the old run and its points survive and load */
 	assert_int_equal(rt_store_run_load(st, "11111111-2222-4333-8444-555555555555", NULL, &run, &err), 0);
@@ -287,7 +287,7 @@ static void test_newer_schema(void **state)
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	rt_store_close(st);
 	sql(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version = 9; CREATE TABLE future(x);");
-	expect_refused(path, EPROTONOSUPPORT, "schema version 9 is newer than this rtune supports (2); upgrade rtune");
+	expect_refused(path, EPROTONOSUPPORT, "schema version 9 is newer than this rtune supports (3); upgrade rtune");
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name = 'future'"), 1);
 }
 
