@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Store and librtune benchmark (`make bench`): imports 10,000 node profiles (one JSON file per node, 4 entries each,
- * the shape `rtune export` writes) into a fresh store the way `rtune import` does (rt_store_import_files: parsed on
+ * Store and librtune benchmark (`make bench`): imports 10,000 node profiles (one JSON file per node, 4 entries and 2
+ * devices each, the shape `rtune export` writes for a calibrated node: schema 1.1 with "hardware" and "calibration") into a fresh store the way `rtune import` does (rt_store_import_files: parsed on
  * worker threads, written in order, a transaction per 500 files) and reports profiles/s (target >= 20,000/s), next to
  * the same import on one thread; then re-imports them (idempotent path); then loads one node's profile with
  * librtune 1,000 times and reports the median and p99 load time (target <= 1 ms), and the cost of rt_profile_select.
@@ -70,30 +70,36 @@ static void write_profile(const char *path, int node)
 		exit(1);
 	}
 	fprintf(f,
-		"{\n  \"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.0\"},\n  \"rtune_version\": \"%s\",\n"
+		"{\n  \"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.1\"},\n  \"rtune_version\": \"%s\",\n"
 		"  \"generated_at\": \"2026-11-29T14:00:00Z\",\n  \"node\": {\"hostname\": \"node%05d\","
-		" \"machine_id\": "
-		"\"%032x\", \"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\", \"kernel\":"
-		" \"6.1.0-13-amd64\", "
-		"\"cpu_count\": 64, \"numa_nodes\": 2, \"hardware_signature\": \"fnv1a64:%016x\"},\n  \"entries\": [",
+		" \"machine_id\": \"%032x\", \"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\","
+		" \"kernel\": \"6.1.0-13-amd64\", \"cpu_count\": 64, \"numa_nodes\": 2,"
+		" \"hardware_signature\": \"fnv1a64:%016x\"},\n  \"entries\": [",
 		RTUNE_VERSION, node, node + 1, node * 2654435761u);
 	for (int d = 0; d < 2; d++)
 		for (int o = 0; o < 2; o++)
 			fprintf(f,
 				"%s\n    {\"device\": \"mlx5_%d\", \"guid\": \"0c42:a103:00%02x:%04x\", \"port\": 1, "
 				"\"opcode\": \"%s\", \"qp_type\": \"rc\", \"inline_threshold\": %d,"
-				" \"max_inline_data\": 220, "
-				"\"signal_interval\": %d, \"sq_depth\": 256, \"cq_depth\": 512, \"cq_moderation\":"
-				" null, "
-				"\"numa_node\": %d, \"cpus\": \"%d\", \"confidence\": \"high\", \"reasons\":"
-				" [{\"code\": "
-				"\"crossover\", \"text\": \"inline never a significant loss up to the threshold\"},"
-				" {\"code\": "
-				"\"knee\", \"text\": \"rate within 1%% of the best from this N\"}], \"measured_at\": "
-				"\"2026-11-29T13:00:00Z\", \"run_id\": \"%08x-1111-4222-8333-%012x\", \"app\": null}",
+				" \"max_inline_data\": 220, \"signal_interval\": %d, \"sq_depth\": 256, \"cq_depth\": 512,"
+				" \"cq_moderation\": null, \"numa_node\": %d, \"cpus\": \"%d\", \"confidence\": \"high\","
+				" \"reasons\": [{\"code\": \"crossover\", \"text\": \"inline never a significant loss up to"
+				" the threshold\"}, {\"code\": \"knee\", \"text\": \"rate within 1%% of the best from this"
+				" N\"}], \"measured_at\": \"2026-11-29T13:00:00Z\","
+				" \"run_id\": \"%08x-1111-4222-8333-%012x\", \"app\": null,"
+				" \"calibration\": {\"cpu_numa_node\": %d, \"numa_local\": true}}",
 				d || o ? "," : "", d, d, node & 0xffff, ops[o], 64 + (node % 4) * 32, 16 << (node % 3),
-				d, d * 32, node, (unsigned)(d * 2 + o));
-	fprintf(f, "\n  ]\n}\n");
+				d, d * 32, node, (unsigned)(d * 2 + o), d);
+	fprintf(f, "\n  ],\n  \"hardware\": {\"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\","
+		" \"numa_nodes\": 2, \"devices\": [");
+	for (int d = 0; d < 2; d++)
+		fprintf(f,
+			"%s\n    {\"name\": \"mlx5_%d\", \"guid\": \"0c42:a103:00%02x:%04x\", \"vendor_id\": 713,"
+			" \"vendor_part_id\": 4123, \"fw_ver\": \"22.36.1010\", \"link_layer\": \"Ethernet\","
+			" \"active_mtu\": 4096, \"numa_node\": %d, \"pcie\": {\"speed\": \"16.0 GT/s PCIe\","
+			" \"width\": 16, \"max_payload_bytes\": 256, \"max_read_request_bytes\": 4096}}",
+			d ? "," : "", d, d, node & 0xffff, d);
+	fprintf(f, "\n  ]}\n}\n");
 	fclose(f);
 }
 
