@@ -20,12 +20,65 @@
 
 #include <rtune/profile.h>
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
+/* Sorts v ascending: a three-way quicksort (a fleet's values repeat a lot: a slot of 12,500 nodes holds a handful of
+ * distinct thresholds), insertion sort for short ranges, and qsort() once the recursion is deeper than expected. */
+#define RP_SORT_FN(name, type, cmpname)                                                                            \
+	static int cmpname(const void *a, const void *b)                                                           \
+	{                                                                                                          \
+		type x = *(const type *)a, y = *(const type *)b;                                                   \
+		return x < y ? -1 : x > y;                                                                         \
+	}                                                                                                          \
+	static void name##_depth(type *v, size_t n, int depth)                                                     \
+	{                                                                                                          \
+		while (n > 16) {                                                                                   \
+			type a = v[0], b = v[n / 2], c = v[n - 1], p, t;                                           \
+			size_t lt = 0, i = 0, gt = n;                                                              \
+                                                                                                                   \
+			if (depth-- == 0) {                                                                        \
+				qsort(v, n, sizeof(*v), cmpname);                                                  \
+				return;                                                                            \
+			}                                                                                          \
+			p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);                    \
+			while (i < gt) {                                                                           \
+				if (v[i] < p) {                                                                    \
+					t = v[lt]; v[lt++] = v[i]; v[i++] = t;                                     \
+				} else if (p < v[i]) {                                                             \
+					t = v[--gt]; v[gt] = v[i]; v[i] = t;                                       \
+				} else {                                                                           \
+					i++;                                                                       \
+				}                                                                                  \
+			}                                                                                          \
+			/* recurse into the smaller side, loop on the larger */                                    \
+			if (lt < n - gt) {                                                                         \
+				name##_depth(v, lt, depth);                                                        \
+				v += gt;                                                                           \
+				n -= gt;                                                                           \
+			} else {                                                                                   \
+				name##_depth(v + gt, n - gt, depth);                                               \
+				n = lt;                                                                            \
+			}                                                                                          \
+		}                                                                                                  \
+		for (size_t i = 1; i < n; i++) {                                                                   \
+			type x = v[i];                                                                             \
+			size_t j = i;                                                                              \
+                                                                                                                   \
+			for (; j > 0 && x < v[j - 1]; j--)                                                         \
+				v[j] = v[j - 1];                                                                   \
+			v[j] = x;                                                                                  \
+		}                                                                                                  \
+	}                                                                                                          \
+	static void name(type *v, size_t n)                                                                        \
+	{                                                                                                          \
+		int depth = 0;                                                                                     \
+                                                                                                                   \
+		for (size_t k = n; k > 1; k >>= 1)                                                                 \
+			depth += 2;                                                                                \
+		name##_depth(v, n, depth + 8);                                                                     \
+	}
 
-	return x < y ? -1 : x > y;
-}
+RP_SORT_FN(sort_double, double, cmp_double)
+RP_SORT_FN(sort_u32, uint32_t, cmp_u32)
+RP_SORT_FN(sort_i64, int64_t, cmp_i64)
 
 static double quantile_sorted(const double *v, size_t n, double q)
 {
@@ -36,10 +89,11 @@ static double quantile_sorted(const double *v, size_t n, double q)
 	return i + 1 < n ? v[i] * (1 - f) + v[i + 1] * f : v[n - 1];
 }
 
-/* Sorts v in place; median, MAD (raw), min, max, p10, p90. n == 0 leaves NANs. */
-void rp_stat_compute(double *v, size_t n, struct rp_stat *out)
+/* Median, MAD (raw), min, max, p10, p90 of v, which is sorted ascending (no NAN). n == 0 leaves NANs. */
+static void stat_sorted(const double *v, size_t n, struct rp_stat *out)
 {
 	double *dev;
+	size_t lo, hi, k = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->n = n;
@@ -47,7 +101,6 @@ void rp_stat_compute(double *v, size_t n, struct rp_stat *out)
 		out->median = out->mad = out->min = out->max = out->p10 = out->p90 = NAN;
 		return;
 	}
-	qsort(v, n, sizeof(*v), cmp_double);
 	out->median = quantile_sorted(v, n, 0.5);
 	out->min = v[0];
 	out->max = v[n - 1];
@@ -58,11 +111,32 @@ void rp_stat_compute(double *v, size_t n, struct rp_stat *out)
 		out->mad = NAN;
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
-		dev[i] = fabs(v[i] - out->median);
-	qsort(dev, n, sizeof(*dev), cmp_double);
+	/* the absolute deviations of a sorted array, sorted without sorting: those below the median grow leftwards,
+	 * those above it rightwards, so one merge from the median outwards orders them */
+	hi = 0;
+	while (hi < n && v[hi] < out->median)
+		hi++;
+	lo = hi;
+	while (lo > 0 || hi < n) {
+		double dl = lo > 0 ? out->median - v[lo - 1] : INFINITY, dh = hi < n ? v[hi] - out->median : INFINITY;
+
+		if (dl <= dh) {
+			dev[k++] = fabs(v[lo - 1] - out->median);
+			lo--;
+		} else {
+			dev[k++] = fabs(v[hi] - out->median);
+			hi++;
+		}
+	}
 	out->mad = quantile_sorted(dev, n, 0.5);
 	free(dev);
+}
+
+/* Sorts v in place; median, MAD (raw), min, max, p10, p90. n == 0 leaves NANs. */
+void rp_stat_compute(double *v, size_t n, struct rp_stat *out)
+{
+	sort_double(v, n);
+	stat_sorted(v, n, out);
 }
 
 /* ---- groups ------------------------------------------------------------------------------------------------------ */
@@ -72,48 +146,54 @@ static int cmp_dev_name(const void *a, const void *b)
 	return strcmp(((const struct rp_dev *)a)->name, ((const struct rp_dev *)b)->name);
 }
 
-static void group_key(struct rp_node *n, char id[40], char **label)
+/* The group id of node n: its hardware signature when the input had no hardware facts, else "hw:" and a hash of the
+ * class (see the file comment). Sorts n's devices by name. */
+static void group_id(struct rp_node *n, char id[40])
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char num[16];
+
+	if (!n->has_hw) {
+		snprintf(id, 40, "%s", n->hw_sig[0] ? n->hw_sig : "unknown");
+		return;
+	}
+	if (n->n_devs > 1)
+		qsort(n->devs, (size_t)n->n_devs, sizeof(*n->devs), cmp_dev_name);
+	h = rp_fnv1a(h, n->cpu_model);
+	snprintf(num, sizeof(num), "%d", n->numa_nodes);
+	h = rp_fnv1a(h, num);
+	for (int i = 0; i < n->n_devs; i++) {
+		const struct rp_dev *d = &n->devs[i];
+		char dk[128];
+
+		snprintf(dk, sizeof(dk), "%s|%d|%d|%s", d->name, d->vendor_id, d->vendor_part_id, d->link_layer);
+		h = rp_fnv1a(h, dk);
+	}
+	snprintf(id, 40, "hw:%016" PRIx64, h);
+}
+
+/* The label of the group whose first node is n (malloc'd; NULL when out of memory). */
+static char *group_label(const struct rp_node *n)
 {
 	char buf[512];
 	size_t off = 0;
 
-	*label = NULL;
 	if (!n->has_hw) {
-		if (n->hw_sig[0])
-			snprintf(id, 40, "%s", n->hw_sig);
-		else
-			snprintf(id, 40, "unknown");
 		snprintf(buf, sizeof(buf), "hardware signature %s (no hardware facts in the input)",
 			 n->hw_sig[0] ? n->hw_sig : "unknown");
-		*label = strdup(buf);
-		return;
+		return strdup(buf);
 	}
-	{
-		uint64_t h = 0xcbf29ce484222325ULL;
-		char num[16];
+	off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s, %d NUMA node%s",
+				n->cpu_model[0] ? n->cpu_model : "unknown CPU", n->numa_nodes, n->numa_nodes == 1 ? "" : "s");
+	for (int i = 0; i < n->n_devs; i++) {
+		const struct rp_dev *d = &n->devs[i];
 
-		if (n->n_devs > 1)
-			qsort(n->devs, (size_t)n->n_devs, sizeof(*n->devs), cmp_dev_name);
-		h = rp_fnv1a(h, n->cpu_model);
-		snprintf(num, sizeof(num), "%d", n->numa_nodes);
-		h = rp_fnv1a(h, num);
-		off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s, %d NUMA node%s",
-					n->cpu_model[0] ? n->cpu_model : "unknown CPU", n->numa_nodes,
-					n->numa_nodes == 1 ? "" : "s");
-		for (int i = 0; i < n->n_devs; i++) {
-			const struct rp_dev *d = &n->devs[i];
-			char dk[128];
-
-			snprintf(dk, sizeof(dk), "%s|%d|%d|%s", d->name, d->vendor_id, d->vendor_part_id, d->link_layer);
-			h = rp_fnv1a(h, dk);
-			if (off < sizeof(buf))
-				off += (size_t)snprintf(buf + off, sizeof(buf) - off, "; %s %04x:%04x %s", d->name,
-							(unsigned)d->vendor_id, (unsigned)d->vendor_part_id,
-							d->link_layer[0] ? d->link_layer : "?");
-		}
-		snprintf(id, 40, "hw:%016" PRIx64, h);
-		*label = strdup(buf);
+		if (off < sizeof(buf))
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "; %s %04x:%04x %s", d->name,
+						(unsigned)d->vendor_id, (unsigned)d->vendor_part_id,
+						d->link_layer[0] ? d->link_layer : "?");
 	}
+	return strdup(buf);
 }
 
 static int cmp_group(const void *a, const void *b)
@@ -140,16 +220,18 @@ static int build_groups(struct rt_report *r)
 	for (size_t i = 0; i < r->n_nodes; i++) {
 		struct rp_node *n = &r->nodes[i];
 		struct rp_group *g;
-		char id[40], *label;
+		char id[40];
 		size_t h;
 
-		group_key(n, id, &label);
-		if (!label)
-			goto oom;
+		group_id(n, id);
 		h = (size_t)rp_fnv1a(0xcbf29ce484222325ULL, id) & (tcap - 1);
 		while (tab[h] != SIZE_MAX && strcmp(r->groups[tab[h]].id, id) != 0)
 			h = (h + 1) & (tcap - 1);
 		if (tab[h] == SIZE_MAX) {
+			char *label = group_label(n);
+
+			if (!label)
+				goto oom;
 			if (r->n_groups == cap) {
 				struct rp_group *ng = realloc(r->groups, (cap = cap ? cap * 2 : 16) * sizeof(*ng));
 
@@ -166,7 +248,6 @@ static int build_groups(struct rt_report *r)
 			g->from_hw = n->has_hw;
 			tab[h] = r->n_groups++;
 		} else {
-			free(label);
 			g = &r->groups[tab[h]];
 		}
 		/* nodes are appended in a second pass once counts are known */
@@ -449,24 +530,10 @@ static int add_outlier(struct rt_report *r, const struct rp_outlier *o)
 	return 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Lower median of the inliers' values (an actually chosen value, never an average of two). */
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
+/* Lower median of the inliers' values (an actually chosen value, never an average of two); sorts v. */
 static uint32_t lower_median_u32(uint32_t *v, size_t n)
 {
-	qsort(v, n, sizeof(*v), cmp_u32);
+	sort_u32(v, n);
 	return v[(n - 1) / 2];
 }
 
@@ -594,25 +661,32 @@ static int analyze_group(struct rt_report *r, size_t gi)
 					n++;
 				}
 		}
-		qsort(times, n, sizeof(*times), cmp_i64);
+		sort_i64(times, n);
 		med_time = times[(n - 1) / 2];
 		for (int m = 0; m < RP_M__COUNT; m++) {
 			size_t nv = 0;
 			struct rp_stat ts;
+			bool sorted = true;
 
 			for (size_t i = 0; i < n; i++) {
 				double x = metric_value(&r->nodes[refs[i].node].entries[refs[i].entry], (enum rp_metric)m);
 
-				if (!isnan(x)) {
-					vals[nv] = x;
-					tv[nv] = metric_t(x, (enum rp_metric)m);
-					nv++;
-				}
+				if (!isnan(x))
+					vals[nv++] = x;
 			}
 			rp_stat_compute(vals, nv, &s->st[m]);
 			if (nv < (size_t)r->opts.min_group)
 				continue;
-			rp_stat_compute(tv, nv, &ts);
+			/* metric_t is non-decreasing: the transformed sorted values are sorted (checked, as log2 is not
+			 * promised to be monotonic to the last bit) */
+			for (size_t i = 0; i < nv; i++) {
+				tv[i] = metric_t(vals[i], (enum rp_metric)m);
+				if (i && tv[i] < tv[i - 1])
+					sorted = false;
+			}
+			if (!sorted)
+				sort_double(tv, nv);
+			stat_sorted(tv, nv, &ts);
 			{
 				double scale = 1.4826 * ts.mad;
 

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,6 +424,208 @@ static void test_writers(void **state)
 	fg_free(v, n);
 }
 
+/* rp_stat_compute (its own sort, the MAD from a merge instead of a second sort) against the textbook definition:
+ * qsort, interpolated quantiles, the sorted absolute deviations' median. Exactly equal, on arrays with many repeats,
+ * sorted, reversed, constant and random, of lengths 0..3000. */
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double ref_quantile(const double *v, size_t n, double q)
+{
+	double pos = q * (double)(n - 1);
+	size_t i = (size_t)pos;
+
+	return i + 1 < n ? v[i] * (1 - (pos - (double)i)) + v[i + 1] * (pos - (double)i) : v[n - 1];
+}
+
+static void test_stat_compute(void **state)
+{
+	static const size_t lens[] = { 0, 1, 2, 3, 16, 17, 18, 101, 1000, 3000 };
+	unsigned seed = 12345;
+
+	(void)state;
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		for (int kind = 0; kind < 6; kind++) {
+			size_t n = lens[li];
+			double *v = malloc((n + 1) * sizeof(*v)), *ref = malloc((n + 1) * sizeof(*v)),
+			       *dev = malloc((n + 1) * sizeof(*v));
+			struct rp_stat st;
+
+			assert_non_null(v);
+			assert_non_null(ref);
+			assert_non_null(dev);
+			for (size_t i = 0; i < n; i++) {
+				seed = seed * 1103515245u + 12345u;
+				switch (kind) {
+				case 0: v[i] = (double)((seed >> 16) % 5) * 64; break;        /* few distinct values */
+				case 1: v[i] = (double)(seed >> 8) / 3.0; break;              /* all distinct */
+				case 2: v[i] = (double)i; break;                              /* sorted */
+				case 3: v[i] = (double)(n - i); break;                        /* reversed */
+				case 4: v[i] = 7.5; break;                                    /* constant */
+				default: v[i] = (double)((seed >> 16) % 100) - 50.25; break;  /* negatives, repeats */
+				}
+				ref[i] = v[i];
+			}
+			rp_stat_compute(v, n, &st);
+			assert_int_equal(st.n, n);
+			if (!n) {
+				assert_true(isnan(st.median) && isnan(st.mad));
+				goto next;
+			}
+			qsort(ref, n, sizeof(*ref), cmp_dbl);
+			for (size_t i = 0; i < n; i++)
+				assert_true(v[i] == ref[i]); /* sorted in place */
+			assert_true(st.median == ref_quantile(ref, n, 0.5));
+			assert_true(st.p10 == ref_quantile(ref, n, 0.1));
+			assert_true(st.p90 == ref_quantile(ref, n, 0.9));
+			assert_true(st.min == ref[0] && st.max == ref[n - 1]);
+			for (size_t i = 0; i < n; i++)
+				dev[i] = fabs(ref[i] - st.median);
+			qsort(dev, n, sizeof(*dev), cmp_dbl);
+			if (st.mad != ref_quantile(dev, n, 0.5))
+				fail_msg("kind %d n %zu: mad %.17g, expected %.17g", kind, n, st.mad, ref_quantile(dev, n, 0.5));
+next:
+			free(v);
+			free(ref);
+			free(dev);
+		}
+	}
+}
+
+/* The JSON writer streams the document itself: byte for byte what jansson's json_dumpf(JSON_INDENT(2)) makes of the
+ * parsed result (escapes of control characters, quotes and backslashes, UTF-8, reals from a store's runs, empty
+ * arrays), plus the final newline. */
+static void test_json_like_jansson(void **state)
+{
+	struct fg_opts o = { .seed = 9, .groups = 2, .nodes_per_group = 12, .outliers_per_group = 1, .now = NOW,
+			     .with_hardware = true, .entries_per_node = 2 };
+	struct rt_report_opts ro = { .now = NOW };
+	char d[] = "/tmp/rtune-report-json.XXXXXX", path[160], cmd[200];
+	struct rt_report *r = NULL;
+	struct rt_error err;
+	struct fg_node *v;
+	json_error_t jerr;
+	json_t *doc;
+	size_t n, len;
+	char *text, *again;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	{
+		/* a hostname with a tab, a control character, a quote, a backslash and non-ASCII text (as JSON escapes) */
+		static const char host[] = "\\t\\u0001\\\"\\\\\xc3\xa9";
+		char *p = strstr(v[2].json, v[2].hostname), *nd = malloc(v[2].len + sizeof(host));
+		size_t at = (size_t)(p - v[2].json), hl = strlen(v[2].hostname);
+
+		assert_non_null(nd);
+		memcpy(nd, v[2].json, at);
+		memcpy(nd + at, host, sizeof(host) - 1);
+		memcpy(nd + at + sizeof(host) - 1, p + hl, v[2].len - at - hl + 1);
+		free(v[2].json);
+		v[2].json = nd;
+		v[2].len = strlen(nd);
+	}
+	assert_non_null(mkdtemp(d));
+	snprintf(path, sizeof(path), "%s/fleet.db", d);
+	assert_int_equal(fg_write_store(path, "rack", 6, true, true, NOW), 0);
+	assert_int_equal(rt_report_create(&ro, &r), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
+	assert_int_equal(rt_report_add_path(r, path), 6);
+	assert_int_equal(rt_report_add_path(r, "/nonexistent/\"quoted\"\x01"), 0);
+	assert_int_equal(rt_report_analyze(r, &err), 0);
+	assert_true(rt_report_drift_count(r) > 0);
+	text = capture(r, rt_report_write_json, &len);
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc)
+		fail_msg("not JSON: line %d: %s", jerr.line, jerr.text);
+	again = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	assert_non_null(again);
+	assert_int_equal(len, strlen(again) + 1);
+	assert_memory_equal(text, again, len - 1);
+	assert_int_equal(text[len - 1], '\n');
+	assert_non_null(strstr(text, "\\t\\u0001\\\"\\\\\xc3\xa9"));
+	free(again);
+	json_decref(doc);
+	free(text);
+	rt_report_free(r);
+	fg_free(v, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* A directory of many files goes through the worker threads: the same nodes, groups and outliers as the same
+ * documents added one by one; a file name that is not UTF-8 still gives valid JSON (U+FFFD) with its node; a
+ * document larger than the first read (padded with whitespace) is read whole. */
+static void test_directory_threads(void **state)
+{
+	struct fg_opts o = { .seed = 21, .groups = 3, .nodes_per_group = 40, .outliers_per_group = 2, .now = NOW,
+			     .with_hardware = true, .entries_per_node = 2 };
+	struct rt_report_opts ro = { .now = NOW };
+	char d[] = "/tmp/rtune-report-dir.XXXXXX", cmd[200];
+	struct rt_report *r = NULL, *ref;
+	struct rt_error err;
+	struct fg_node *v;
+	json_error_t jerr;
+	json_t *doc, *groups;
+	size_t n, len, in_groups = 0;
+	char *text, *big;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	assert_non_null(mkdtemp(d));
+	assert_int_equal(fg_write_dir(d, v, n), 0);
+	/* node 5 again, under a name that is not UTF-8 (same node: merged), and node 6 padded past 64 KiB */
+	write_file(d, "bad-\xff-name.json", v[5].json, v[5].len);
+	big = malloc(v[6].len + 100000);
+	assert_non_null(big);
+	big[0] = '{';
+	memset(big + 1, ' ', 99999);
+	memcpy(big + 100000, v[6].json + 1, v[6].len - 1);
+	write_file(d, "g0/padded.json", big, v[6].len + 99999);
+	free(big);
+	assert_int_equal(rt_report_create(&ro, &r), 0);
+	assert_int_equal(rt_report_add_path(r, d), (long)n + 2);
+	assert_int_equal(rt_report_problem_count(r), 0);
+	assert_int_equal(rt_report_node_count(r), n);
+	assert_int_equal(rt_report_analyze(r, &err), 0);
+	ref = report_of(v, n);
+	assert_int_equal(rt_report_group_count(r), rt_report_group_count(ref));
+	assert_int_equal(rt_report_outlier_count(r), rt_report_outlier_count(ref));
+	for (size_t i = 0; i < rt_report_outlier_count(r); i++) {
+		struct rt_report_outlier_view a, b;
+
+		assert_true(rt_report_outlier_at(r, i, &a));
+		assert_true(rt_report_outlier_at(ref, i, &b));
+		assert_string_equal(a.hostname, b.hostname);
+		assert_string_equal(a.metric, b.metric);
+		assert_string_equal(a.causes, b.causes);
+		assert_true(a.value == b.value && a.robust_z == b.robust_z);
+	}
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(rt_report_group_of(r, v[i].hostname), rt_report_group_of(ref, v[i].hostname));
+	text = capture(r, rt_report_write_json, &len);
+	doc = json_loadb(text, len, 0, &jerr);
+	if (!doc)
+		fail_msg("not JSON: line %d: %s", jerr.line, jerr.text);
+	groups = json_object_get(doc, "groups");
+	for (size_t i = 0; i < json_array_size(groups); i++)
+		in_groups += json_array_size(json_object_get(json_array_get(groups, i), "nodes"));
+	assert_int_equal(in_groups, n);
+	assert_non_null(strstr(text, "bad-\xef\xbf\xbd-name.json"));
+	json_decref(doc);
+	free(text);
+	rt_report_free(ref);
+	rt_report_free(r);
+	fg_free(v, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +637,9 @@ int main(void)
 		cmocka_unit_test(test_store_input),
 		cmocka_unit_test(test_dedupe),
 		cmocka_unit_test(test_writers),
+		cmocka_unit_test(test_stat_compute),
+		cmocka_unit_test(test_json_like_jansson),
+		cmocka_unit_test(test_directory_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
