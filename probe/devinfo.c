@@ -147,7 +147,13 @@ int rt_cpu_numa_node(int cpu)
 		return -1;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, "node", 4) == 0 && isdigit((unsigned char)de->d_name[4])) {
-			node = atoi(de->d_name + 4);
+			char *end;
+			long v;
+
+			errno = 0;
+			v = strtol(de->d_name + 4, &end, 10);
+			if (!errno && !*end && v <= INT_MAX) /* "node<N>" exactly; anything else is not a NUMA link */
+				node = (int)v;
 			break;
 		}
 	}
@@ -162,6 +168,9 @@ int rt_devinfo_probe_max_inline(struct ibv_pd *pd, enum ibv_qp_type qp_type, uin
 	uint32_t ok = 0, bad = 0, ok_back = 0;
 	int rc = 0;
 
+	*max_inline = 0; /* defined on every path: 0 when the probe fails */
+	if (written_back)
+		*written_back = 0;
 	cq = ibv_create_cq(pd->context, 4, NULL, NULL, 0);
 	if (!cq)
 		return errno ? errno : ENOMEM;
@@ -181,8 +190,9 @@ int rt_devinfo_probe_max_inline(struct ibv_pd *pd, enum ibv_qp_type qp_type, uin
 		q_ != NULL;                                                                                \
 	})
 
+	errno = 0;
 	if (!TRY_INLINE(0, ok_back)) {
-		rc = EOPNOTSUPP;
+		rc = errno ? errno : EOPNOTSUPP; /* why not even a QP without inline: unsupported, or out of resources */
 		goto out;
 	}
 	/* double until refused or at the limit */
@@ -386,9 +396,11 @@ int rt_devinfo_query(struct ibv_context *ctx, bool probe_inline, struct rt_devic
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
 		uint32_t v;
 
-		if (!pd)
-			return rt_error_set(err, errno ? errno : ENOMEM, "cannot allocate a protection domain on '%s'",
-					    out->name);
+		if (!pd) {
+			rc = errno ? errno : ENOMEM;
+			return rt_error_set(err, rc, "cannot allocate a protection domain on '%s': %s", out->name,
+					    strerror(rc));
+		}
 		if (rt_devinfo_probe_max_inline(pd, IBV_QPT_RC, INLINE_PROBE_LIMIT, &v, NULL) == 0)
 			out->max_inline_rc = (int)v;
 		if (rt_devinfo_probe_max_inline(pd, IBV_QPT_UD, INLINE_PROBE_LIMIT, &v, NULL) == 0)

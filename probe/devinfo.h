@@ -30,8 +30,9 @@ int rt_devinfo_query(struct ibv_context *ctx, bool probe_inline, struct rt_devic
 /*
  * Finds the largest max_inline_data that ibv_create_qp accepts for qp_type on pd (doubling from 64, then bisecting, up to
  * limit bytes), so that value is accepted and value + 1 is not (or value == limit). *written_back receives what the
- * provider wrote back into cap.max_inline_data for that value (may be NULL). Returns 0, or EOPNOTSUPP when even 0 bytes
- * of inline is refused (the QP type is unsupported), or another errno.
+ * provider wrote back into cap.max_inline_data for that value (may be NULL). Returns 0, or the errno of creating a QP
+ * with 0 bytes of inline when even that fails (EOPNOTSUPP/EINVAL: the QP type is unsupported; ENOMEM and others: the
+ * device is out of resources; EOPNOTSUPP when the provider set no errno), or another errno.
  */
 int rt_devinfo_probe_max_inline(struct ibv_pd *pd, enum ibv_qp_type qp_type, uint32_t limit, uint32_t *max_inline,
 				uint32_t *written_back);

@@ -71,7 +71,7 @@ static int64_t realtime_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void note(struct cal *c, const char *s)
@@ -372,8 +372,11 @@ static int cm_expect(struct cal *c, enum rdma_cm_event_type want, int timeout_ms
 		     struct rt_error *err)
 {
 	struct rdma_cm_event *ev;
-	int rc = rt_cm_next(c->cm_ch, timeout_ms, c->o->stop, &ev, err);
+	int rc;
 
+	if (hs) /* defined on every path, zero unless the expected event carried a hello */
+		memset(hs, 0, sizeof(*hs));
+	rc = rt_cm_next(c->cm_ch, timeout_ms, c->o->stop, &ev, err);
 	if (rc) {
 		if (rc == ETIMEDOUT)
 			rt_error_set(err, ETIMEDOUT, "peer '%s' did not answer within %d ms (%s)", c->o->peer,
@@ -381,13 +384,9 @@ static int cm_expect(struct cal *c, enum rdma_cm_event_type want, int timeout_ms
 		return rc;
 	}
 	if (ev->event == want) {
-		if (hs) {
-			memset(hs, 0, sizeof(*hs));
-			if (ev->param.conn.private_data)
-				memcpy(hs, ev->param.conn.private_data,
-				       ev->param.conn.private_data_len < sizeof(*hs) ? ev->param.conn.private_data_len :
-										       sizeof(*hs));
-		}
+		if (hs && ev->param.conn.private_data)
+			memcpy(hs, ev->param.conn.private_data,
+			       ev->param.conn.private_data_len < sizeof(*hs) ? ev->param.conn.private_data_len : sizeof(*hs));
 		rdma_ack_cm_event(ev);
 		return 0;
 	}
@@ -649,6 +648,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_cells += o->ops[op] ? (size_t)n_sizes * 2 * n_ns : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
+	run->n_rate = 0; /* counts the points of this array (the cleanup at out: walks them, none if it is NULL) */
 	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
 	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
 	cpu = calloc(n_cells ? n_cells : 1, sizeof(*cpu));
@@ -785,6 +785,33 @@ static void set_params(struct cal *c)
 	json_decref(p);
 }
 
+/*
+ * The device info found no RC max_inline_data: probes again to tell a device without inline data from one whose QP
+ * creation failed (out of resources at that moment). Returns the max inline (> 0), or 0 with err set.
+ */
+static int reprobe_rc_inline(struct cal *c, struct rt_error *err)
+{
+	struct ibv_context *ctx = c->o->peer ? c->cm_id->verbs : c->ctx;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	uint32_t v = 0;
+	int rc;
+
+	if (!pd) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot allocate a protection domain on '%s': %s", c->run->dev.name, strerror(rc));
+		return 0;
+	}
+	rc = rt_devinfo_probe_max_inline(pd, IBV_QPT_RC, 1u << 16, &v, NULL);
+	ibv_dealloc_pd(pd);
+	if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
+		rt_error_set(err, EOPNOTSUPP, "device '%s' accepts no inline data on rc qps: there is no inline "
+			     "threshold to calibrate", c->run->dev.name);
+	else if (rc)
+		rt_error_set(err, rc, "cannot create an rc qp on '%s' to probe its max inline data: %s", c->run->dev.name,
+			     strerror(rc));
+	return rc ? 0 : (int)v;
+}
+
 static int choose_sizes(struct cal *c, struct rt_error *err)
 {
 	const struct rt_cal_opts *o = c->o;
@@ -792,9 +819,12 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 	int rc_max = run->dev.max_inline_rc;
 	uint32_t cap = o->size_cap ? o->size_cap : RT_ENGINE_DEFAULT_SIZE_CAP, largest;
 
-	if (rc_max < 1)
-		return rt_error_set(err, EOPNOTSUPP, "device '%s' accepts no inline data on rc qps: there is no inline "
-				    "threshold to calibrate", run->dev.name);
+	if (rc_max < 1) {
+		rc_max = reprobe_rc_inline(c, err);
+		if (rc_max < 1)
+			return err->code;
+		run->dev.max_inline_rc = rc_max;
+	}
 	if (o->n_sizes) {
 		for (size_t i = 0; i < o->n_sizes; i++)
 			if (o->sizes[i] > (uint32_t)rc_max)

@@ -50,10 +50,16 @@ int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_c
 		goto fail;
 	}
 	ep->scq = ibv_create_cq(ctx, (int)cfg->sq_depth + 16, NULL, ep->chan, 0);
-	ep->rcq = ibv_create_cq(ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
-	if (!ep->scq || !ep->rcq) {
+	if (!ep->scq) {
 		rc = errno ? errno : ENOMEM;
-		rt_error_set(err, rc, "cannot create a cq of %u entries: %s", cfg->rq_depth + 16, strerror(rc));
+		rt_error_set(err, rc, "cannot create the send cq of %u entries: %s", cfg->sq_depth + 16, strerror(rc));
+		goto fail;
+	}
+	ep->rcq = ibv_create_cq(ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
+	if (!ep->rcq) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot create the receive cq of %u entries: %s", cfg->rq_depth + 16,
+			     strerror(rc));
 		goto fail;
 	}
 	ep->buf_len = ((size_t)cfg->max_msg * 2 + RT_DATA_OFF + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
