@@ -1,0 +1,725 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A software RDMA device for host tests of `rtune calibrate`, LD_PRELOADed into rtune in place of libibverbs' device
+ * functions: one device "fake0" with one ACTIVE InfiniBand port (LID 1, no GRH needed), whose RC and UD QPs connect in
+ * loopback with a data path in memory: SEND, SEND with immediate and RDMA WRITE copy the payload, receives complete in
+ * order, a send finds a posted receive or waits (in order) until one is posted, send queue slots are freed when the
+ * signaled completion that retires them is polled (so a full send queue gives ENOMEM), QPs must be in RTS to post,
+ * and max_inline_data above 256 is refused (EINVAL) as a provider would. Thread-safe with one lock (the engine's
+ * responder thread polls while the client posts). CQ moderation is not supported (the engine then skips it).
+ *
+ * Fault injection: RT_FAKEDEV_FAIL="VERB:N[:ERRNO]" makes the N-th call of VERB (ibv_open_device, ibv_query_device,
+ * ibv_query_port, ibv_alloc_pd, ibv_create_comp_channel, ibv_create_cq, ibv_reg_mr, ibv_create_qp, ibv_modify_qp,
+ * ibv_post_recv, ibv_post_send, ibv_poll_cq) fail with ERRNO (default ENOMEM); RT_FAKEDEV_FAIL_FROM=1 makes every later
+ * call of that verb fail too (a resource that stays exhausted). RT_FAKEDEV_REPORT=FILE receives at exit one
+ * "VERB CALLS" line per verb and "live N", the device objects (contexts, PDs, channels, CQs, MRs, QPs, AHs) never
+ * destroyed: 0 unless the program leaked one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define FK_MAX_INLINE 256u
+#define FK_MAX_WR 4096
+#define FK_MAX_QPS 64
+
+enum fk_verb {
+	V_OPEN, V_QUERY_DEVICE, V_QUERY_PORT, V_ALLOC_PD, V_CHANNEL, V_CREATE_CQ, V_REG_MR, V_CREATE_QP, V_MODIFY_QP,
+	V_POST_RECV, V_POST_SEND, V_POLL_CQ, V__COUNT
+};
+static const char *const fk_names[V__COUNT] = {
+	"ibv_open_device", "ibv_query_device", "ibv_query_port", "ibv_alloc_pd", "ibv_create_comp_channel",
+	"ibv_create_cq", "ibv_reg_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_post_recv", "ibv_post_send",
+	"ibv_poll_cq",
+};
+
+struct fk_wc {
+	struct ibv_wc wc;
+	uint32_t retire;          /* send completions: SQ slots this completion frees */
+};
+
+struct fk_cq {
+	struct ibv_cq cq;
+	unsigned head, n, cap;
+	struct fk_wc *ring;
+};
+
+struct fk_recv {
+	uint64_t wr_id;
+	uint64_t addr;
+	uint32_t len;
+};
+
+struct fk_pend {                  /* a send or write waiting (in order) for a receive at its destination */
+	struct fk_pend *next;
+	struct fk_qp *src;
+	uint64_t wr_id, raddr;
+	enum ibv_wr_opcode op;
+	bool signaled, ud;
+	uint32_t imm, len, retire;
+	uint8_t data[];
+};
+
+struct fk_qp {
+	struct ibv_qp qp;
+	uint32_t max_send_wr, max_recv_wr, max_sge, max_inline;
+	uint32_t dest_qpn;
+	uint32_t sq_used, unsig;
+	bool sig_all;
+	unsigned rq_head, rq_n;
+	struct fk_recv *rq;
+	struct fk_pend *pend, **pend_tail;
+};
+
+static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ibv_device fk_dev;
+static struct ibv_device *fk_list[2];
+static struct fk_qp *fk_qps[FK_MAX_QPS];
+static unsigned long fk_calls[V__COUNT];
+static long fk_live;
+static int fk_fail_verb = -1, fk_fail_errno = ENOMEM, fk_fail_from;
+static unsigned long fk_fail_at;
+static uint32_t fk_next_qpn = 0x40;
+
+__attribute__((constructor)) static void fk_init(void)
+{
+	const char *v = getenv("RT_FAKEDEV_FAIL");
+
+	snprintf(fk_dev.name, sizeof(fk_dev.name), "fake0");
+	snprintf(fk_dev.dev_name, sizeof(fk_dev.dev_name), "uverbs9");
+	fk_dev.node_type = IBV_NODE_CA;
+	fk_dev.transport_type = IBV_TRANSPORT_IB;
+	fk_list[0] = &fk_dev;
+	if (v && *v) {
+		const char *c1 = strchr(v, ':');
+
+		for (int i = 0; c1 && i < V__COUNT; i++)
+			if (strlen(fk_names[i]) == (size_t)(c1 - v) && !strncmp(v, fk_names[i], (size_t)(c1 - v)))
+				fk_fail_verb = i;
+		if (c1) {
+			char *end;
+
+			fk_fail_at = strtoul(c1 + 1, &end, 10);
+			if (*end == ':')
+				fk_fail_errno = (int)strtol(end + 1, NULL, 10);
+		}
+		if (fk_fail_verb < 0 || !fk_fail_at) {
+			fprintf(stderr, "fakedev: bad RT_FAKEDEV_FAIL '%s'\n", v);
+			_exit(125);
+		}
+	}
+	v = getenv("RT_FAKEDEV_FAIL_FROM");
+	fk_fail_from = v && *v == '1';
+}
+
+__attribute__((destructor)) static void fk_fini(void)
+{
+	const char *path = getenv("RT_FAKEDEV_REPORT");
+	FILE *f;
+
+	if (!path || !(f = fopen(path, "we")))
+		return;
+	for (int i = 0; i < V__COUNT; i++)
+		fprintf(f, "%s %lu\n", fk_names[i], fk_calls[i]);
+	fprintf(f, "live %ld\n", fk_live);
+	fclose(f);
+}
+
+/* Counts a call of verb; true (errno set) when it must fail. Under fk_lock. */
+static bool fk_fail(enum fk_verb verb)
+{
+	unsigned long k = ++fk_calls[verb];
+
+	if ((int)verb != fk_fail_verb || (k != fk_fail_at && !(fk_fail_from && k > fk_fail_at)))
+		return false;
+	errno = fk_fail_errno;
+	return true;
+}
+
+static void *fk_obj(size_t size)
+{
+	void *p = calloc(1, size);
+
+	if (p)
+		fk_live++;
+	return p;
+}
+
+static void fk_unobj(void *p)
+{
+	if (p)
+		fk_live--;
+	free(p);
+}
+
+/* ---- device, context, port ----------------------------------------------------------------------------------- */
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **l = calloc(2, sizeof(*l));
+
+	if (!l) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	l[0] = &fk_dev;
+	if (num_devices)
+		*num_devices = 1;
+	return l;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	(void)device;
+	return htobe64(0x0002c90300fa4e00ull);
+}
+
+static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+static int fk_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+static int fk_req_notify(struct ibv_cq *cq, int solicited_only);
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct ibv_context *ctx = NULL;
+
+	pthread_mutex_lock(&fk_lock);
+	if (device == &fk_dev && !fk_fail(V_OPEN) && (ctx = fk_obj(sizeof(*ctx)))) {
+		ctx->device = device;
+		ctx->cmd_fd = -1;
+		ctx->async_fd = -1;
+		ctx->ops.post_send = fk_post_send;
+		ctx->ops.post_recv = fk_post_recv;
+		ctx->ops.poll_cq = fk_poll_cq;
+		ctx->ops.req_notify_cq = fk_req_notify;
+		pthread_mutex_init(&ctx->mutex, NULL);
+	} else if (device != &fk_dev) {
+		errno = ENODEV;
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return ctx;
+}
+
+int ibv_close_device(struct ibv_context *ctx)
+{
+	pthread_mutex_lock(&fk_lock);
+	fk_unobj(ctx);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
+{
+	int rc = 0;
+
+	(void)ctx;
+	pthread_mutex_lock(&fk_lock);
+	if (fk_fail(V_QUERY_DEVICE)) {
+		rc = errno;
+	} else {
+		memset(a, 0, sizeof(*a));
+		snprintf(a->fw_ver, sizeof(a->fw_ver), "0.0.fake");
+		a->node_guid = htobe64(0x0002c90300fa4e00ull);
+		a->vendor_id = 0xfa4e;
+		a->max_qp = FK_MAX_QPS;
+		a->max_qp_wr = FK_MAX_WR;
+		a->max_sge = 4;
+		a->max_cq = 64;
+		a->max_cqe = 65536;
+		a->max_mr = 64;
+		a->max_pd = 64;
+		a->max_qp_rd_atom = 16;
+		a->phys_port_cnt = 1;
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return rc;
+}
+
+#undef ibv_query_port
+int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_port_attr *compat)
+{
+	struct ibv_port_attr *pa = (struct ibv_port_attr *)compat; /* the inline wrapper passes the full struct */
+	int rc = 0;
+
+	(void)ctx;
+	pthread_mutex_lock(&fk_lock);
+	if (fk_fail(V_QUERY_PORT)) {
+		rc = errno;
+	} else if (port != 1) {
+		rc = EINVAL;
+	} else {
+		pa->state = IBV_PORT_ACTIVE;
+		pa->max_mtu = IBV_MTU_4096;
+		pa->active_mtu = IBV_MTU_1024;
+		pa->gid_tbl_len = 1;
+		pa->lid = 1;
+		pa->max_msg_sz = 1u << 30;
+		pa->pkey_tbl_len = 1;
+		pa->active_width = 2;
+		pa->active_speed = 32;
+		pa->phys_state = 5;
+		pa->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return rc;
+}
+
+int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
+{
+	(void)ctx;
+	if (port != 1 || index != 0)
+		return EINVAL;
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[0] = 0xfe;
+	gid->raw[1] = 0x80;
+	gid->raw[15] = 1;
+	return 0;
+}
+
+/* ---- PD, MR, channel, CQ, AH ------------------------------------------------------------------------------------ */
+
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = NULL;
+
+	pthread_mutex_lock(&fk_lock);
+	if (!fk_fail(V_ALLOC_PD) && (pd = fk_obj(sizeof(*pd))))
+		pd->context = ctx;
+	pthread_mutex_unlock(&fk_lock);
+	return pd;
+}
+
+int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	pthread_mutex_lock(&fk_lock);
+	fk_unobj(pd);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	struct ibv_mr *mr = NULL;
+
+	(void)access;
+	pthread_mutex_lock(&fk_lock);
+	if (!fk_fail(V_REG_MR) && (mr = fk_obj(sizeof(*mr)))) {
+		mr->context = pd->context;
+		mr->pd = pd;
+		mr->addr = addr;
+		mr->length = length;
+		mr->lkey = mr->rkey = 0x4e00 + (uint32_t)fk_calls[V_REG_MR];
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return mr;
+}
+
+int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	pthread_mutex_lock(&fk_lock);
+	fk_unobj(mr);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *ctx)
+{
+	struct ibv_comp_channel *ch = NULL;
+
+	pthread_mutex_lock(&fk_lock);
+	if (!fk_fail(V_CHANNEL) && (ch = fk_obj(sizeof(*ch)))) {
+		ch->context = ctx;
+		ch->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (ch->fd < 0) {
+			fk_unobj(ch);
+			ch = NULL;
+		}
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return ch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	pthread_mutex_lock(&fk_lock);
+	close(ch->fd);
+	fk_unobj(ch);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context)
+{
+	(void)ch;
+	(void)cq;
+	(void)cq_context;
+	errno = EAGAIN; /* no events: CQ moderation, the only user, is not supported here */
+	return -1;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	(void)cq;
+	(void)nevents;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_comp_channel *ch,
+			     int vec)
+{
+	struct fk_cq *c = NULL;
+
+	(void)vec;
+	pthread_mutex_lock(&fk_lock);
+	if (cqe <= 0 || cqe > 65536) {
+		errno = EINVAL;
+	} else if (!fk_fail(V_CREATE_CQ) && (c = fk_obj(sizeof(*c)))) {
+		c->cap = (unsigned)cqe;
+		c->ring = calloc(c->cap, sizeof(*c->ring));
+		if (!c->ring) {
+			fk_unobj(c);
+			c = NULL;
+			errno = ENOMEM;
+		} else {
+			c->cq.context = ctx;
+			c->cq.channel = ch;
+			c->cq.cq_context = cq_context;
+			c->cq.cqe = cqe;
+		}
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return c ? &c->cq : NULL;
+}
+
+int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	struct fk_cq *c = (struct fk_cq *)cq;
+
+	pthread_mutex_lock(&fk_lock);
+	free(c->ring);
+	fk_unobj(c);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+static int fk_req_notify(struct ibv_cq *cq, int solicited_only)
+{
+	(void)cq;
+	(void)solicited_only;
+	return 0;
+}
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct ibv_ah *ah;
+
+	(void)attr;
+	pthread_mutex_lock(&fk_lock);
+	ah = fk_obj(sizeof(*ah));
+	if (ah) {
+		ah->context = pd->context;
+		ah->pd = pd;
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return ah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	pthread_mutex_lock(&fk_lock);
+	fk_unobj(ah);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+/* ---- QPs ------------------------------------------------------------------------------------------------------- */
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	struct fk_qp *q = NULL;
+	int slot = -1;
+
+	pthread_mutex_lock(&fk_lock);
+	for (int i = 0; i < FK_MAX_QPS && slot < 0; i++)
+		if (!fk_qps[i])
+			slot = i;
+	if (fk_fail(V_CREATE_QP)) {
+		goto out;
+	} else if (slot < 0) {
+		errno = ENOMEM;
+	} else if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) || !a->send_cq || !a->recv_cq ||
+		   a->cap.max_send_wr == 0 || a->cap.max_send_wr > FK_MAX_WR || a->cap.max_recv_wr > FK_MAX_WR ||
+		   a->cap.max_send_sge > 4 || a->cap.max_recv_sge > 4 || a->cap.max_inline_data > FK_MAX_INLINE) {
+		errno = EINVAL;
+	} else if ((q = fk_obj(sizeof(*q)))) {
+		q->rq = calloc(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1, sizeof(*q->rq));
+		if (!q->rq) {
+			fk_unobj(q);
+			q = NULL;
+			errno = ENOMEM;
+			goto out;
+		}
+		q->qp.context = pd->context;
+		q->qp.pd = pd;
+		q->qp.send_cq = a->send_cq;
+		q->qp.recv_cq = a->recv_cq;
+		q->qp.qp_type = a->qp_type;
+		q->qp.qp_num = fk_next_qpn++;
+		q->qp.state = IBV_QPS_RESET;
+		q->qp.qp_context = a->qp_context;
+		q->max_send_wr = a->cap.max_send_wr;
+		q->max_recv_wr = a->cap.max_recv_wr;
+		q->max_sge = a->cap.max_send_sge ? a->cap.max_send_sge : 1;
+		q->max_inline = a->cap.max_inline_data;
+		q->sig_all = a->sq_sig_all;
+		q->pend_tail = &q->pend;
+		fk_qps[slot] = q;
+	}
+out:
+	pthread_mutex_unlock(&fk_lock);
+	return q ? &q->qp : NULL;
+}
+
+static struct fk_qp *fk_qp_by_num(uint32_t qpn)
+{
+	for (int i = 0; i < FK_MAX_QPS; i++)
+		if (fk_qps[i] && fk_qps[i]->qp.qp_num == qpn)
+			return fk_qps[i];
+	return NULL;
+}
+
+int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	struct fk_qp *q = (struct fk_qp *)qp;
+
+	pthread_mutex_lock(&fk_lock);
+	for (int i = 0; i < FK_MAX_QPS; i++) {
+		if (fk_qps[i] == q)
+			fk_qps[i] = NULL;
+		/* sends of this QP still waiting elsewhere lose their source */
+		for (struct fk_pend *p = fk_qps[i] ? fk_qps[i]->pend : NULL; p; p = p->next)
+			if (p->src == q)
+				p->src = NULL;
+	}
+	while (q->pend) {
+		struct fk_pend *p = q->pend;
+
+		q->pend = p->next;
+		free(p);
+	}
+	free(q->rq);
+	fk_unobj(q);
+	pthread_mutex_unlock(&fk_lock);
+	return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct fk_qp *q = (struct fk_qp *)qp;
+	int rc = 0;
+
+	pthread_mutex_lock(&fk_lock);
+	if (fk_fail(V_MODIFY_QP)) {
+		rc = errno;
+	} else if (mask & IBV_QP_STATE) {
+		if ((mask & IBV_QP_DEST_QPN) && qp->qp_type == IBV_QPT_RC)
+			q->dest_qpn = attr->dest_qp_num;
+		qp->state = attr->qp_state;
+	}
+	pthread_mutex_unlock(&fk_lock);
+	return rc;
+}
+
+/* ---- data path (under fk_lock) ------------------------------------------------------------------------------- */
+
+static void cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, uint32_t retire)
+{
+	struct fk_cq *c = (struct fk_cq *)cq;
+
+	if (c->n == c->cap)
+		return; /* a CQ overrun: the engine sizes its CQs so that this cannot happen */
+	c->ring[(c->head + c->n) % c->cap] = (struct fk_wc){ *wc, retire };
+	c->n++;
+}
+
+static void send_done(struct fk_qp *src, uint64_t wr_id, enum ibv_wr_opcode op, bool signaled, uint32_t retire)
+{
+	struct ibv_wc wc = { .wr_id = wr_id, .status = IBV_WC_SUCCESS, .opcode = op == IBV_WR_RDMA_WRITE ?
+			     IBV_WC_RDMA_WRITE : IBV_WC_SEND };
+
+	if (!src || !signaled)
+		return;
+	wc.qp_num = src->qp.qp_num;
+	cq_push(src->qp.send_cq, &wc, retire);
+}
+
+/* Delivers the waiting sends of q in order while it has receives. */
+static void deliver(struct fk_qp *q)
+{
+	while (q->pend) {
+		struct fk_pend *p = q->pend;
+
+		if (p->op == IBV_WR_RDMA_WRITE) {
+			memcpy((void *)(uintptr_t)p->raddr, p->data, p->len);
+		} else {
+			struct fk_recv *r;
+			struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV, .qp_num = q->qp.qp_num };
+			uint32_t off = p->ud ? 40 : 0;
+
+			if (!q->rq_n)
+				return;
+			r = &q->rq[q->rq_head];
+			q->rq_head = (q->rq_head + 1) % q->max_recv_wr;
+			q->rq_n--;
+			if (p->len + off > r->len) {
+				wc.status = IBV_WC_LOC_LEN_ERR;
+			} else {
+				memcpy((uint8_t *)(uintptr_t)r->addr + off, p->data, p->len);
+				wc.byte_len = p->len + off;
+			}
+			wc.wr_id = r->wr_id;
+			if (p->op == IBV_WR_SEND_WITH_IMM) {
+				wc.wc_flags = IBV_WC_WITH_IMM;
+				wc.imm_data = p->imm;
+			}
+			if (p->ud)
+				wc.wc_flags |= IBV_WC_GRH;
+			wc.src_qp = p->src ? p->src->qp.qp_num : 0;
+			cq_push(q->qp.recv_cq, &wc, 0);
+		}
+		send_done(p->src, p->wr_id, p->op, p->signaled, p->retire);
+		q->pend = p->next;
+		if (!q->pend)
+			q->pend_tail = &q->pend;
+		free(p);
+	}
+}
+
+static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct fk_qp *q = (struct fk_qp *)qp;
+	int rc = 0;
+
+	pthread_mutex_lock(&fk_lock);
+	if (fk_fail(V_POST_SEND)) {
+		rc = errno;
+		*bad = wr;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		struct fk_qp *dst;
+		struct fk_pend *p;
+		uint32_t len = 0;
+		bool sig = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (qp->state != IBV_QPS_RTS || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+		    ((wr->send_flags & IBV_SEND_INLINE) && len > q->max_inline) ||
+		    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
+		     !(wr->opcode == IBV_WR_RDMA_WRITE && qp->qp_type == IBV_QPT_RC))) {
+			rc = EINVAL;
+		} else if (q->sq_used >= q->max_send_wr) {
+			rc = ENOMEM;
+		} else if (!(dst = fk_qp_by_num(qp->qp_type == IBV_QPT_UD ? wr->wr.ud.remote_qpn : q->dest_qpn))) {
+			rc = EINVAL; /* nothing at the other end (a real RC QP would retry, then fail the WR) */
+		} else if (!(p = malloc(sizeof(*p) + len))) {
+			rc = ENOMEM;
+		}
+		if (rc) {
+			*bad = wr;
+			break;
+		}
+		*p = (struct fk_pend){ .src = q, .wr_id = wr->wr_id, .raddr = wr->wr.rdma.remote_addr, .op = wr->opcode,
+				       .signaled = sig, .ud = qp->qp_type == IBV_QPT_UD, .imm = wr->imm_data, .len = len };
+		if (qp->qp_type == IBV_QPT_UD)
+			p->raddr = 0;
+		len = 0;
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(p->data + len, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		q->sq_used++;
+		q->unsig++;
+		if (sig) {
+			p->retire = q->unsig;
+			q->unsig = 0;
+		}
+		*dst->pend_tail = p;
+		dst->pend_tail = &p->next;
+		deliver(dst);
+	}
+out:
+	pthread_mutex_unlock(&fk_lock);
+	return rc;
+}
+
+static int fk_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct fk_qp *q = (struct fk_qp *)qp;
+	int rc = 0;
+
+	pthread_mutex_lock(&fk_lock);
+	if (fk_fail(V_POST_RECV)) {
+		rc = errno;
+		*bad = wr;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		if (q->rq_n >= q->max_recv_wr || wr->num_sge != 1) {
+			rc = q->rq_n >= q->max_recv_wr ? ENOMEM : EINVAL;
+			*bad = wr;
+			break;
+		}
+		q->rq[(q->rq_head + q->rq_n) % q->max_recv_wr] =
+			(struct fk_recv){ wr->wr_id, wr->sg_list[0].addr, wr->sg_list[0].length };
+		q->rq_n++;
+	}
+	deliver(q);
+out:
+	pthread_mutex_unlock(&fk_lock);
+	return rc;
+}
+
+static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct fk_cq *c = (struct fk_cq *)cq;
+	int k = 0;
+
+	pthread_mutex_lock(&fk_lock);
+	if (fk_fail(V_POLL_CQ)) {
+		k = -1;
+		goto out;
+	}
+	while (k < n && c->n) {
+		struct fk_wc *w = &c->ring[c->head];
+		struct fk_qp *q;
+
+		wc[k++] = w->wc;
+		if (w->retire && (q = fk_qp_by_num(w->wc.qp_num)))
+			q->sq_used -= w->retire <= q->sq_used ? w->retire : q->sq_used;
+		c->head = (c->head + 1) % c->cap;
+		c->n--;
+	}
+out:
+	pthread_mutex_unlock(&fk_lock);
+	return k;
+}
