@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 void rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
@@ -44,4 +45,20 @@ void rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 void rt_buf_puts(struct rt_buf *b, const char *s)
 {
 	rt_buf_printf(b, "%s", s);
+}
+
+void *rt_array_reserve(void *v, size_t n, size_t *cap, size_t elem_size)
+{
+	size_t nc;
+	void *nv;
+
+	if (n < *cap)
+		return v;
+	nc = *cap ? *cap * 2 : 8;
+	if (nc < *cap || (elem_size && nc > SIZE_MAX / elem_size))
+		return NULL;
+	nv = realloc(v, nc * elem_size);
+	if (nv)
+		*cap = nc;
+	return nv;
 }

@@ -294,16 +294,13 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_profile_entry *e;
 
-		if (*n == cap) {
-			struct rt_profile_entry *nv = realloc(v, (cap ? cap * 2 : 8) * sizeof(*nv));
+		struct rt_profile_entry *nv = rt_array_reserve(v, *n, &cap, sizeof(*v));
 
-			if (!nv) {
-				rc = rt_error_set(err, ENOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 8;
+		if (!nv) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
 		}
+		v = nv;
 		e = &v[(*n)++];
 		memset(e, 0, sizeof(*e));
 		snprintf(e->device, sizeof(e->device), "%s", sqlite3_column_text(s, 0));

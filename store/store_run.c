@@ -6,6 +6,7 @@
  * Also the application histograms the probe records.
  */
 #include "store_internal.h"
+#include "rt_buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -551,16 +552,13 @@ static int load_devices(struct rt_store *st, const char *where, int64_t key, str
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_device_info *d;
 
-		if (*n == cap) {
-			struct rt_device_info *nv = realloc(v, (cap ? cap * 2 : 4) * sizeof(*v));
+		struct rt_device_info *nv = rt_array_reserve(v, *n, &cap, sizeof(*v));
 
-			if (!nv) {
-				rc = rt_error_set(err, ENOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 4;
+		if (!nv) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
 		}
+		v = nv;
 		d = &v[*n];
 		memset(d, 0, sizeof(*d));
 		COPY_COL(d->name, s, 1);
@@ -630,14 +628,11 @@ static int load_points(struct rt_store *st, struct rt_run *run, struct rt_error 
 		struct rt_lat_point *p;
 		int blob_bytes;
 
-		if (run->n_lat == cap) {
-			struct rt_lat_point *nv = realloc(run->lat, (cap ? cap * 2 : 16) * sizeof(*nv));
+		struct rt_lat_point *nv = rt_array_reserve(run->lat, run->n_lat, &cap, sizeof(*nv));
 
-			if (!nv)
-				goto nomem;
-			run->lat = nv;
-			cap = cap ? cap * 2 : 16;
-		}
+		if (!nv)
+			goto nomem;
+		run->lat = nv;
 		p = &run->lat[run->n_lat];
 		memset(p, 0, sizeof(*p));
 		rt_opcode_parse(col_text(s, 0), &p->op);
@@ -678,14 +673,11 @@ static int load_points(struct rt_store *st, struct rt_run *run, struct rt_error 
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_rate_point *p;
 
-		if (run->n_rate == cap) {
-			struct rt_rate_point *nv = realloc(run->rate, (cap ? cap * 2 : 16) * sizeof(*nv));
+		struct rt_rate_point *nv = rt_array_reserve(run->rate, run->n_rate, &cap, sizeof(*nv));
 
-			if (!nv)
-				goto nomem;
-			run->rate = nv;
-			cap = cap ? cap * 2 : 16;
-		}
+		if (!nv)
+			goto nomem;
+		run->rate = nv;
 		p = &run->rate[run->n_rate++];
 		memset(p, 0, sizeof(*p));
 		rt_opcode_parse(col_text(s, 0), &p->op);
@@ -826,16 +818,13 @@ int rt_store_run_list(struct rt_store *st, const char *device, struct rt_store_r
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_store_run_summary *r;
 
-		if (*n == cap) {
-			struct rt_store_run_summary *nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*nv));
+		struct rt_store_run_summary *nv = rt_array_reserve(v, *n, &cap, sizeof(*nv));
 
-			if (!nv) {
-				rc = rt_error_set(err, ENOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 16;
+		if (!nv) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
 		}
+		v = nv;
 		r = &v[(*n)++];
 		memset(r, 0, sizeof(*r));
 		r->id = sqlite3_column_int64(s, 0);
@@ -973,16 +962,13 @@ int rt_store_node_list(struct rt_store *st, struct rt_store_node **out, size_t *
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_store_node *x;
 
-		if (*n == cap) {
-			struct rt_store_node *nv = realloc(v, (cap ? cap * 2 : 8) * sizeof(*nv));
+		struct rt_store_node *nv = rt_array_reserve(v, *n, &cap, sizeof(*nv));
 
-			if (!nv) {
-				rc = rt_error_set(err, ENOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 8;
+		if (!nv) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
 		}
+		v = nv;
 		x = &v[(*n)++];
 		memset(x, 0, sizeof(*x));
 		x->id = sqlite3_column_int64(s, 0);
