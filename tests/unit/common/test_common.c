@@ -16,6 +16,7 @@
 #include <rtune/error.h>
 #include "rt_hist.h"
 #include "rt_model.h"
+#include "rt_buf.h"
 #include "rt_pool.h"
 
 #include <pthread.h>
@@ -167,6 +168,32 @@ static void test_pool_ordered(void **state)
 	assert_true(rt_pool_workers(8) <= 8);
 }
 
+static void test_array_reserve(void **state)
+{
+	int *v = NULL, *nv;
+	size_t n = 0, cap = 0;
+
+	(void)state;
+	for (int i = 0; i < 1000; i++) {
+		nv = rt_array_reserve(v, n, &cap, sizeof(*v));
+		assert_non_null(nv);
+		v = nv;
+		assert_true(cap > n);
+		v[n++] = i;
+	}
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(v[i], i); /* growth kept every element */
+	assert_int_equal(cap, 1024);
+	/* a size that would overflow is refused, the array and cap left as they were */
+	{
+		size_t big = SIZE_MAX / 2 + 1, was = big;
+
+		assert_null(rt_array_reserve(v, big, &big, 4));
+		assert_int_equal(big, was);
+	}
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -175,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_error),
 		cmocka_unit_test(test_pool_ordered),
+		cmocka_unit_test(test_array_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
