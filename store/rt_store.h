@@ -54,6 +54,9 @@ int rt_store_open(const char *path, struct rt_store **out, struct rt_error *err)
 int rt_store_open_existing(const char *path, struct rt_store **out, struct rt_error *err);
 /* Closes the store; NULL is a no-op. */
 void rt_store_close(struct rt_store *st);
+/* The store's SQLite connection, for rtune's own read-only bulk readers (the report): it sees what this store sees,
+ * including a store opened immutable in a read-only directory. Owned by the store; valid until rt_store_close(). */
+struct sqlite3 *rt_store_sqlite(struct rt_store *st);
 /* Path the store was opened at. */
 const char *rt_store_path(const struct rt_store *st);
 /* Schema version of an open store (RT_STORE_SCHEMA_VERSION after a read-write open). */

@@ -551,6 +551,11 @@ void rt_store_close(struct rt_store *st)
 	free(st);
 }
 
+struct sqlite3 *rt_store_sqlite(struct rt_store *st)
+{
+	return st->db;
+}
+
 const char *rt_store_path(const struct rt_store *st)
 {
 	return st->path;
