@@ -152,14 +152,13 @@ size_t rt_report_node_count(const struct rt_report *r)
 
 /* A node is its machine-id (else hostname) and its hostname: cloned machine-ids (VM images, guests sharing a root)
  * with different hostnames stay different nodes. */
-static size_t node_hash(const struct rp_node *n)
+static uint64_t node_hash(const struct rp_node *n)
 {
-	return (size_t)rp_fnv1a(rp_fnv1a(0xcbf29ce484222325ULL, n->node_key), n->hostname);
+	return rp_fnv1a(rp_fnv1a(0xcbf29ce484222325ULL, n->node_key), n->hostname);
 }
 
-static int key_grow(struct rt_report *r)
+static int key_resize(struct rt_report *r, size_t cap)
 {
-	size_t cap = r->key_cap ? r->key_cap * 2 : 1024;
 	size_t *t = malloc(cap * sizeof(*t));
 
 	if (!t)
@@ -167,7 +166,7 @@ static int key_grow(struct rt_report *r)
 	for (size_t i = 0; i < cap; i++)
 		t[i] = SIZE_MAX;
 	for (size_t i = 0; i < r->n_nodes; i++) {
-		size_t h = node_hash(&r->nodes[i]) & (cap - 1);
+		size_t h = (size_t)r->nodes[i].key_hash & (cap - 1);
 
 		while (t[h] != SIZE_MAX)
 			h = (h + 1) & (cap - 1);
@@ -179,6 +178,31 @@ static int key_grow(struct rt_report *r)
 	return 0;
 }
 
+static int key_grow(struct rt_report *r)
+{
+	return key_resize(r, r->key_cap ? r->key_cap * 2 : 1024);
+}
+
+/* Makes room for extra more nodes at once (the node array and the key table), so that merging a big directory does
+ * not grow them step by step. Best effort: on failure rp_add_node grows them as it goes. */
+static void reserve_nodes(struct rt_report *r, size_t extra)
+{
+	size_t want = r->n_nodes + extra, kcap = r->key_cap ? r->key_cap : 1024;
+
+	if (want > r->cap_nodes) {
+		struct rp_node *nv = realloc(r->nodes, want * sizeof(*nv));
+
+		if (!nv)
+			return;
+		r->nodes = nv;
+		r->cap_nodes = want;
+	}
+	while ((want + 1) * 2 > kcap)
+		kcap *= 2;
+	if (kcap > r->key_cap)
+		key_resize(r, kcap);
+}
+
 long rp_add_node(struct rt_report *r, struct rp_node *node)
 {
 	size_t h;
@@ -187,11 +211,13 @@ long rp_add_node(struct rt_report *r, struct rp_node *node)
 		rp_node_release(node);
 		return -ENOMEM;
 	}
-	h = node_hash(node) & (r->key_cap - 1);
+	node->key_hash = node_hash(node);
+	h = (size_t)node->key_hash & (r->key_cap - 1);
 	while (r->key_tab[h] != SIZE_MAX) {
 		struct rp_node *old = &r->nodes[r->key_tab[h]];
 
-		if (strcmp(old->node_key, node->node_key) == 0 && strcmp(old->hostname, node->hostname) == 0) {
+		if (old->key_hash == node->key_hash && strcmp(old->node_key, node->node_key) == 0 &&
+		    strcmp(old->hostname, node->hostname) == 0) {
 			/* the same node from another input: the newer profile wins; hardware facts are kept if only one
 			 * input had them */
 			bool take = node->newest > old->newest || (node->newest == old->newest && node->has_hw && !old->has_hw);
@@ -238,11 +264,18 @@ long rp_add_node(struct rt_report *r, struct rp_node *node)
 
 /* ---- JSON profile documents -------------------------------------------------------------------------------------- */
 
+/* Copies s into dst[len], truncated and NUL-terminated: snprintf("%s") without the formatting (100,000 documents). */
+static void copy_str(char *dst, size_t len, const char *s)
+{
+	size_t n = s ? strnlen(s, len - 1) : 0;
+
+	memcpy(dst, s ? s : "", n);
+	dst[n] = '\0';
+}
+
 static void copy_json_str(char *dst, size_t len, json_t *o, const char *key)
 {
-	const char *s = json_string_value(json_object_get(o, key));
-
-	snprintf(dst, len, "%s", s ? s : "");
+	copy_str(dst, len, json_string_value(json_object_get(o, key)));
 }
 
 static int json_int_or(json_t *o, const char *key, int dflt)
@@ -302,7 +335,7 @@ static void read_hardware(json_t *hw, struct rp_node *n)
 static void entry_from_profile(const struct rt_profile_entry *e, struct rp_entry *o)
 {
 	memset(o, 0, sizeof(*o));
-	snprintf(o->device, sizeof(o->device), "%s", e->device);
+	copy_str(o->device, sizeof(o->device), e->device);
 	o->port = (uint8_t)e->port;
 	o->opcode = (uint8_t)e->opcode;
 	o->qp_type = (uint8_t)e->qp_type;
@@ -316,7 +349,7 @@ static void entry_from_profile(const struct rt_profile_entry *e, struct rp_entry
 	o->cal_cpu_numa = -1;
 	o->cal_local = -1;
 	o->measured_at = e->measured_at;
-	snprintf(o->run_id, sizeof(o->run_id), "%s", e->run_id);
+	copy_str(o->run_id, sizeof(o->run_id), e->run_id);
 	o->lat_ns = NAN;
 	o->mops = NAN;
 }
@@ -380,7 +413,7 @@ static int parse_json_doc(struct rp_arena *a, const char *name, const char *text
 	}
 	n->source = rp_strdup(name);
 	n->cpu_model = rp_strdup(json_string_value(json_object_get(node, "cpu_model")));
-	snprintf(n->hw_sig, sizeof(n->hw_sig), "%s", rt_profile_hw_signature(p));
+	copy_str(n->hw_sig, sizeof(n->hw_sig), rt_profile_hw_signature(p));
 	n->numa_nodes = json_int_or(node, "numa_nodes", -1);
 	n->group = -1;
 	read_hardware(json_object_get(root, "hardware"), n);
@@ -444,7 +477,9 @@ long rt_report_add_json_text(struct rt_report *r, const char *name, const char *
 
 /* One file to read: classified and (for JSON) parsed by a worker; stores are read afterwards, in order. */
 struct job {
-	char *path;
+	const char *path;
+	int dirfd;                   /* the walked directory holding it (path + name_off is its name there), or -1 */
+	unsigned name_off;
 	enum { J_PENDING, J_STORE, J_PROBLEM, J_NODE, J_NOMEM } state;
 	struct rp_node node;
 	char *problem;               /* J_PROBLEM: malloc'd "<path>: <why>" (NULL when that allocation failed) */
@@ -519,7 +554,12 @@ static void run_job(struct job *j, struct rbuf *b, struct rp_arena *a)
 	ssize_t got;
 	int fd, rc;
 
-	fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO named on the command line must not block */
+	/* a FIFO named on the command line must not block; a file found by the walk is opened relative to its directory,
+	 * which spares the kernel the path walk */
+	if (j->dirfd >= 0)
+		fd = openat(j->dirfd, j->path + j->name_off, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	else
+		fd = open(j->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		job_problem(j, "%s: cannot open: %s", j->path, strerror(errno));
 		return;
@@ -616,6 +656,13 @@ static long run_jobs(struct rt_report *r, struct job *jobs, size_t n)
 	worker(&p);
 	for (int t = 0; t < nt; t++)
 		pthread_join(tid[t], NULL);
+	{
+		size_t nodes = 0;
+
+		for (size_t i = 0; i < n; i++)
+			nodes += jobs[i].state == J_NODE;
+		reserve_nodes(r, nodes);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct job *j = &jobs[i];
 		long rc = 0;
@@ -660,30 +707,94 @@ static bool wanted_in_dir(const char *name)
 	       has_suffix(name, ".sqlite3") || has_suffix(name, ".rtune");
 }
 
-struct file_list {
-	char **paths;
-	size_t n, cap;
+/* Directories kept open while their files are read (openat); files of further directories are opened by path. */
+#define RP_MAX_DIR_FDS 64
+
+/* Strings that live as long as one rt_report_add_path() call, copied into 64 KiB chunks (a walk of 100,000 files
+ * makes 200,000 names and paths: not one malloc each). */
+struct spool_chunk {
+	struct spool_chunk *next;
+	size_t used, cap;
+	char data[];
 };
 
-static int list_add(struct file_list *l, const char *path)
+struct spool {
+	struct spool_chunk *head;
+};
+
+static char *spool_dup(struct spool *p, const char *s, size_t len)
 {
+	struct spool_chunk *c = p->head;
+	char *out;
+
+	if (!c || c->cap - c->used < len + 1) {
+		size_t cap = len + 1 > (64u << 10) ? len + 1 : (64u << 10);
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->next = p->head;
+		c->used = 0;
+		c->cap = cap;
+		p->head = c;
+	}
+	out = c->data + c->used;
+	memcpy(out, s, len);
+	out[len] = '\0';
+	c->used += len + 1;
+	return out;
+}
+
+static void spool_free(struct spool *p)
+{
+	while (p->head) {
+		struct spool_chunk *n = p->head->next;
+
+		free(p->head);
+		p->head = n;
+	}
+}
+
+/* The files to read, in order. */
+struct file_ref {
+	const char *path;            /* in the pool */
+	int dirfd;                   /* see struct job */
+	unsigned name_off;
+};
+
+struct file_list {
+	struct file_ref *files;
+	size_t n, cap;
+	struct spool pool;           /* paths and, during the walk, directory entry names */
+	int dirfds[RP_MAX_DIR_FDS];
+	int n_dirfds;
+};
+
+/* Appends path (copied); dirfd >= 0 is the open directory that holds it, its name starting at path + name_off. */
+static int list_add(struct file_list *l, const char *path, size_t len, int dirfd, size_t name_off)
+{
+	struct file_ref *f;
+
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 256;
-		char **np = realloc(l->paths, cap * sizeof(*np));
+		struct file_ref *nf = realloc(l->files, cap * sizeof(*nf));
 
-		if (!np)
+		if (!nf)
 			return ENOMEM;
-		l->paths = np;
+		l->files = nf;
 		l->cap = cap;
 	}
-	if (!(l->paths[l->n] = strdup(path)))
+	f = &l->files[l->n];
+	if (!(f->path = spool_dup(&l->pool, path, len)))
 		return ENOMEM;
+	f->dirfd = dirfd;
+	f->name_off = (unsigned)name_off;
 	l->n++;
 	return 0;
 }
 
 struct dir_ent {
-	char *name;
+	const char *name;            /* in the list's pool */
 	unsigned char type;          /* d_type: DT_UNKNOWN when the file system does not say */
 };
 
@@ -700,7 +811,8 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 	struct dir_ent *ents = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	int rc = 0;
+	int rc = 0, dfd = -2; /* -2: not opened yet, -1: none (limit reached or dup failed) */
+	size_t dl = strlen(dir);
 	DIR *d;
 
 	if (depth > RP_MAX_DEPTH) {
@@ -724,7 +836,7 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 			}
 			ents = ne;
 		}
-		if (!(ents[n].name = strdup(de->d_name))) {
+		if (!(ents[n].name = spool_dup(&l->pool, de->d_name, strlen(de->d_name)))) {
 			rc = ENOMEM;
 			goto out;
 		}
@@ -736,12 +848,16 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 	for (size_t i = 0; i < n && !rc; i++) {
 		char path[4096];
 		unsigned char type = ents[i].type;
+		size_t nl = strlen(ents[i].name);
 		struct stat sb;
 
 		if (type != DT_DIR && !wanted_in_dir(ents[i].name))
 			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", dir, ents[i].name) >= (int)sizeof(path))
+		if (dl + 1 + nl >= sizeof(path))
 			continue;
+		memcpy(path, dir, dl);
+		path[dl] = '/';
+		memcpy(path + dl + 1, ents[i].name, nl + 1);
 		if (type == DT_UNKNOWN) {
 			if (lstat(path, &sb) < 0)
 				continue;
@@ -751,12 +867,14 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 		}
 		if (type == DT_DIR)
 			rc = walk_dir(r, path, depth + 1, l);
-		else if (type == DT_REG || (type == DT_LNK && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)))
-			rc = list_add(l, path);
+		else if (type == DT_REG || (type == DT_LNK && stat(path, &sb) == 0 && S_ISREG(sb.st_mode))) {
+			if (dfd == -2 && l->n_dirfds < RP_MAX_DIR_FDS &&
+			    (dfd = fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0)) >= 0)
+				l->dirfds[l->n_dirfds++] = dfd;
+			rc = list_add(l, path, dl + 1 + nl, dfd >= 0 ? dfd : -1, dl + 1);
+		}
 	}
 out:
-	for (size_t i = 0; i < n; i++)
-		free(ents[i].name);
 	free(ents);
 	closedir(d);
 	return rc;
@@ -774,7 +892,7 @@ long rt_report_add_path(struct rt_report *r, const char *path)
 		return 0;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		rc = list_add(&l, path) ? -ENOMEM : 0;
+		rc = list_add(&l, path, strlen(path), -1, 0) ? -ENOMEM : 0;
 	} else {
 		rc = walk_dir(r, path, 0, &l) ? -ENOMEM : 0;
 		if (!rc && l.n == 0)
@@ -786,14 +904,18 @@ long rt_report_add_path(struct rt_report *r, const char *path)
 		if (!jobs) {
 			rc = -ENOMEM;
 		} else {
-			for (size_t i = 0; i < l.n; i++)
-				jobs[i].path = l.paths[i];
+			for (size_t i = 0; i < l.n; i++) {
+				jobs[i].path = l.files[i].path;
+				jobs[i].dirfd = l.files[i].dirfd;
+				jobs[i].name_off = l.files[i].name_off;
+			}
 			rc = run_jobs(r, jobs, l.n);
 		}
 	}
 	free(jobs);
-	for (size_t i = 0; i < l.n; i++)
-		free(l.paths[i]);
-	free(l.paths);
+	for (int i = 0; i < l.n_dirfds; i++)
+		close(l.dirfds[i]);
+	free(l.files);
+	spool_free(&l.pool);
 	return rc;
 }

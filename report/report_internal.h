@@ -68,6 +68,7 @@ struct rp_node {
 	int n_entries;
 	struct rp_entry *entries;
 	int64_t newest;              /* newest measured_at of its entries */
+	uint64_t key_hash;           /* of node_key and hostname, set by rp_add_node */
 	/* analysis */
 	int group;
 };
