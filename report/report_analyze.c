@@ -20,65 +20,69 @@
 
 #include <rtune/profile.h>
 
-/* Sorts v ascending: a three-way quicksort (a fleet's values repeat a lot: a slot of 12,500 nodes holds a handful of
- * distinct thresholds), insertion sort for short ranges, and qsort() once the recursion is deeper than expected. */
-#define RP_SORT_FN(name, type, cmpname)                                                                            \
-	static int cmpname(const void *a, const void *b)                                                           \
-	{                                                                                                          \
-		type x = *(const type *)a, y = *(const type *)b;                                                   \
-		return x < y ? -1 : x > y;                                                                         \
-	}                                                                                                          \
-	static void name##_depth(type *v, size_t n, int depth)                                                     \
-	{                                                                                                          \
-		while (n > 16) {                                                                                   \
-			type a = v[0], b = v[n / 2], c = v[n - 1], p, t;                                           \
-			size_t lt = 0, i = 0, gt = n;                                                              \
-                                                                                                                   \
-			if (depth-- == 0) {                                                                        \
-				qsort(v, n, sizeof(*v), cmpname);                                                  \
-				return;                                                                            \
-			}                                                                                          \
-			p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);                    \
-			while (i < gt) {                                                                           \
-				if (v[i] < p) {                                                                    \
-					t = v[lt]; v[lt++] = v[i]; v[i++] = t;                                     \
-				} else if (p < v[i]) {                                                             \
-					t = v[--gt]; v[gt] = v[i]; v[i] = t;                                       \
-				} else {                                                                           \
-					i++;                                                                       \
-				}                                                                                  \
-			}                                                                                          \
-			/* recurse into the smaller side, loop on the larger */                                    \
-			if (lt < n - gt) {                                                                         \
-				name##_depth(v, lt, depth);                                                        \
-				v += gt;                                                                           \
-				n -= gt;                                                                           \
-			} else {                                                                                   \
-				name##_depth(v + gt, n - gt, depth);                                               \
-				n = lt;                                                                            \
-			}                                                                                          \
-		}                                                                                                  \
-		for (size_t i = 1; i < n; i++) {                                                                   \
-			type x = v[i];                                                                             \
-			size_t j = i;                                                                              \
-                                                                                                                   \
-			for (; j > 0 && x < v[j - 1]; j--)                                                         \
-				v[j] = v[j - 1];                                                                   \
-			v[j] = x;                                                                                  \
-		}                                                                                                  \
-	}                                                                                                          \
-	static void name(type *v, size_t n)                                                                        \
-	{                                                                                                          \
-		int depth = 0;                                                                                     \
-                                                                                                                   \
-		for (size_t k = n; k > 1; k >>= 1)                                                                 \
-			depth += 2;                                                                                \
-		name##_depth(v, n, depth + 8);                                                                     \
-	}
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
 
-RP_SORT_FN(sort_double, double, cmp_double)
-RP_SORT_FN(sort_u32, uint32_t, cmp_u32)
-RP_SORT_FN(sort_i64, int64_t, cmp_i64)
+	return x < y ? -1 : x > y;
+}
+
+static void sort_double_depth(double *v, size_t n, int depth)
+{
+	while (n > 16) {
+		double a = v[0], b = v[n / 2], c = v[n - 1], p, t;
+		size_t lt = 0, i = 0, gt = n;
+
+		if (depth-- == 0) {
+			qsort(v, n, sizeof(*v), cmp_double);
+			return;
+		}
+		p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+		/* v[0, lt) < p, v[lt, i) == p, v[gt, n) > p */
+		while (i < gt) {
+			if (v[i] < p) {
+				t = v[lt];
+				v[lt++] = v[i];
+				v[i++] = t;
+			} else if (p < v[i]) {
+				t = v[--gt];
+				v[gt] = v[i];
+				v[i] = t;
+			} else {
+				i++;
+			}
+		}
+		/* recurse into the smaller side, loop on the larger */
+		if (lt < n - gt) {
+			sort_double_depth(v, lt, depth);
+			v += gt;
+			n -= gt;
+		} else {
+			sort_double_depth(v + gt, n - gt, depth);
+			n = lt;
+		}
+	}
+	for (size_t i = 1; i < n; i++) {
+		double x = v[i];
+		size_t j = i;
+
+		for (; j > 0 && x < v[j - 1]; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+}
+
+/* Sorts v (no NAN) ascending: a three-way quicksort (a fleet's values repeat a lot: a slot of 12,500 nodes holds a
+ * handful of distinct thresholds), insertion sort for short ranges, and qsort() once the recursion is deeper than
+ * 2 log2(n) + 8 (adversarial input). */
+static void sort_double(double *v, size_t n)
+{
+	int depth = 8;
+
+	for (size_t k = n; k > 1; k >>= 1)
+		depth += 2;
+	sort_double_depth(v, n, depth);
+}
 
 static double quantile_sorted(const double *v, size_t n, double q)
 {
@@ -530,17 +534,18 @@ static int add_outlier(struct rt_report *r, const struct rp_outlier *o)
 	return 0;
 }
 
-/* Lower median of the inliers' values (an actually chosen value, never an average of two); sorts v. */
-static uint32_t lower_median_u32(uint32_t *v, size_t n)
+/* Lower median of the inliers' values (an actually chosen value, never an average of two); sorts v. The values are
+ * uint32_t held exactly in doubles. */
+static uint32_t lower_median_u32(double *v, size_t n)
 {
-	sort_u32(v, n);
-	return v[(n - 1) / 2];
+	sort_double(v, n);
+	return (uint32_t)v[(n - 1) / 2];
 }
 
 static void recommend(const struct rt_report *r, struct rp_slot *s, const struct ref *refs, size_t n)
 {
-	uint32_t *a = malloc(n * sizeof(*a) * 5 + 1);
-	uint32_t *th, *mi, *iv, *sq, *cq;
+	double *a = malloc(n * sizeof(*a) * 5 + 1);
+	double *th, *mi, *iv, *sq, *cq;
 	size_t k = 0;
 	bool use_low = false;
 
@@ -602,7 +607,7 @@ static int analyze_group(struct rt_report *r, size_t gi)
 	struct rp_group *g = &r->groups[gi];
 	struct ref *refs = NULL;
 	double *vals = NULL, *tv = NULL;
-	int64_t *times = NULL;
+	double *times = NULL; /* seconds since the epoch: exact in a double */
 	size_t cap_slots = 0, total = 0;
 	int rc = ENOMEM;
 
@@ -657,12 +662,12 @@ static int analyze_group(struct rt_report *r, size_t gi)
 				if (same_slot(s, &nd->entries[i])) {
 					refs[n].node = g->nodes[k];
 					refs[n].entry = (size_t)i;
-					times[n] = nd->entries[i].measured_at;
+					times[n] = (double)nd->entries[i].measured_at;
 					n++;
 				}
 		}
-		sort_i64(times, n);
-		med_time = times[(n - 1) / 2];
+		sort_double(times, n);
+		med_time = (int64_t)times[(n - 1) / 2];
 		for (int m = 0; m < RP_M__COUNT; m++) {
 			size_t nv = 0;
 			struct rp_stat ts;
