@@ -632,18 +632,18 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 
 		for (int i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
-		if (qp->state != IBV_QPS_RTS || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
-		    ((wr->send_flags & IBV_SEND_INLINE) && len > q->max_inline) ||
-		    (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
-		     !(wr->opcode == IBV_WR_RDMA_WRITE && qp->qp_type == IBV_QPT_RC))) {
+		bool bad_wr = qp->state != IBV_QPS_RTS || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
+			      ((wr->send_flags & IBV_SEND_INLINE) && len > q->max_inline) ||
+			      (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
+			       !(wr->opcode == IBV_WR_RDMA_WRITE && qp->qp_type == IBV_QPT_RC));
+
+		/* nothing at the other end is EINVAL too (a real RC QP would retry, then fail the WR) */
+		dst = bad_wr ? NULL : fk_qp_by_num(qp->qp_type == IBV_QPT_UD ? wr->wr.ud.remote_qpn : q->dest_qpn);
+		p = NULL;
+		if (!dst)
 			rc = EINVAL;
-		} else if (q->sq_used >= q->max_send_wr) {
+		else if (q->sq_used >= q->max_send_wr || !(p = malloc(sizeof(*p) + len)))
 			rc = ENOMEM;
-		} else if (!(dst = fk_qp_by_num(qp->qp_type == IBV_QPT_UD ? wr->wr.ud.remote_qpn : q->dest_qpn))) {
-			rc = EINVAL; /* nothing at the other end (a real RC QP would retry, then fail the WR) */
-		} else if (!(p = malloc(sizeof(*p) + len))) {
-			rc = ENOMEM;
-		}
 		if (rc) {
 			*bad = wr;
 			break;

@@ -122,6 +122,7 @@ static int mode_qp(struct ibv_context *ctx)
 
 	if (!cq || !qps) {
 		fprintf(stderr, "verbs_exhaust: set-up failed: %s\n", strerror(errno));
+		free(qps);
 		return 2;
 	}
 	for (; n < 4096; n++) {
