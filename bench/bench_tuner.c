@@ -130,13 +130,13 @@ int main(void)
 	uint32_t thr = 0;
 	int rc;
 
-	if ((rc = time_curve(0, &tm, &thr)))
+	if (time_curve(0, &tm, &thr)) /* it printed why */
 		return 1;
 	printf("tuner: %d-point curve (%d sizes x inline/non-inline, 200 bootstrap replicates, CIs from the points' "
 	       "medians/CIs): %.2f ms CPU, %.2f ms wall (best %.2f) median of %d runs (target <= 10 ms: %s); "
 	       "threshold %u B\n", CURVE_POINTS, CURVE_POINTS / 2, tm.cpu_med_ms, tm.wall_med_ms, tm.wall_min_ms,
 	       REPEATS, tm.cpu_med_ms <= 10 ? "met" : "MISSED", thr);
-	if ((rc = time_curve(1, &tm, &thr)))
+	if (time_curve(1, &tm, &thr)) /* it printed why */
 		return 1;
 	printf("tuner: same curve bootstrapped from %d raw samples per point (+ Mann-Whitney per size): %.2f ms CPU, "
 	       "%.2f ms wall (best %.2f) median of %d runs; threshold %u B\n", RAW_PER_POINT, tm.cpu_med_ms,

@@ -45,6 +45,8 @@ static void usage(FILE *f)
 		"See docs/report.md.\n");
 }
 
+/* Parses option opt's value s as a number in lo..hi into *out and returns 0; otherwise prints the usage error, leaves
+ * *out alone and returns RT_EXIT_USAGE (never 0, whatever rt_cli_usage_error returns). */
 static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
 {
 	char *end;
@@ -52,8 +54,10 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return rt_cli_usage_error("report", "%s: '%s' is not a number in %g..%g", opt, s, lo, hi);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		rt_cli_usage_error("report", "%s: '%s' is not a number in %g..%g", opt, s, lo, hi);
+		return RT_EXIT_USAGE;
+	}
 	*out = v;
 	return 0;
 }

@@ -84,6 +84,20 @@ static int parse_sizes(const char *s, struct opts *o)
 	return o->n_sizes ? 0 : -1;
 }
 
+/* Parses s as a whole decimal number in lo..hi into *out; returns 0, or -1 (*out untouched) if it is not one. */
+static int parse_int(const char *s, long lo, long hi, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
 /* The first IPv4-mapped GID (RoCE v2 over an IPv4 address), as ibv_rc_pingpong -g 1 uses on rxe. */
 static int pick_gid(struct ibv_context *vctx, int port, int tbl_len)
 {
@@ -355,8 +369,18 @@ int main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "d:i:g:n:s:h", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd': o.device = optarg; break;
-		case 'i': o.port = atoi(optarg); break;
-		case 'g': o.gid_index = atoi(optarg); break;
+		case 'i':
+			if (parse_int(optarg, 1, 255, &o.port)) {
+				fprintf(stderr, "rt_send_example: bad port '%s' (1..255)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'g':
+			if (parse_int(optarg, 0, 255, &o.gid_index)) {
+				fprintf(stderr, "rt_send_example: bad gid index '%s' (0..255)\n", optarg);
+				return 2;
+			}
+			break;
 		case 'n': o.count = strtoul(optarg, NULL, 10); break;
 		case 's':
 			if (parse_sizes(optarg, &o)) {
