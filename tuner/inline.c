@@ -647,6 +647,8 @@ static int expected_gain(struct ia *a)
 			   d->gain_pct);
 		return 0;
 	}
+	if (!a->np) /* bin_place() and at_bin() index pr[0] and bmed[0]: no pairs, no weighting (analyse returned) */
+		return 0;
 	bmed = malloc(a->np * sizeof(*bmed));
 	if (!bmed)
 		return ENOMEM;

@@ -60,7 +60,8 @@ void rt__tails_f(float *a, size_t n, size_t klo, size_t khi, float *lo, float *h
 	float small[TAIL_MAX], large[TAIL_MAX], smax, lmax;
 	size_t ns = klo + 1, nl = n - khi;
 
-	if (ns > TAIL_MAX || nl > TAIL_MAX || ns > n || nl > n) {
+	/* the one-pass path needs 1..TAIL_MAX of each tail (0 happens only outside klo <= khi < n) */
+	if (!ns || !nl || ns > TAIL_MAX || nl > TAIL_MAX || ns > n || nl > n) {
 		*lo = rt__select_f(a, n, klo);
 		*hi = rt__select_f(a, n, khi);
 		return;

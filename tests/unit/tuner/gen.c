@@ -80,12 +80,12 @@ struct lat_noise {
  */
 static void draw_samples(struct rt_rng *r, const struct lat_noise *nz, double mu, float *out, uint32_t n)
 {
-	const uint32_t blocks = 8;
+	const uint32_t blocks = 8, period = nz->period ? nz->period : 1; /* 0 would divide by zero: 1 = every sample */
 	uint32_t per = (n + blocks - 1) / blocks;
 
 	for (uint32_t bl = 0, i = 0; bl < blocks && i < n; bl++) {
 		double t0 = (bl + rt_rng_uniform(r)) / blocks;
-		uint32_t phase = rt_rng_below(r, nz->period ? nz->period : 1);
+		uint32_t phase = rt_rng_below(r, period);
 
 		for (uint32_t j = 0; j < per && i < n; j++, i++) {
 			double z = rt_rng_normal(r), x = mu;
@@ -94,7 +94,7 @@ static void draw_samples(struct rt_rng *r, const struct lat_noise *nz, double mu
 			int drift = nz->kind == GEN_DRIFT || nz->kind == GEN_MIXED;
 
 			x += lognormal ? nz->sigma * (exp(nz->zeta * z) - 1) / nz->zeta : nz->sigma * z;
-			if (outliers && (j + phase) % nz->period == 0)
+			if (outliers && (j + phase) % period == 0)
 				x += unif(r, nz->outlier_lo, nz->outlier_hi);
 			if (drift) {
 				double t = t0 + 0.002 * j / per;   /* a block is short next to a round */
@@ -176,7 +176,7 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 	/* the grid: powers of two up to M, M itself, refined between the powers around the (believed) crossover */
 	for (uint32_t s = 1; s <= M; s *= 2)
 		grid[ng++] = s;
-	if (grid[ng - 1] != M)
+	if (!ng || grid[ng - 1] != M) /* ng is 0 only for M = 0, which maxes[] does not hold */
 		grid[ng++] = M;
 	refine = o->refine >= 0 ? o->refine : rt_rng_uniform(r) < 0.6;
 	if (refine && sstar >= 1 && sstar < M) {
@@ -326,6 +326,7 @@ static int make_rate(struct rt_rng *r, const struct gen_opts *o, struct gen_case
 			p->signal_interval = v;
 			p->sq_depth = sq;
 			p->reps = nr;
+			/* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): nr is 5..9 (rt_rng_below(r, 5) < 5), all set */
 			p->mops = reps[nr / 2];
 			p->mops_lo = reps[0];
 			p->mops_hi = reps[nr - 1];

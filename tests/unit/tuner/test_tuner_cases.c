@@ -662,6 +662,7 @@ static void test_hostile_inputs(void **state)
 	struct curve c;
 
 	(void)state;
+	rt_rng_seed(&c.rng, 999); /* the first max_inline draw below read an unseeded (uninitialised) generator */
 	for (int it = 0; it < 300; it++) {
 		struct rt_tuner_result res;
 		struct rt_error err;
