@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,26 @@ static int get_u32(struct ctx *c, const char *where, json_t *obj, const char *ke
 	return rc;
 }
 
+/* Parses a schema version "MAJOR.MINOR" (two decimal ints, as sscanf's "%d.%d" with nothing after) into *major and
+ * *minor; returns 0, or -1 if s is not one or a number does not fit an int (sscanf's overflow was undefined). */
+static int parse_version(const char *s, int *major, int *minor)
+{
+	char *end;
+	long a, b;
+
+	errno = 0;
+	a = strtol(s, &end, 10);
+	if (end == s || *end != '.' || errno || a < INT_MIN || a > INT_MAX)
+		return -1;
+	s = end + 1;
+	b = strtol(s, &end, 10);
+	if (end == s || *end || errno || b < INT_MIN || b > INT_MAX)
+		return -1;
+	*major = (int)a;
+	*minor = (int)b;
+	return 0;
+}
+
 /* Reads a string field into buf; too long is an error unless truncate; null accepted (as "") when nullable. */
 static int get_str(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, bool nullable,
 		   bool truncate, char *buf, size_t len)
@@ -380,7 +401,7 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 	struct ctx c = { name, err };
 	struct rt_profile *p = NULL;
 	json_t *schema, *node, *entries;
-	char sname[64], sver[32], extra;
+	char sname[64], sver[32];
 	int major, minor, rc;
 
 	*out = NULL;
@@ -394,7 +415,7 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 		return rc;
 	if (strcmp(sname, RT_PROFILE_SCHEMA_NAME) != 0)
 		return fail(&c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
-	if (sscanf(sver, "%d.%d%c", &major, &minor, &extra) != 2 || major < 0 || minor < 0)
+	if (parse_version(sver, &major, &minor) || major < 0 || minor < 0)
 		return fail(&c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
 	if (major != RT_PROFILE_SCHEMA_MAJOR)
 		return fail(&c, ENOTSUP, "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",

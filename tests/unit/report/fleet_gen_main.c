@@ -7,6 +7,7 @@
  *       writes an rtune store with runs, one remote-NUMA calibration (<prefix>-0) and drift (<prefix>-1)
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +15,51 @@
 
 #include "fleet_gen.h"
 
+/* Parses argument s as a whole decimal number in lo..hi into *out; returns 0, or 1 after naming it on stderr. */
+static int num(const char *what, const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi) {
+		fprintf(stderr, "report_fleet_gen: %s '%s' is not a number in %lld..%lld\n", what, s, lo, hi);
+		return 1;
+	}
+	*out = v;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	long long a, b, c, t;
+
 	if (argc >= 7 && !strcmp(argv[1], "json")) {
-		struct fg_opts o = { .seed = strtoull(argv[3], NULL, 10), .groups = atoi(argv[4]),
-				     .nodes_per_group = atoi(argv[5]), .outliers_per_group = atoi(argv[6]),
-				     .now = argc > 7 ? strtoll(argv[7], NULL, 10) : (int64_t)time(NULL),
-				     .with_hardware = true, .entries_per_node = 2 };
+		struct fg_opts o = { .with_hardware = true, .entries_per_node = 2 };
 		struct fg_node *v;
 		size_t n;
+		char *end;
 		int rc;
 
+		errno = 0;
+		o.seed = strtoull(argv[3], &end, 10);
+		if (errno || end == argv[3] || *end) {
+			fprintf(stderr, "report_fleet_gen: SEED '%s' is not a number\n", argv[3]);
+			return 2;
+		}
+		if (num("GROUPS", argv[4], 0, INT_MAX, &a) || num("NODES", argv[5], 0, INT_MAX, &b) ||
+		    num("OUTLIERS", argv[6], 0, INT_MAX, &c))
+			return 2;
+		o.groups = (int)a;
+		o.nodes_per_group = (int)b;
+		o.outliers_per_group = (int)c;
+		o.now = (int64_t)time(NULL);
+		if (argc > 7) {
+			if (num("NOW", argv[7], 0, LLONG_MAX, &t))
+				return 2;
+			o.now = t;
+		}
 		if (fg_build(&o, &v, &n))
 			return 1;
 		rc = fg_write_dir(argv[2], v, n);
@@ -36,9 +71,12 @@ int main(int argc, char **argv)
 		fg_free(v, n);
 		return rc ? 1 : 0;
 	}
-	if (argc >= 5 && !strcmp(argv[1], "store"))
-		return fg_write_store(argv[2], argv[3], atoi(argv[4]), true, true,
-				      argc > 5 ? strtoll(argv[5], NULL, 10) : (int64_t)time(NULL)) ? 1 : 0;
+	if (argc >= 5 && !strcmp(argv[1], "store")) {
+		t = (long long)time(NULL);
+		if (num("NODES", argv[4], 0, INT_MAX, &a) || (argc > 5 && num("NOW", argv[5], 0, LLONG_MAX, &t)))
+			return 2;
+		return fg_write_store(argv[2], argv[3], (int)a, true, true, t) ? 1 : 0;
+	}
 	fprintf(stderr, "usage: report_fleet_gen json DIR SEED GROUPS NODES OUTLIERS [NOW]\n"
 			"       report_fleet_gen store PATH PREFIX NODES [NOW]\n");
 	return 2;

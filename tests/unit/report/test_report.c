@@ -214,7 +214,7 @@ static void test_bad_inputs(void **state)
 	assert_int_equal(fg_write_dir(dir, v, n), 0);
 	/* a newer schema major among them */
 	newer = strdup(v[0].json);
-	memcpy(strstr(newer, "\"version\":\"1.0\""), "\"version\":\"2.0\"", 15);
+	strstr(newer, "\"version\":\"1.0\"")[11] = '2'; /* 1.0 -> 2.0 in place */
 	write_file(sub, "newer.json", newer, strlen(newer));
 	free(newer);
 	write_file(sub, "truncated.json", v[1].json, v[1].len / 2);
@@ -388,9 +388,11 @@ static void test_writers(void **state)
 	/* a hostile hostname (of a planted outlier, so the page names it) must be escaped everywhere */
 	assert_int_not_equal(v[3].cause, FG_NONE);
 	{
+		/* bytes spliced over the first 7 of the name, in place: no terminator */
+		static const char hostile[7] = { '<', 'b', '>', '&', '\\', '"', 'x' };
 		char *p = strstr(v[3].json, v[3].hostname);
 
-		memcpy(p, "<b>&\\\"x", 7);
+		memcpy(p, hostile, sizeof(hostile));
 	}
 	r = report_of(v, n);
 	text = capture(r, rt_report_write_json, &len);

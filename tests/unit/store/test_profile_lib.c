@@ -190,8 +190,11 @@ static void test_hostile_in_memory(void **state)
 	assert_int_equal(rt_profile_parse(big, n, &p, &err), EFBIG);
 	/* deep nesting alternating objects and arrays, and a long string full of quotes and escapes */
 	memset(big, 0, n);
-	for (size_t i = 0; i < 50000; i++)
-		memcpy(big + i * 6, "{\"a\":[", 6);
+	for (size_t i = 0; i < 50000; i++) {
+		static const char level[6] = { '{', '"', 'a', '"', ':', '[' }; /* bytes, no terminator */
+
+		memcpy(big + i * 6, level, sizeof(level));
+	}
 	assert_int_equal(rt_profile_parse(big, 300000, &p, &err), EINVAL);
 	assert_non_null(strstr(err.text, "maximum parsing depth reached"));
 	snprintf(big, n, "{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"1.0\"},\"x\":\"%s\"", "\\\"[[[[[{{{{");
