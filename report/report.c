@@ -480,6 +480,7 @@ struct job {
 	const char *path;
 	int dirfd;                   /* the walked directory holding it (path + name_off is its name there), or -1 */
 	unsigned name_off;
+	bool regular;                /* the walk saw a regular file (directory entry or stat) */
 	enum { J_PENDING, J_STORE, J_PROBLEM, J_NODE, J_NOMEM } state;
 	struct rp_node node;
 	char *problem;               /* J_PROBLEM: malloc'd "<path>: <why>" (NULL when that allocation failed) */
@@ -543,19 +544,21 @@ __attribute__((format(printf, 2, 3))) static void job_problem(struct job *j, con
 
 /*
  * Opens path and classifies it; JSON documents are parsed right away. Thread-safe (touches only j and the worker's
- * buffer b and arena a). System calls are what a small file costs most (in a VM above all): open, fstat, one read of
- * the whole file, close.
+ * buffer b and arena a). System calls are what a small file costs most (in a VM above all): a file the walk found to
+ * be regular (its directory entry says so) is opened relative to its directory and read with one read() into a 64 KiB
+ * buffer - a read that does not fill it has met the end of the regular file - then closed: three calls. Files named
+ * on the command line, and files that fill the buffer, are fstat'ed first (type, size limit, the rest of the file).
  */
 static void run_job(struct job *j, struct rbuf *b, struct rp_arena *a)
 {
 	char problem[1024];
 	struct stat sb;
-	size_t size, want, hn, i = 0;
-	ssize_t got;
+	size_t size = 0, hn, i = 0;
+	ssize_t got = 0;
+	bool whole = false;
 	int fd, rc;
 
-	/* a FIFO named on the command line must not block; a file found by the walk is opened relative to its directory,
-	 * which spares the kernel the path walk */
+	/* a FIFO named on the command line must not block */
 	if (j->dirfd >= 0)
 		fd = openat(j->dirfd, j->path + j->name_off, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	else
@@ -564,23 +567,37 @@ static void run_job(struct job *j, struct rbuf *b, struct rp_arena *a)
 		job_problem(j, "%s: cannot open: %s", j->path, strerror(errno));
 		return;
 	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		job_problem(j, "%s: not a regular file", j->path);
-		goto out;
-	}
-	if (sb.st_size == 0) {
-		job_problem(j, "%s: empty file", j->path);
-		goto out;
-	}
-	size = (size_t)sb.st_size;
-	want = size < RP_FIRST_READ ? size : RP_FIRST_READ;
-	if (rbuf_reserve(b, want + 1)) {
+	if (rbuf_reserve(b, RP_FIRST_READ + 1)) {
 		j->state = J_NOMEM;
 		goto out;
 	}
-	got = read_full(fd, b->p, want);
-	if (got < 0) {
-		job_problem(j, "%s: cannot read: %s", j->path, strerror(errno));
+	if (j->regular) {
+		do
+			got = read(fd, b->p, RP_FIRST_READ);
+		while (got < 0 && errno == EINTR);
+		if (got < 0) {
+			job_problem(j, "%s: cannot read: %s", j->path, strerror(errno));
+			goto out;
+		}
+		size = (size_t)got;
+		whole = size < RP_FIRST_READ;
+	}
+	if (!whole) {
+		if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+			job_problem(j, "%s: not a regular file", j->path);
+			goto out;
+		}
+		size = (size_t)sb.st_size > (size_t)got ? (size_t)sb.st_size : (size_t)got;
+		if (!j->regular && size) {
+			got = read_full(fd, b->p, size < RP_FIRST_READ ? size : RP_FIRST_READ);
+			if (got < 0) {
+				job_problem(j, "%s: cannot read: %s", j->path, strerror(errno));
+				goto out;
+			}
+		}
+	}
+	if (size == 0) {
+		job_problem(j, "%s: empty file", j->path);
 		goto out;
 	}
 	/* the first 16 bytes tell a JSON document (an object) from anything else */
@@ -596,7 +613,7 @@ static void run_job(struct job *j, struct rbuf *b, struct rp_arena *a)
 		job_problem(j, "%s: larger than %u bytes", j->path, RP_MAX_FILE_BYTES);
 		goto out;
 	}
-	if ((size_t)got == want && want < size) {
+	if (!whole && (size_t)got == RP_FIRST_READ && size > RP_FIRST_READ) {
 		ssize_t more;
 
 		if (rbuf_reserve(b, size + 1)) {
@@ -760,6 +777,7 @@ struct file_ref {
 	const char *path;            /* in the pool */
 	int dirfd;                   /* see struct job */
 	unsigned name_off;
+	bool regular;
 };
 
 struct file_list {
@@ -770,8 +788,9 @@ struct file_list {
 	int n_dirfds;
 };
 
-/* Appends path (copied); dirfd >= 0 is the open directory that holds it, its name starting at path + name_off. */
-static int list_add(struct file_list *l, const char *path, size_t len, int dirfd, size_t name_off)
+/* Appends path (copied); dirfd >= 0 is the open directory that holds it, its name starting at path + name_off;
+ * regular when the walk saw a regular file. */
+static int list_add(struct file_list *l, const char *path, size_t len, int dirfd, size_t name_off, bool regular)
 {
 	struct file_ref *f;
 
@@ -789,6 +808,7 @@ static int list_add(struct file_list *l, const char *path, size_t len, int dirfd
 		return ENOMEM;
 	f->dirfd = dirfd;
 	f->name_off = (unsigned)name_off;
+	f->regular = regular;
 	l->n++;
 	return 0;
 }
@@ -871,7 +891,7 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 			if (dfd == -2 && l->n_dirfds < RP_MAX_DIR_FDS &&
 			    (dfd = fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0)) >= 0)
 				l->dirfds[l->n_dirfds++] = dfd;
-			rc = list_add(l, path, dl + 1 + nl, dfd >= 0 ? dfd : -1, dl + 1);
+			rc = list_add(l, path, dl + 1 + nl, dfd >= 0 ? dfd : -1, dl + 1, true);
 		}
 	}
 out:
@@ -892,7 +912,7 @@ long rt_report_add_path(struct rt_report *r, const char *path)
 		return 0;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		rc = list_add(&l, path, strlen(path), -1, 0) ? -ENOMEM : 0;
+		rc = list_add(&l, path, strlen(path), -1, 0, false) ? -ENOMEM : 0;
 	} else {
 		rc = walk_dir(r, path, 0, &l) ? -ENOMEM : 0;
 		if (!rc && l.n == 0)
@@ -908,6 +928,7 @@ long rt_report_add_path(struct rt_report *r, const char *path)
 				jobs[i].path = l.files[i].path;
 				jobs[i].dirfd = l.files[i].dirfd;
 				jobs[i].name_off = l.files[i].name_off;
+				jobs[i].regular = l.files[i].regular;
 			}
 			rc = run_jobs(r, jobs, l.n);
 		}

@@ -10,6 +10,11 @@
  *
  * Nothing here prints: every bad input becomes one line in the report's problem list (rt_report_problem_at), and the
  * rest of the inputs are still used. Functions return 0 or an errno value and fill the caller's struct rt_error.
+ *
+ * jansson's allocator: the first JSON input read installs, once per process, jansson allocation hooks
+ * (json_set_alloc_funcs) that build the report's parse trees in per-thread arenas and pass every other jansson
+ * allocation through to the functions installed before. A program that installs its own jansson allocator must do so
+ * before its first rt_report_add_*() call, and never while one runs.
  */
 #ifndef RT_REPORT_H
 #define RT_REPORT_H
