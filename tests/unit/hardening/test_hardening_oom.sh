@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Allocation failure: `rtune export`, `rtune show` and `rtune import` on a small store (store_fill), each run with
+# Allocation failure: `rtune export`, `show`, `history` and `import` on a small store (store_fill), each run with
 # failmalloc.so failing the N-th allocation, swept over N (every N up to 60, then evenly spread, at most MAX_RUNS
 # per command). Every run must either succeed or exit 1 with one clear line on stderr ("rtune: ...", two for the
 # import of two files when the second's failure rolled the first back and that is said), never
 # crash (signal, abort) or print a usage error, and the store must pass PRAGMA integrity_check afterwards; an import
 # of two files must leave each file all or nothing and every file it reported as imported in the store, and
-# a successful export must be a complete JSON document. Labelled `preload`: it LD_PRELOADs its own allocator, so it
-# is not run in sanitizer builds.
+# a successful export must be a complete JSON document. With fakedev.so (4th argument) `rtune calibrate` on its
+# software device is swept too (COMMANDS=calibrate): a failed calibration leaves no run "running" in the store and
+# no device object alive. Labelled `preload`: it LD_PRELOADs its own allocator, so it is not run in sanitizer builds.
 set -uo pipefail
-rtune=$1 fill=$2 shim=$3
-MAX_RUNS=${MAX_RUNS:-120}  # per command; COMMANDS="export show import" selects the commands
+rtune=$1 fill=$2 shim=$3 fakedev=${4:-}
+MAX_RUNS=${MAX_RUNS:-120}  # per command; COMMANDS="export show history import" selects the commands
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 runs=0 failed_runs=0
@@ -29,18 +30,24 @@ json.dump(d, open(sys.argv[2].replace("other", "third"), "w"))
 PY
 profiles() { sqlite3 "$1" 'SELECT count(*) FROM profiles'; }
 base_profiles=$(profiles "$tmp/base.db")
+# store_fill's dead run (status running, its process gone: shown as interrupted)
+base_running=$(sqlite3 "$tmp/base.db" "SELECT count(*) FROM runs WHERE status = 'running'")
 new_profiles=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['entries']))" "$tmp/other.json")
 
 run_cmd() { # run_cmd NAME FAIL_AT: runs the command on a fresh copy of the store
-  local name=$1 n=$2
-  rm -f "$tmp/db" "$tmp/db-wal" "$tmp/db-shm" "$tmp/out.json"
+  local name=$1 n=$2 pre=$shim
+  rm -f "$tmp/db" "$tmp/db-wal" "$tmp/db-shm" "$tmp/out.json" "$tmp/fakedev"
   cp "$tmp/base.db" "$tmp/db"
   case $name in
     export) set -- export --db "$tmp/db" -o "$tmp/out.json" ;;
     show) set -- show --db "$tmp/db" ;;
+    history) set -- history --db "$tmp/db" ;;
     import) set -- import --db "$tmp/db" "$tmp/other.json" "$tmp/third.json" ;;
+    calibrate) set -- calibrate -d fake0 --quick --budget 1 --db "$tmp/db"; pre="$shim $fakedev" ;;
   esac
-  RT_FAIL_AT=$n RT_FAIL_REPORT=$tmp/count LD_PRELOAD=$shim "$rtune" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+  # the shims only in rtune (not in timeout, whose own allocations and exit they would count)
+  timeout 120 env RT_FAIL_AT="$n" RT_FAIL_REPORT="$tmp/count" RT_FAKEDEV_REPORT="$tmp/fakedev" LD_PRELOAD="$pre" \
+    "$rtune" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
 }
 
 check_run() { # check_run NAME N RC
@@ -74,6 +81,13 @@ check_run() { # check_run NAME N RC
       [ "$have" = "$want" ] ||
         bad "import, allocation $n failing: exit $rc, $reported files reported imported, $have profiles (want $want)"
       ;;
+    calibrate)
+      local running live
+      running=$(sqlite3 "$tmp/db" "SELECT count(*) FROM runs WHERE status = 'running'")
+      [ "$running" = "$base_running" ] || bad "calibrate, allocation $n failing: $running runs left running"
+      live=$(awk '$1 == "live" {print $2}' "$tmp/fakedev" 2>/dev/null)
+      [ "$live" = 0 ] || bad "calibrate, allocation $n failing: ${live:-?} device objects left alive"
+      ;;
     export)
       if [ "$rc" -eq 0 ]; then
         python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/out.json" 2>/dev/null ||
@@ -86,7 +100,7 @@ check_run() { # check_run NAME N RC
   esac
 }
 
-for name in ${COMMANDS:-export show import}; do
+for name in ${COMMANDS:-export show history import}; do
   run_cmd "$name" 0; rc=$?
   [ "$rc" -eq 0 ] || { bad "$name without failures: exit $rc: $(cat "$tmp/stderr")"; continue; }
   total=$(cat "$tmp/count")
