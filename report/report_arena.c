@@ -100,18 +100,23 @@ void rp_arena_begin(struct rp_arena *a)
 
 void rp_arena_reset(struct rp_arena *a)
 {
-	struct rp_arena_chunk *c = a->head;
+	struct rp_arena_chunk *keep = NULL;
 
-	if (!c)
-		return;
-	/* keep the newest (largest needed so far) chunk, release the others */
-	while (c->next) {
-		struct rp_arena_chunk *n = c->next;
+	/* keep one chunk of the usual size for the next document; release the others (an oversized one too: one huge
+	 * document must not pin its memory for the rest of the run) */
+	while (a->head) {
+		struct rp_arena_chunk *n = a->head->next;
 
-		c->next = n->next;
-		free(n);
+		if (!keep && a->head->cap == RP_ARENA_CHUNK) {
+			keep = a->head;
+			keep->next = NULL;
+			keep->used = 0;
+		} else {
+			free(a->head);
+		}
+		a->head = n;
 	}
-	c->used = 0;
+	a->head = keep;
 }
 
 void rp_arena_end(struct rp_arena *a)

@@ -628,6 +628,49 @@ static void test_directory_threads(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* A document whose jansson tree outgrows the parse arena's chunk (an unknown field holding a 200,000-element array)
+ * is read, and so are the documents after it, on the calling thread and through the worker threads. */
+static void test_big_document(void **state)
+{
+	struct fg_opts o = { .seed = 4, .groups = 1, .nodes_per_group = 70, .now = NOW, .with_hardware = true,
+			     .entries_per_node = 1 };
+	char d[] = "/tmp/rtune-report-big.XXXXXX", cmd[200];
+	struct rt_report *r = NULL;
+	struct fg_node *v;
+	size_t n, len;
+	char *big, *p;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	len = strlen("{\"padding\":[") + 200000 * 2 + v[0].len;
+	big = malloc(len + 1);
+	assert_non_null(big);
+	p = big + sprintf(big, "{\"padding\":[");
+	for (int i = 0; i < 200000; i++) {
+		*p++ = '7';
+		*p++ = i + 1 < 200000 ? ',' : ']';
+	}
+	*p++ = ',';
+	memcpy(p, v[0].json + 1, v[0].len); /* the rest of the document, its NUL included */
+	len = strlen(big);
+	assert_int_equal(rt_report_create(NULL, &r), 0);
+	assert_int_equal(rt_report_add_json_text(r, "big", big, len), 1);
+	assert_int_equal(rt_report_add_json_text(r, v[1].hostname, v[1].json, v[1].len), 1);
+	rt_report_free(r);
+	assert_non_null(mkdtemp(d));
+	assert_int_equal(fg_write_dir(d, v, n), 0);
+	write_file(d, "g0/big.json", big, len);
+	assert_int_equal(rt_report_create(NULL, &r), 0);
+	assert_int_equal(rt_report_add_path(r, d), (long)n + 1);
+	assert_int_equal(rt_report_node_count(r), n); /* big.json is node 0 again */
+	assert_int_equal(rt_report_problem_count(r), 0);
+	rt_report_free(r);
+	free(big);
+	fg_free(v, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_stat_compute),
 		cmocka_unit_test(test_json_like_jansson),
 		cmocka_unit_test(test_directory_threads),
+		cmocka_unit_test(test_big_document),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
