@@ -3,8 +3,9 @@
  * The fleet report's store input. The store's public API gives each node's current profile (rt_store_get_profile),
  * the runs with the profile each produced (rt_store_run_list, for drift) and a run's environment and curves
  * (rt_store_run_load: where the calibration ran, latency vs size, rate vs N). What the API does not expose yet — the
- * list of nodes in a store and their hardware facts (devices, ports, PCIe) — is read here with read-only SQL against
- * the store's schema (store/store.c, schema version 2); this file is the only place in report/ that knows it.
+ * list of nodes in a store, their hardware facts (devices, ports, PCIe) and where an imported entry's calibration ran
+ * (profiles.cal_*) — is read here with read-only SQL on the store's own connection (rt_store_sqlite) against the
+ * store's schema (store/store.c, schema version 3); this file is the only place in report/ that knows it.
  */
 #include "report_internal.h"
 
@@ -76,6 +77,26 @@ static int read_devices(sqlite3 *db, int64_t node_id, struct rp_node *n)
 		return EIO;
 	n->has_hw = n->n_devs > 0;
 	return 0;
+}
+
+/* Where an imported entry's calibration ran, as its own node's profile said (kept by `rtune import`); unknown (-1)
+ * when the store has nothing. */
+static void imported_cal(sqlite3 *db, int64_t node_id, struct rp_entry *e)
+{
+	sqlite3_stmt *s = NULL;
+
+	if (sqlite3_prepare_v2(db, "SELECT cal_cpu_numa_node, cal_numa_local FROM profiles WHERE node_id = ?1"
+			       " AND run_uuid = ?2 AND device = ?3 AND port = ?4 LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_text(s, 2, e->run_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, e->device, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 4, e->port);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		e->cal_cpu_numa = (int16_t)col_int(s, 0, 0);
+		e->cal_local = (int8_t)col_int(s, 1, 0);
+	}
+	sqlite3_finalize(s);
 }
 
 /* Latency at the chosen settings, rate at the chosen N and (optionally) the curves, from the entry's run. */
@@ -404,7 +425,8 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 	if (sqlite3_prepare_v2(db,
 		"SELECT node_id, device, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
 		" cq_depth, numa_node, confidence, measured_at, run_uuid,"
-		" EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid) FROM profiles p"
+		" EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid), cal_cpu_numa_node, cal_numa_local"
+		" FROM profiles p"
 		" WHERE id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
 		"  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
 		" ORDER BY node_id, device, port, op, qpt", -1, &s, NULL) != SQLITE_OK)
@@ -436,8 +458,9 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 				RT_PROFILE_CONF_MEDIUM : RT_PROFILE_CONF_LOW;
 		e->measured_at = sqlite3_column_int64(s, 12);
 		snprintf(e->run_id, sizeof(e->run_id), "%s", col(s, 13));
-		e->cal_cpu_numa = -1;
-		e->cal_local = -1;
+		/* an imported entry: where its own node said it calibrated (a run of this store overrides it) */
+		e->cal_cpu_numa = (int16_t)col_int(s, 15, 0);
+		e->cal_local = (int8_t)col_int(s, 16, 0);
 		e->lat_ns = e->mops = NAN;
 		if (e->measured_at > nodes[k].newest)
 			nodes[k].newest = e->measured_at;
@@ -500,14 +523,13 @@ long rp_read_store(struct rt_report *r, const char *path)
 		rp_problem(r, "%s", err.text);
 		return 0;
 	}
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db, "SELECT id, node_key, hostname, machine_id, cpu_model, numa_nodes, hw_signature"
+	db = rt_store_sqlite(st);
+	if (sqlite3_prepare_v2(db, "SELECT id, node_key, hostname, machine_id, cpu_model, numa_nodes, hw_signature"
 			       " FROM nodes n WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id",
 			       -1, &s, NULL) != SQLITE_OK) {
-		rp_problem(r, "cannot read store '%s': %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+		rp_problem(r, "cannot read store '%s': %s", path, sqlite3_errmsg(db));
 		goto out;
 	}
-	sqlite3_busy_timeout(db, 5000);
 	{
 		int nodes = 0;
 		sqlite3_stmt *c = NULL;
@@ -585,10 +607,13 @@ long rp_read_store(struct rt_report *r, const char *path)
 			e->lat_ns = e->mops = NAN;
 			if (e->measured_at > n.newest)
 				n.newest = e->measured_at;
-			/* the run behind the entry, when this store has it (an imported profile's run stays on its node) */
+			/* the run behind the entry, when this store has it (an imported profile's run stays on its node:
+			 * then where that node said it calibrated, kept by the import) */
 			if (rt_store_run_load(st, e->run_id, NULL, &run, NULL) == 0) {
 				from_run(&run, e, r->opts.with_curves);
 				rt_run_release(&run);
+			} else {
+				imported_cal(db, sqlite3_column_int64(s, 0), e);
 			}
 		}
 		free(v);
@@ -619,7 +644,6 @@ done:
 		added = -rc;
 out:
 	sqlite3_finalize(s);
-	sqlite3_close(db);
 	rt_store_close(st);
 	return added;
 }

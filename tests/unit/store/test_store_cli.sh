@@ -104,6 +104,36 @@ key=lambda e: (e['device'], e['port'], e['opcode'], e['qp_type'])
 ca={key(e): e['calibration'] for e in a['entries']}; cb={key(e): e.get('calibration') for e in b['entries']}
 assert ca == cb, (ca, cb)
 assert b['node']['hardware_signature'] == a['node']['hardware_signature']"
+# a small fleet as files, and the same fleet imported into one store: the report sees the same groups, the same
+# remote-NUMA calibrations and the same outliers either way
+mkdir -p "$tmp/fleet"
+python3 - "$tmp/p.json" "$tmp/fleet" <<'PY'
+import copy, json, sys
+src = json.load(open(sys.argv[1]))
+for i in range(6):
+    d = copy.deepcopy(src)
+    d['node']['hostname'] = 'fleet%02d' % i
+    d['node']['machine_id'] = '%032x' % (0xf1ee7000 + i)
+    for e in d['entries']:
+        e['run_id'] = '%08x-1111-4222-8333-%012x' % (0xf1ee7000 + i, i)
+        if i == 5:  # calibrated on the far socket, and its threshold is off
+            e['calibration'] = {'cpu_numa_node': 1, 'numa_local': False}
+            e['inline_threshold'] = min(e['max_inline_data'], e['inline_threshold'] * 4)
+    json.dump(d, open('%s/n%02d.json' % (sys.argv[2], i), 'w'), indent=2)
+PY
+"$rtune" import -q --db "$tmp/fleet2.db" "$tmp"/fleet/n*.json; rc=$?
+check "fleet import exits 0" test $rc -eq 0
+"$rtune" report --json "$tmp/fleet" >"$tmp/rep_files.json" 2>/dev/null
+"$rtune" report --json "$tmp/fleet2.db" >"$tmp/rep_store.json" 2>/dev/null
+check "report of the imported store = report of the files (groups, remote-NUMA calibrations, outliers)" python3 -c "
+import json
+a=json.load(open('$tmp/rep_files.json')); b=json.load(open('$tmp/rep_store.json'))
+g=lambda d: sorted((x['id'], x['node_count'], x['remote_numa_calibrations']) for x in d['groups'])
+o=lambda d: sorted(json.dumps({k: v for k, v in x.items() if k != 'source'}, sort_keys=True) for x in d['outliers'])
+assert a['node_count'] == b['node_count'] == 6, (a['node_count'], b['node_count'])
+assert g(a) == g(b), (g(a), g(b))
+assert any(x[2] == 1 for x in g(a)), 'the planted remote-NUMA calibration is not seen: the check proves nothing'
+assert a['outliers'] and o(a) == o(b), (o(a), o(b))"
 "$rtune" import --db "$tmp/fleet.db" "$tmp/nope.json" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
 check "import with one bad file exits 1" test $rc -eq 1
 check "and names it" grep -q "rtune: cannot open profile '$tmp/nope.json': No such file or directory" "$tmp/err"
