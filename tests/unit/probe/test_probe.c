@@ -1017,6 +1017,112 @@ static void test_no_verbs(void **state)
 	assert_int_equal(rmdir(dir), 0); /* no output file */
 }
 
+/*
+ * The real librtune_probe.so (LD_PRELOAD glue: symbol resolution once across threads, the destructor's final write)
+ * in a multi-threaded application on the hardening tests' software device (fakedev.so): exact counts with threads,
+ * the file written while threads still post at exit(), nothing at all for an application without verbs calls. The
+ * application is built like this test, so in the tsan job any race reported in it fails it. Not with ASan, whose
+ * runtime must come before every preloaded library.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RT_ASAN 1
+#endif
+#endif
+
+static int run_app(const char *mode, const char *dir, char *out, size_t out_len, char *err, size_t err_len,
+		   pid_t *pid_out)
+{
+	char outp[300], errp[300], pat[300];
+	int status;
+	pid_t pid;
+
+	snprintf(outp, sizeof(outp), "%s/stdout", dir);
+	snprintf(errp, sizeof(errp), "%s/stderr", dir);
+	snprintf(pat, sizeof(pat), "%s/p.%%p.json", dir);
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+			_exit(120);
+		setenv("LD_PRELOAD", RT_PROBE_SO " " RT_FAKEDEV_SO, 1);
+		setenv("RTUNE_PROBE_OUT", pat, 1);
+		setenv("RTUNE_PROBE_SAMPLE", "16", 1);
+		execl(RT_STRESS_APP, RT_STRESS_APP, mode, "4", (char *)NULL);
+		_exit(121);
+	}
+	*pid_out = pid;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	file_lines(outp, out, out_len);
+	file_lines(errp, err, err_len);
+	unlink(outp);
+	unlink(errp);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static uint64_t file_send_wrs(const char *dir, pid_t pid)
+{
+	struct rt_probe_summary *s;
+	struct rt_error err;
+	char path[300];
+	uint64_t n = 0;
+
+	snprintf(path, sizeof(path), "%s/p.%ld.json", dir, (long)pid);
+	if (rt_probe_read_file(path, &s, &err)) {
+		print_message("reading '%s': %s\n", path, err.text);
+		return UINT64_MAX;
+	}
+	for (size_t i = 0; i < s->n_qps; i++)
+		n += s->qps[i].op[RT_PROBE_OP_SEND].wrs;
+	rt_probe_summary_free(s);
+	unlink(path);
+	return n;
+}
+
+static void test_preload_app(void **state)
+{
+	char dir[] = "/tmp/rtune-probe-app.XXXXXX", out[1024] = "", err[1024] = "";
+	unsigned long sent = 0;
+	pid_t pid = 0;
+	int rc;
+
+	(void)state;
+#ifdef RT_ASAN
+	skip();
+#endif
+	assert_non_null(mkdtemp(dir));
+	/* 4 threads x 5000 sends: the file counts exactly what the application sent */
+	rc = run_app("threads", dir, out, sizeof(out), err, sizeof(err), &pid);
+	if (rc || err[0])
+		print_message("threads: exit %d, stderr: %s\n", rc, err);
+	assert_int_equal(rc, 0);
+	assert_int_equal(strncmp(out, "sent ", 5), 0);
+	sent = strtoul(out + 5, NULL, 10);
+	assert_int_equal(sent, 20000);
+	assert_int_equal(file_send_wrs(dir, pid), sent);
+	assert_string_equal(err, "");
+
+	/* exit() while the threads post: a complete file, the application's exit status */
+	rc = run_app("early", dir, out, sizeof(out), err, sizeof(err), &pid);
+	if (rc || err[0])
+		print_message("early: exit %d, stderr: %s\n", rc, err);
+	assert_int_equal(rc, 0);
+	sent = file_send_wrs(dir, pid);
+	assert_true(sent > 0 && sent != UINT64_MAX);
+	assert_string_equal(err, "");
+
+	/* threads but no verbs call: no file, nothing printed */
+	rc = run_app("noverbs", dir, out, sizeof(out), err, sizeof(err), &pid);
+	assert_int_equal(rc, 0);
+	assert_string_equal(err, "");
+	assert_int_equal(rmdir(dir), 0); /* no probe file was written */
+}
+
 static void test_reader_rejects(void **state)
 {
 	struct rt_probe_summary *s;
@@ -1053,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(test_fork_while_posting),
 		cmocka_unit_test(test_early_exit),
 		cmocka_unit_test(test_no_verbs),
+		cmocka_unit_test(test_preload_app),
 	};
 	int ret;
 
