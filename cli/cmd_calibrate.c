@@ -152,14 +152,19 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
-static int exit_code_of(int rc)
+/*
+ * Exit code for an engine error. Before the run began, EINVAL / ENOENT mean the request does not fit this machine (no
+ * such port, CPU or NUMA node, a size above the device's max inline): usage, 2. Once it began they come from the
+ * device or the peer in the middle of a measurement: a failure, 1.
+ */
+static int exit_code_of(int rc, bool began)
 {
 	switch (rc) {
 	case ENODEV:
 		return RT_EXIT_NODEV;
 	case ENOENT:
 	case EINVAL:
-		return RT_EXIT_USAGE;
+		return began ? RT_EXIT_FAIL : RT_EXIT_USAGE;
 	default:
 		return RT_EXIT_FAIL;
 	}
@@ -265,6 +270,9 @@ static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, 
 		    rt_store_run_finish(x->st, run->id, run->status, &serr)) {
 			rt_cli_error("cannot store the run in '%s': %s", rt_store_path(x->st), serr.text);
 			code = RT_EXIT_FAIL;
+			/* what was stored of it is incomplete: mark it failed (best effort: the store may be what
+			 * failed; then it stays "running" and shows as interrupted once this process is gone) */
+			rt_store_run_finish(x->st, run->id, RT_RUN_FAILED, NULL);
 		}
 	}
 	if (rc) {
@@ -275,7 +283,7 @@ static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, 
 		else
 			rt_cli_error("calibrate%s: %s%s", label, err.text,
 				     x->began ? " (stored run marked failed)" : "");
-		code = exit_code_of(rc);
+		code = exit_code_of(rc, x->began);
 	}
 	if (want_json) {
 		*json_out = rt_engine_run_json(run, samples);
