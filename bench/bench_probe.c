@@ -134,15 +134,17 @@ int main(void)
 	wr.send_flags = IBV_SEND_SIGNALED;
 	measure(probed_sig, &bare, &pcq, &bcq, &wr, &ds, &ps, &bs, &dsm);
 
-	printf("probe: bare ibv_post_send (no-op provider)         %6.2f ns/WR (median of %d batches of %d)\n", b, ROUNDS,
-	       BATCH);
+	printf("probe: bare ibv_post_send (no-op provider)         %6.2f ns/WR (median of %d batches of %d)\n", b,
+	       ROUNDS, BATCH);
 	printf("probe: with probe, histograms only                  %6.2f ns/WR\n", p);
 	printf("probe: added per ibv_post_send, histograms only     %6.2f ns median (target <= 5 ns): %s "
-	       "[fastest batches: %.2f ns]\n", d, d <= 5.0 ? "met" : "MISSED", dm);
+	       "[fastest batches: %.2f ns]\n",
+	       d, d <= 5.0 ? "met" : "MISSED", dm);
 	printf("probe: bare post+poll, all signaled                 %6.2f ns/WR\n", bs);
 	printf("probe: with probe, 1-in-64 latency sampling         %6.2f ns/WR\n", ps);
 	printf("probe: added per WR amortized, 1-in-64 sampling     %6.2f ns median (target <= 20 ns): %s "
-	       "[fastest batches: %.2f ns]\n", ds, ds <= 20.0 ? "met" : "MISSED", dsm);
+	       "[fastest batches: %.2f ns]\n",
+	       ds, ds <= 20.0 ? "met" : "MISSED", dsm);
 	if (getloadavg(load, 1) == 1)
 		printf("probe: load average during the run %.1f (figures are noisier on a busy machine)\n", load[0]);
 	return 0;

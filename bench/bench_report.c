@@ -80,11 +80,13 @@ static int report_child(const char *what, const char *path, double target_s, dou
 			_exit(1);
 		c = now_s();
 		cc = cpu_s();
-		if (rt_report_write_text(r, null) || rt_report_write_json(r, null) || rt_report_render_html(r, &page, &len))
+		if (rt_report_write_text(r, null) || rt_report_write_json(r, null) ||
+		    rt_report_render_html(r, &page, &len))
 			_exit(1);
 		printf("  %s: %ld nodes, %zu groups, %zu outliers; wall/CPU: read %.2f/%.2f s, analyze %.2f/%.2f s, "
-		       "write text+json+html (%.1f MB page) %.2f/%.2f s\n", what, n, rt_report_group_count(r),
-		       rt_report_outlier_count(r), b - a, cb - ca, c - b, cc - cb, len / 1e6, now_s() - c, cpu_s() - cc);
+		       "write text+json+html (%.1f MB page) %.2f/%.2f s\n",
+		       what, n, rt_report_group_count(r), rt_report_outlier_count(r), b - a, cb - ca, c - b, cc - cb,
+		       len / 1e6, now_s() - c, cpu_s() - cc);
 		fflush(stdout);
 		_exit(0);
 	}
@@ -95,8 +97,8 @@ static int report_child(const char *what, const char *path, double target_s, dou
 	dt = now_s() - t0;
 	cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	printf("  %s: report total %.2f s wall (target <= %.0f s: %s), %.2f s CPU (user+sys, all threads; %.2f s per "
-	       "CPU on %ld CPUs), peak RSS %.0f MB (target <= %.0f MB: %s); load average %.1f before, %.1f after\n", what,
-	       dt, target_s, dt <= target_s ? "met" : "MISSED", cpu, ncpu > 0 ? cpu / (double)ncpu : cpu, ncpu,
+	       "CPU on %ld CPUs), peak RSS %.0f MB (target <= %.0f MB: %s); load average %.1f before, %.1f after\n",
+	       what, dt, target_s, dt <= target_s ? "met" : "MISSED", cpu, ncpu > 0 ? cpu / (double)ncpu : cpu, ncpu,
 	       ru.ru_maxrss / 1024.0, target_mb, ru.ru_maxrss / 1024.0 <= target_mb ? "met" : "MISSED", load_before,
 	       load1());
 	return 0;
@@ -179,7 +181,8 @@ static int gen_import(void *arg)
 		printf("  batch end: %s\n", err.text);
 	dt = now_s() - t0;
 	printf("  store import (rt_store_import_text in batch mode): %zu profiles (%zu entries) in %.2f s = "
-	       "%.0f profiles/s\n", n, total, dt, n / dt);
+	       "%.0f profiles/s\n",
+	       n, total, dt, n / dt);
 	rt_store_close(st);
 	fg_free(v, n);
 	return 0;
@@ -197,8 +200,12 @@ int main(int argc, char **argv)
 {
 	int nodes = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 100000, groups = 8;
 	const char *base = argc > 2 ? argv[2] : "/tmp";
-	struct gen_args g = { .o = { .seed = 1, .groups = groups, .nodes_per_group = nodes / groups,
-				     .outliers_per_group = 5, .now = (int64_t)time(NULL), .with_hardware = true,
+	struct gen_args g = { .o = { .seed = 1,
+				     .groups = groups,
+				     .nodes_per_group = nodes / groups,
+				     .outliers_per_group = 5,
+				     .now = (int64_t)time(NULL),
+				     .with_hardware = true,
 				     .entries_per_node = 2 } };
 	char dir[4096], fleet[4200], db[4200];
 	double load[1] = { 0 };
@@ -211,7 +218,8 @@ int main(int argc, char **argv)
 	if (getloadavg(load, 1) < 1)
 		load[0] = -1;
 	printf("bench_report: %d synthetic node profiles (%d groups, 2 entries each) in %s; %ld CPUs, load average %.1f "
-	       "(wall times depend on it; CPU times do not)\n", nodes, groups, dir, sysconf(_SC_NPROCESSORS_ONLN), load[0]);
+	       "(wall times depend on it; CPU times do not)\n",
+	       nodes, groups, dir, sysconf(_SC_NPROCESSORS_ONLN), load[0]);
 	snprintf(fleet, sizeof(fleet), "%s/fleet", dir);
 	snprintf(db, sizeof(db), "%s/fleet.db", dir);
 	g.dir = fleet;

@@ -129,7 +129,7 @@ static void write_profile(const char *path, int node)
 				d || o ? "," : "", d, d, node & 0xffff, ops[o], 64 + (node % 4) * 32, 16 << (node % 3),
 				d, d * 32, node, (unsigned)(d * 2 + o), d);
 	fprintf(f, "\n  ],\n  \"hardware\": {\"cpu_model\": \"Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz\","
-		" \"numa_nodes\": 2, \"devices\": [");
+		   " \"numa_nodes\": 2, \"devices\": [");
 	for (int d = 0; d < 2; d++)
 		fprintf(f,
 			"%s\n    {\"name\": \"mlx5_%d\", \"guid\": \"0c42:a103:00%02x:%04x\", \"vendor_id\": 713,"
@@ -227,12 +227,15 @@ int main(void)
 	c_parse = cpu_s() - c0;
 	/* wall time includes waiting for a CPU when the machine is busy; CPU time is what the work itself costs */
 	printf("store import: %d node profiles (%zu entries): wall %.3f s = %.0f profiles/s, CPU %.3f s = %.0f "
-	       "profiles/s (target >= 20000/s: %s)\n", NODES, total_added, t_import, NODES / t_import, c_import,
-	       NODES / c_import, NODES / t_import >= 20000 ? "met" : NODES / c_import >= 20000 ?
-	       "met in CPU time, MISSED in wall time (machine busy?)" : "MISSED");
+	       "profiles/s (target >= 20000/s: %s)\n",
+	       NODES, total_added, t_import, NODES / t_import, c_import, NODES / c_import,
+	       NODES / t_import >= 20000   ? "met"
+	       : NODES / c_import >= 20000 ? "met in CPU time, MISSED in wall time (machine busy?)"
+					   : "MISSED");
 	printf("store import on one thread (no parse workers): wall %.3f s = %.0f profiles/s, CPU %.0f profiles/s; "
-	       "%u parse worker(s) on %ld CPUs: %.2fx the one-thread rate\n", t_import1, NODES / t_import1,
-	       NODES / c_import1, rt_pool_workers(8), sysconf(_SC_NPROCESSORS_ONLN), t_import1 / t_import);
+	       "%u parse worker(s) on %ld CPUs: %.2fx the one-thread rate\n",
+	       t_import1, NODES / t_import1, NODES / c_import1, rt_pool_workers(8), sysconf(_SC_NPROCESSORS_ONLN),
+	       t_import1 / t_import);
 	/* the single writer (SQLite) is the part more CPUs cannot share: its CPU per profile bounds the rate on any
 	 * number of cores; the workers' share (read + parse + validate) divides among them */
 	printf("of that CPU: writer thread (SQLite) %.1f us/profile = at most %.0f profiles/s on any number of CPUs; "
@@ -266,8 +269,8 @@ int main(void)
 	}
 	qsort(loads, LOADS, sizeof(*loads), cmp_d);
 	printf("librtune rt_profile_load (4 entries, one node's file): median %.1f us, p99 %.1f us (target <= 1000 us: "
-	       "%s)\n", loads[LOADS / 2] * 1e6, loads[LOADS * 99 / 100] * 1e6,
-	       loads[LOADS / 2] <= 1e-3 ? "met" : "MISSED");
+	       "%s)\n",
+	       loads[LOADS / 2] * 1e6, loads[LOADS * 99 / 100] * 1e6, loads[LOADS / 2] <= 1e-3 ? "met" : "MISSED");
 	{
 		volatile uintptr_t sink = 0;
 		const int reps = 1000000;
@@ -275,7 +278,7 @@ int main(void)
 		t0 = now_s();
 		for (int i = 0; i < reps; i++)
 			sink += (uintptr_t)rt_profile_select(p, i & 1 ? "mlx5_1" : "mlx5_0", 1, RT_PROFILE_OP_SEND,
-							    RT_PROFILE_QPT_RC);
+							     RT_PROFILE_QPT_RC);
 		printf("librtune rt_profile_select: %.1f ns per call (done once per QP, not per send)\n",
 		       (now_s() - t0) / reps * 1e9);
 		(void)sink;

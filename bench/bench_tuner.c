@@ -134,13 +134,14 @@ int main(void)
 		return 1;
 	printf("tuner: %d-point curve (%d sizes x inline/non-inline, 200 bootstrap replicates, CIs from the points' "
 	       "medians/CIs): %.2f ms CPU, %.2f ms wall (best %.2f) median of %d runs (target <= 10 ms: %s); "
-	       "threshold %u B\n", CURVE_POINTS, CURVE_POINTS / 2, tm.cpu_med_ms, tm.wall_med_ms, tm.wall_min_ms,
-	       REPEATS, tm.cpu_med_ms <= 10 ? "met" : "MISSED", thr);
+	       "threshold %u B\n",
+	       CURVE_POINTS, CURVE_POINTS / 2, tm.cpu_med_ms, tm.wall_med_ms, tm.wall_min_ms, REPEATS,
+	       tm.cpu_med_ms <= 10 ? "met" : "MISSED", thr);
 	if (time_curve(1, &tm, &thr)) /* it printed why */
 		return 1;
 	printf("tuner: same curve bootstrapped from %d raw samples per point (+ Mann-Whitney per size): %.2f ms CPU, "
-	       "%.2f ms wall (best %.2f) median of %d runs; threshold %u B\n", RAW_PER_POINT, tm.cpu_med_ms,
-	       tm.wall_med_ms, tm.wall_min_ms, REPEATS, thr);
+	       "%.2f ms wall (best %.2f) median of %d runs; threshold %u B\n",
+	       RAW_PER_POINT, tm.cpu_med_ms, tm.wall_med_ms, tm.wall_min_ms, REPEATS, thr);
 
 	gen_opts_default(&go);
 	if ((rc = corpus_run(1, CORPUS, &go, NULL, &s))) {
@@ -148,13 +149,13 @@ int main(void)
 		return 1;
 	}
 	printf("tuner accuracy on %zu ground-truth cases (all noise models): threshold within one size step %.1f %% "
-	       "(exact %.1f %%), N within one power of two %.1f %% (exact %.1f %%); %.2f ms per case\n", s.cases,
-	       100.0 * (double)s.thr_ok / (double)s.cases, 100.0 * (double)s.thr_exact / (double)s.cases,
+	       "(exact %.1f %%), N within one power of two %.1f %% (exact %.1f %%); %.2f ms per case\n",
+	       s.cases, 100.0 * (double)s.thr_ok / (double)s.cases, 100.0 * (double)s.thr_exact / (double)s.cases,
 	       100.0 * (double)s.n_ok / (double)s.cases, 100.0 * (double)s.n_exact / (double)s.cases,
 	       1e3 * s.tuner_s / (double)s.cases);
 	printf("Kneedle-only baseline on the same cases: threshold %.1f %%, N %.1f %%; tuner/baseline hit ratio: "
-	       "threshold %.2fx, N %.2fx\n", 100.0 * (double)s.base_thr_ok / (double)s.cases,
-	       100.0 * (double)s.base_n_ok / (double)s.cases,
+	       "threshold %.2fx, N %.2fx\n",
+	       100.0 * (double)s.base_thr_ok / (double)s.cases, 100.0 * (double)s.base_n_ok / (double)s.cases,
 	       s.base_thr_ok ? (double)s.thr_ok / (double)s.base_thr_ok : INFINITY,
 	       s.base_n_ok ? (double)s.n_ok / (double)s.base_n_ok : INFINITY);
 	return 0;

@@ -12,9 +12,9 @@
 /* Documented exit codes (README, `rtune --help`). */
 enum {
 	RT_EXIT_OK = 0,
-	RT_EXIT_FAIL = 1,    /* the command ran and failed */
-	RT_EXIT_USAGE = 2,   /* bad command line or unknown name */
-	RT_EXIT_NODEV = 3,   /* no RDMA device */
+	RT_EXIT_FAIL = 1,  /* the command ran and failed */
+	RT_EXIT_USAGE = 2, /* bad command line or unknown name */
+	RT_EXIT_NODEV = 3, /* no RDMA device */
 };
 
 /* One subcommand: argv[0] is the subcommand's name; returns an RT_EXIT_* code. */

@@ -160,13 +160,10 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
 static int exit_code_of(int rc, bool began)
 {
 	switch (rc) {
-	case ENODEV:
-		return RT_EXIT_NODEV;
+	case ENODEV: return RT_EXIT_NODEV;
 	case ENOENT:
-	case EINVAL:
-		return began ? RT_EXIT_FAIL : RT_EXIT_USAGE;
-	default:
-		return RT_EXIT_FAIL;
+	case EINVAL: return began ? RT_EXIT_FAIL : RT_EXIT_USAGE;
+	default: return RT_EXIT_FAIL;
 	}
 }
 
@@ -297,8 +294,24 @@ static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, 
 
 int cmd_calibrate(int argc, char **argv)
 {
-	enum { O_SIZES = 256, O_CAP, O_OPS, O_QPT, O_BUDGET, O_QUICK, O_SEED, O_CPU, O_NUMA, O_SQ, O_PEER, O_DB,
-	       O_NOSTORE, O_OUT, O_JSON, O_NOSAMPLES };
+	enum {
+		O_SIZES = 256,
+		O_CAP,
+		O_OPS,
+		O_QPT,
+		O_BUDGET,
+		O_QUICK,
+		O_SEED,
+		O_CPU,
+		O_NUMA,
+		O_SQ,
+		O_PEER,
+		O_DB,
+		O_NOSTORE,
+		O_OUT,
+		O_JSON,
+		O_NOSAMPLES
+	};
 	static const struct option opts[] = {
 		{ "ib-dev", required_argument, NULL, 'd' },
 		{ "ib-port", required_argument, NULL, 'i' },
@@ -338,9 +351,7 @@ int cmd_calibrate(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+d:i:x:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd':
-			o.dev_name = optarg;
-			break;
+		case 'd': o.dev_name = optarg; break;
 		case 'i':
 			if (!parse_int(optarg, 1, 255, &v))
 				return rt_cli_usage_error("calibrate", "bad port '%s'", optarg);
@@ -353,8 +364,10 @@ int cmd_calibrate(int argc, char **argv)
 			break;
 		case O_SIZES:
 			if (parse_list_u32(optarg, o.sizes, RT_ENGINE_MAX_SIZES, &o.n_sizes))
-				return rt_cli_usage_error("calibrate", "bad size list '%s' (sizes 1..%u, comma-separated, "
-							  "at most %d)", optarg, RT_ENGINE_MAX_MSG, RT_ENGINE_MAX_SIZES);
+				return rt_cli_usage_error("calibrate",
+							  "bad size list '%s' (sizes 1..%u, comma-separated, "
+							  "at most %d)",
+							  optarg, RT_ENGINE_MAX_MSG, RT_ENGINE_MAX_SIZES);
 			qsort(o.sizes, o.n_sizes, sizeof(uint32_t), cmp_u32);
 			{
 				size_t w = 0;
@@ -392,8 +405,9 @@ int cmd_calibrate(int argc, char **argv)
 			}
 			free(dup);
 			if (bad || !(set[0] || set[1]))
-				return rt_cli_usage_error("calibrate", "bad %s '%s' (%s)", c == O_OPS ? "op list" :
-							  "qp type list", optarg, c == O_OPS ? "send, write" : "rc, ud");
+				return rt_cli_usage_error("calibrate", "bad %s '%s' (%s)",
+							  c == O_OPS ? "op list" : "qp type list", optarg,
+							  c == O_OPS ? "send, write" : "rc, ud");
 			break;
 		}
 		case O_BUDGET: {
@@ -405,9 +419,7 @@ int cmd_calibrate(int argc, char **argv)
 			o.budget_s = b;
 			break;
 		}
-		case O_QUICK:
-			o.quick = true;
-			break;
+		case O_QUICK: o.quick = true; break;
 		case O_SEED: {
 			char *end;
 
@@ -430,36 +442,24 @@ int cmd_calibrate(int argc, char **argv)
 			else if (strcmp(optarg, "all") == 0)
 				o.numa = RT_NUMA_ALL;
 			else
-				return rt_cli_usage_error("calibrate", "bad numa mode '%s' (local, remote, all)", optarg);
+				return rt_cli_usage_error("calibrate", "bad numa mode '%s' (local, remote, all)",
+							  optarg);
 			break;
 		case O_SQ:
 			if (!parse_int(optarg, 2, 65536, &v))
 				return rt_cli_usage_error("calibrate", "bad send queue depth '%s'", optarg);
 			o.sq_depth = (uint32_t)v;
 			break;
-		case O_PEER:
-			o.peer = optarg;
-			break;
-		case O_DB:
-			db = optarg;
-			break;
-		case O_NOSTORE:
-			store = false;
-			break;
-		case O_OUT:
-			out = optarg;
-			break;
-		case O_JSON:
-			json = true;
-			break;
-		case O_NOSAMPLES:
-			samples = false;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return RT_EXIT_OK;
+		case O_PEER: o.peer = optarg; break;
+		case O_DB: db = optarg; break;
+		case O_NOSTORE: store = false; break;
+		case O_OUT: out = optarg; break;
+		case O_JSON: json = true; break;
+		case O_NOSAMPLES: samples = false; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
 		default:
-			return rt_cli_usage_error("calibrate", "unknown option or missing value '%s'", argv[optind - 1]);
+			return rt_cli_usage_error("calibrate", "unknown option or missing value '%s'",
+						  argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

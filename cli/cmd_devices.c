@@ -98,20 +98,11 @@ int cmd_devices(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd':
-			only = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'n':
-			probe = false;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return RT_EXIT_OK;
-		default:
-			return rt_cli_usage_error("devices", "unknown option '%s'", argv[optind - 1]);
+		case 'd': only = optarg; break;
+		case 'j': json = true; break;
+		case 'n': probe = false; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("devices", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

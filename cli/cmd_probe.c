@@ -47,7 +47,8 @@ static int find_probe_lib(char *out, size_t len)
 	const char *env = getenv("RTUNE_PROBE_LIB");
 	char exe[PATH_MAX], *dir;
 	ssize_t n;
-	const char *rel[] = { "../probe/preload/librtune_probe.so", "../" RTUNE_INSTALL_LIBDIR "/rtune/librtune_probe.so" };
+	const char *rel[] = { "../probe/preload/librtune_probe.so",
+			      "../" RTUNE_INSTALL_LIBDIR "/rtune/librtune_probe.so" };
 
 	if (env && *env) {
 		if (access(env, R_OK))
@@ -133,7 +134,8 @@ static void print_class(const char *app, const struct rt_probe_summary *sum)
 	}
 	if (n)
 		printf("rtune probe: %s post->completion latency (sampled): %llu samples, mean %.1f us, min %.1f us, "
-		       "max %.1f us\n", app, (unsigned long long)n, (double)sum_ns / (double)n / 1e3, (double)min_ns / 1e3,
+		       "max %.1f us\n",
+		       app, (unsigned long long)n, (double)sum_ns / (double)n / 1e3, (double)min_ns / 1e3,
 		       (double)max_ns / 1e3);
 	if (sum->drops)
 		printf("rtune probe: %llu records were dropped by the probe (see 'drops' in the JSON)\n",
@@ -227,9 +229,12 @@ static int run_app(char **argv, const char *lib, const char *out_pattern, const 
 int cmd_probe(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "db", required_argument, NULL, 'D' },     { "name", required_argument, NULL, 'n' },
-		{ "apply", required_argument, NULL, 'a' },  { "out", required_argument, NULL, 'o' },
-		{ "no-store", no_argument, NULL, 'N' },     { "help", no_argument, NULL, 'h' },
+		{ "db", required_argument, NULL, 'D' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "apply", required_argument, NULL, 'a' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "no-store", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *db = NULL, *name = NULL, *apply = NULL, *out = NULL;
@@ -263,8 +268,9 @@ int cmd_probe(int argc, char **argv)
 		return RT_EXIT_USAGE;
 	}
 	if (find_probe_lib(lib, sizeof(lib))) {
-		rt_cli_error("cannot find librtune_probe.so (looked next to rtune and in %s/rtune); set RTUNE_PROBE_LIB",
-			     RTUNE_INSTALL_FULL_LIBDIR);
+		rt_cli_error(
+			"cannot find librtune_probe.so (looked next to rtune and in %s/rtune); set RTUNE_PROBE_LIB",
+			RTUNE_INSTALL_FULL_LIBDIR);
 		return RT_EXIT_FAIL;
 	}
 	snprintf(app, sizeof(app), "%s", name ? name : argv[optind]);
@@ -332,7 +338,8 @@ int cmd_probe(int argc, char **argv)
 
 	if (!sum) {
 		rt_cli_error("'%s' did no RDMA work the probe could see (no verbs device opened; see docs/probe.md for "
-			     "what the probe cannot see)", argv[optind]);
+			     "what the probe cannot see)",
+			     argv[optind]);
 		ret = RT_EXIT_FAIL;
 	} else {
 		print_class(app, sum);

@@ -113,11 +113,8 @@ int cmd_report(int argc, char **argv)
 				return RT_EXIT_USAGE;
 			ro.outlier_z = v;
 			break;
-		case 'h':
-			usage(stdout);
-			return RT_EXIT_OK;
-		default:
-			return rt_cli_usage_error("report", "unknown or incomplete option '%s'", argv[optind - 1]);
+		case 'h': usage(stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("report", "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}
 	if (json && csv)
@@ -142,7 +139,8 @@ int cmd_report(int argc, char **argv)
 		}
 		if (access(defpath, F_OK) < 0 && errno == ENOENT) {
 			rt_cli_error("report: no store at '%s' (nothing recorded on this node yet); name stores, JSON "
-				     "profiles or directories to report on", defpath);
+				     "profiles or directories to report on",
+				     defpath);
 			rt_report_free(r);
 			return RT_EXIT_FAIL;
 		}
@@ -165,8 +163,7 @@ int cmd_report(int argc, char **argv)
 		char *page = NULL;
 		size_t len = 0;
 
-		if (rt_report_render_html(r, &page, &len) ||
-		    rt_write_file_atomic(html, page, len, 0644, &err)) {
+		if (rt_report_render_html(r, &page, &len) || rt_write_file_atomic(html, page, len, 0644, &err)) {
 			if (!page)
 				rt_cli_error("report: cannot build the HTML page: out of memory");
 			else
@@ -175,7 +172,9 @@ int cmd_report(int argc, char **argv)
 		}
 		free(page);
 	}
-	if (json ? rt_report_write_json(r, stdout) : csv ? rt_report_write_csv(r, stdout) : rt_report_write_text(r, stdout)) {
+	if (json  ? rt_report_write_json(r, stdout)
+	    : csv ? rt_report_write_csv(r, stdout)
+		  : rt_report_write_text(r, stdout)) {
 		rt_cli_error("report: cannot write to standard output");
 		rc = RT_EXIT_FAIL;
 	}

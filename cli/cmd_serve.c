@@ -71,9 +71,7 @@ int cmd_serve(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'b':
-			o.bind = optarg;
-			break;
+		case 'b': o.bind = optarg; break;
 		case 'p': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -83,9 +81,7 @@ int cmd_serve(int argc, char **argv)
 			o.port = (int)v;
 			break;
 		}
-		case '1':
-			o.max_clients = 1;
-			break;
+		case '1': o.max_clients = 1; break;
 		case 'n': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -95,14 +91,9 @@ int cmd_serve(int argc, char **argv)
 			o.max_clients = (int)v;
 			break;
 		}
-		case 'q':
-			o.log = NULL;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return RT_EXIT_OK;
-		default:
-			return rt_cli_usage_error("serve", "unknown option or missing value '%s'", argv[optind - 1]);
+		case 'q': o.log = NULL; break;
+		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
+		default: return rt_cli_usage_error("serve", "unknown option or missing value '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

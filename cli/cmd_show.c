@@ -114,9 +114,9 @@ static void print_entry(const struct rt_profile_entry *e)
 	printf("%s port %d %s/%s   confidence %s\n", e->device, e->port, rt_profile_opcode_name(e->opcode),
 	       rt_profile_qp_type_name(e->qp_type), rt_profile_confidence_name(e->confidence));
 	printf("    inline_threshold %" PRIu32 " B%s   max_inline_data %" PRIu32 " B   signal_interval %" PRIu32
-	       "   sq_depth %" PRIu32 "   cq_depth %" PRIu32 "\n", e->inline_threshold,
-	       e->inline_threshold ? "" : " (never inline)", e->max_inline_data, e->signal_interval, e->sq_depth,
-	       e->cq_depth);
+	       "   sq_depth %" PRIu32 "   cq_depth %" PRIu32 "\n",
+	       e->inline_threshold, e->inline_threshold ? "" : " (never inline)", e->max_inline_data,
+	       e->signal_interval, e->sq_depth, e->cq_depth);
 	if (e->cq_moderation)
 		printf("    cq_moderation count %" PRIu32 " period %" PRIu32 " us\n", e->cq_mod_count,
 		       e->cq_mod_period_us);

@@ -87,34 +87,35 @@ static json_t *decision_to_json(const struct rt_tuner_decision *d)
 	json_t *reasons = json_array(), *sizes = json_array(), *o;
 
 	for (size_t i = 0; i < d->n_reasons; i++)
-		json_array_append_new(reasons, json_pack("{s:s, s:s, s:s}", "code", rt_reason_code_name(d->reasons[i].code),
-							 "severity", d->reasons[i].severity == RT_SEV_WARN ? "warn" : "info",
-							 "text", d->reasons[i].text));
+		json_array_append_new(reasons,
+				      json_pack("{s:s, s:s, s:s}", "code", rt_reason_code_name(d->reasons[i].code),
+						"severity", d->reasons[i].severity == RT_SEV_WARN ? "warn" : "info",
+						"text", d->reasons[i].text));
 	for (size_t i = 0; i < d->n_sizes; i++) {
 		const struct rt_tuner_size *s = &d->sizes[i];
 
-		json_array_append_new(sizes, json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}",
-						       "msg_bytes", (json_int_t)s->msg_bytes,
-						       "noninline_ns", num_or_null(s->noninl_ns),
-						       "inline_ns", num_or_null(s->inl_ns), "d_ns", num_or_null(s->d_ns),
-						       "d_lo_ns", num_or_null(s->d_lo_ns), "d_hi_ns", num_or_null(s->d_hi_ns),
-						       "floor_ns", num_or_null(s->floor_ns), "rank_p", num_or_null(s->rank_p),
-						       "class", rt_size_class_name(s->cls)));
+		json_array_append_new(sizes,
+				      json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s}", "msg_bytes",
+						(json_int_t)s->msg_bytes, "noninline_ns", num_or_null(s->noninl_ns),
+						"inline_ns", num_or_null(s->inl_ns), "d_ns", num_or_null(s->d_ns),
+						"d_lo_ns", num_or_null(s->d_lo_ns), "d_hi_ns", num_or_null(s->d_hi_ns),
+						"floor_ns", num_or_null(s->floor_ns), "rank_p", num_or_null(s->rank_p),
+						"class", rt_size_class_name(s->cls)));
 	}
 	o = json_pack("{s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:I, s:s, s:b, s:o, s:o, s:b, s:I, s:o, s:o, s:s,"
 		      " s:I, s:I, s:s, s:I, s:I, s:s, s:o, s:o, s:o}",
-		      "opcode", rt_opcode_name(d->op), "qp_type", rt_qp_type_name(d->qpt),
-		      "inline_measured", d->inline_measured, "latency_kind", rt_lat_kind_name(d->kind),
-		      "inline_threshold", (json_int_t)d->inline_threshold, "max_inline_data", (json_int_t)d->max_inline_data,
+		      "opcode", rt_opcode_name(d->op), "qp_type", rt_qp_type_name(d->qpt), "inline_measured",
+		      d->inline_measured, "latency_kind", rt_lat_kind_name(d->kind), "inline_threshold",
+		      (json_int_t)d->inline_threshold, "max_inline_data", (json_int_t)d->max_inline_data,
 		      "crossover_bytes", (json_int_t)d->crossover_bytes, "kneedle_bytes", (json_int_t)d->kneedle_bytes,
-		      "inline_confidence", rt_confidence_name(d->inline_confidence),
-		      "gain_from_histogram", d->gain_from_histogram, "gain_ns_per_msg", num_or_null(d->gain_ns_per_msg),
-		      "gain_pct", num_or_null(d->gain_pct), "signal_measured", d->signal_measured,
-		      "signal_interval", (json_int_t)d->signal_interval, "mops_at_n", num_or_null(d->mops_at_n),
-		      "mops_best", num_or_null(d->mops_best), "signal_confidence", rt_confidence_name(d->signal_confidence),
-		      "sq_depth", (json_int_t)d->sq_depth, "cq_depth", (json_int_t)d->cq_depth,
-		      "cq_moderation", rt_cq_mod_advice_name(d->cq_mod), "cq_mod_count", (json_int_t)d->cq_mod_count,
-		      "cq_mod_period_us", (json_int_t)d->cq_mod_period_us, "confidence", rt_confidence_name(d->confidence),
+		      "inline_confidence", rt_confidence_name(d->inline_confidence), "gain_from_histogram",
+		      d->gain_from_histogram, "gain_ns_per_msg", num_or_null(d->gain_ns_per_msg), "gain_pct",
+		      num_or_null(d->gain_pct), "signal_measured", d->signal_measured, "signal_interval",
+		      (json_int_t)d->signal_interval, "mops_at_n", num_or_null(d->mops_at_n), "mops_best",
+		      num_or_null(d->mops_best), "signal_confidence", rt_confidence_name(d->signal_confidence),
+		      "sq_depth", (json_int_t)d->sq_depth, "cq_depth", (json_int_t)d->cq_depth, "cq_moderation",
+		      rt_cq_mod_advice_name(d->cq_mod), "cq_mod_count", (json_int_t)d->cq_mod_count, "cq_mod_period_us",
+		      (json_int_t)d->cq_mod_period_us, "confidence", rt_confidence_name(d->confidence),
 		      "budget_needed_s", num_or_null(d->budget_needed_s), "sizes", sizes, "reasons", reasons);
 	return o;
 }
@@ -149,12 +150,8 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'a':
-			o->app = optarg;
-			break;
-		case 'd':
-			o->device = optarg;
-			break;
+		case 'a': o->app = optarg; break;
+		case 'd': o->device = optarg; break;
 		case 't':
 			errno = 0;
 			o->tolerance_pct = strtod(optarg, &end);
@@ -168,20 +165,11 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 			if (errno || end == optarg || *end)
 				return rt_cli_usage_error("tune", "--seed takes a number, not '%s'", optarg);
 			break;
-		case 'j':
-			o->json = true;
-			break;
-		case 'n':
-			o->dry_run = true;
-			break;
-		case 'D':
-			o->db = optarg;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return -1;
-		default:
-			return rt_cli_usage_error("tune", "unknown option '%s'", argv[optind - 1]);
+		case 'j': o->json = true; break;
+		case 'n': o->dry_run = true; break;
+		case 'D': o->db = optarg; break;
+		case 'h': fputs(usage, stdout); return -1;
+		default: return rt_cli_usage_error("tune", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
@@ -246,7 +234,8 @@ int cmd_tune(int argc, char **argv)
 		}
 		if (!any) {
 			rt_cli_error("no histogram of application '%s' in store '%s': record one with "
-				     "'rtune probe --name %s -- CMD'", o.app, rt_store_path(st), o.app);
+				     "'rtune probe --name %s -- CMD'",
+				     o.app, rt_store_path(st), o.app);
 			goto out;
 		}
 	}
@@ -277,9 +266,10 @@ int cmd_tune(int argc, char **argv)
 
 		for (size_t i = 0; i < res.n; i++)
 			json_array_append_new(arr, decision_to_json(&res.d[i]));
-		doc = json_pack("{s:s, s:I, s:s, s:i, s:o, s:I, s:b, s:o}", "run", run.uuid, "run_id", (json_int_t)run.id,
-				"device", run.dev.name, "port", run.port_num, "app", o.app ? json_string(o.app) : json_null(),
-				"seed", (json_int_t)res.seed, "stored", !o.dry_run, "decisions", arr);
+		doc = json_pack("{s:s, s:I, s:s, s:i, s:o, s:I, s:b, s:o}", "run", run.uuid, "run_id",
+				(json_int_t)run.id, "device", run.dev.name, "port", run.port_num, "app",
+				o.app ? json_string(o.app) : json_null(), "seed", (json_int_t)res.seed, "stored",
+				!o.dry_run, "decisions", arr);
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF) {
 			json_decref(doc);
 			rt_cli_error("cannot write the decisions as JSON");

@@ -61,8 +61,8 @@ json_t *rt_device_to_json(const struct rt_device_info *d)
 	}
 	if (d->pci_addr[0])
 		pcie = json_pack("{s:s, s:o, s:o, s:o, s:o}", "address", d->pci_addr, "link_speed",
-				 str_or_null(d->pcie_speed), "link_width", int_or_null(d->pcie_width ? d->pcie_width : -1),
-				 "max_payload_bytes",
+				 str_or_null(d->pcie_speed), "link_width",
+				 int_or_null(d->pcie_width ? d->pcie_width : -1), "max_payload_bytes",
 				 int_or_null(d->pcie_max_payload_bytes ? d->pcie_max_payload_bytes : -1),
 				 "max_read_request_bytes",
 				 int_or_null(d->pcie_max_read_req_bytes ? d->pcie_max_read_req_bytes : -1));
@@ -72,12 +72,11 @@ json_t *rt_device_to_json(const struct rt_device_info *d)
 			 " s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
 			 "name", d->name, "node_guid", d->node_guid, "transport", d->transport, "fw_ver", d->fw_ver,
 			 "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id,
-			 "hw_ver", (json_int_t)d->hw_ver,
-			 "caps", "max_qp", d->max_qp, "max_qp_wr", d->max_qp_wr, "max_sge", d->max_sge, "max_cqe",
-			 d->max_cqe, "max_qp_rd_atom", d->max_qp_rd_atom, "max_mr", d->max_mr,
-			 "max_inline_data", "rc", int_or_null(d->max_inline_rc), "ud", int_or_null(d->max_inline_ud),
-			 "numa_node", int_or_null(d->numa_node), "local_cpus", str_or_null(d->local_cpus),
-			 "pcie", pcie, "ports", ports);
+			 "hw_ver", (json_int_t)d->hw_ver, "caps", "max_qp", d->max_qp, "max_qp_wr", d->max_qp_wr,
+			 "max_sge", d->max_sge, "max_cqe", d->max_cqe, "max_qp_rd_atom", d->max_qp_rd_atom, "max_mr",
+			 d->max_mr, "max_inline_data", "rc", int_or_null(d->max_inline_rc), "ud",
+			 int_or_null(d->max_inline_ud), "numa_node", int_or_null(d->numa_node), "local_cpus",
+			 str_or_null(d->local_cpus), "pcie", pcie, "ports", ports);
 }
 
 json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_device_info *devs, int n)

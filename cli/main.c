@@ -24,7 +24,8 @@ static const struct rt_cmd commands[] = {
 	{ "export", cmd_export, "write the profile as JSON, shell env lines or a Prometheus textfile" },
 	{ "import", cmd_import, "import JSON profiles of other nodes into the store" },
 	{ "probe", cmd_probe, "run an application under the probe and store what it sends" },
-	{ "report", cmd_report, "fleet report: group nodes by hardware, outliers with causes, drift (text/json/csv/html)" },
+	{ "report", cmd_report,
+	  "fleet report: group nodes by hardware, outliers with causes, drift (text/json/csv/html)" },
 };
 
 static void print_help(FILE *f)

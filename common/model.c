@@ -31,9 +31,18 @@ static int parse_in(const char *const *names, unsigned n, const char *s, unsigne
 
 #define N_OF(a) (unsigned)(sizeof(a) / sizeof((a)[0]))
 
-const char *rt_opcode_name(enum rt_opcode op) { return name_of(op_names, N_OF(op_names), (unsigned)op); }
-const char *rt_qp_type_name(enum rt_qp_type qpt) { return name_of(qpt_names, N_OF(qpt_names), (unsigned)qpt); }
-const char *rt_lat_kind_name(enum rt_lat_kind kind) { return name_of(kind_names, N_OF(kind_names), (unsigned)kind); }
+const char *rt_opcode_name(enum rt_opcode op)
+{
+	return name_of(op_names, N_OF(op_names), (unsigned)op);
+}
+const char *rt_qp_type_name(enum rt_qp_type qpt)
+{
+	return name_of(qpt_names, N_OF(qpt_names), (unsigned)qpt);
+}
+const char *rt_lat_kind_name(enum rt_lat_kind kind)
+{
+	return name_of(kind_names, N_OF(kind_names), (unsigned)kind);
+}
 const char *rt_run_status_name(enum rt_run_status st)
 {
 	return name_of(status_names, N_OF(status_names), (unsigned)st);

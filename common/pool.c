@@ -17,13 +17,13 @@
 
 struct pool {
 	pthread_mutex_t mu;
-	pthread_cond_t ready;           /* a result was published (the consumer waits on it) */
-	pthread_cond_t room;            /* a slot was freed (workers wait on it) */
+	pthread_cond_t ready; /* a result was published (the consumer waits on it) */
+	pthread_cond_t room;  /* a slot was freed (workers wait on it) */
 	size_t n, window;
-	size_t next;                    /* next index to claim */
-	size_t consumed;                /* indexes below are consumed */
-	void **result;                  /* [window] */
-	bool *done;                     /* [window] */
+	size_t next;	 /* next index to claim */
+	size_t consumed; /* indexes below are consumed */
+	void **result;	 /* [window] */
+	bool *done;	 /* [window] */
 	rt_pool_produce_fn produce;
 	void *ctx;
 };
@@ -60,8 +60,8 @@ static void run_inline(size_t n, rt_pool_produce_fn produce, rt_pool_consume_fn 
 		consume(ctx, i, produce(ctx, i));
 }
 
-int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce,
-		    rt_pool_consume_fn consume, void *ctx)
+int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce, rt_pool_consume_fn consume,
+		    void *ctx)
 {
 	pthread_t tid[RT_POOL_MAX_WORKERS];
 	struct pool p = { .n = n, .produce = produce, .ctx = ctx };

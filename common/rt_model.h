@@ -21,35 +21,35 @@
 
 struct rt_node_info {
 	char hostname[RT_TEXT_LEN];
-	char machine_id[RT_NAME_LEN];   /* /etc/machine-id, "" when absent */
-	char cpu_model[RT_TEXT_LEN];    /* "model name" of /proc/cpuinfo */
-	char kernel[RT_TEXT_LEN];       /* uname -r */
-	int cpu_count;                  /* online CPUs */
-	int numa_nodes;                 /* nodes under /sys/devices/system/node, >= 1 */
+	char machine_id[RT_NAME_LEN]; /* /etc/machine-id, "" when absent */
+	char cpu_model[RT_TEXT_LEN];  /* "model name" of /proc/cpuinfo */
+	char kernel[RT_TEXT_LEN];     /* uname -r */
+	int cpu_count;		      /* online CPUs */
+	int numa_nodes;		      /* nodes under /sys/devices/system/node, >= 1 */
 };
 
 struct rt_gid_info {
 	int index;
-	char gid[48];                   /* fe80:0000:...: the 8 groups of ibv_gid, as ibv_devinfo -v prints them */
-	char type[16];                  /* "IB/RoCE v1", "RoCE v2" or "" when sysfs does not say */
+	char gid[48];  /* fe80:0000:...: the 8 groups of ibv_gid, as ibv_devinfo -v prints them */
+	char type[16]; /* "IB/RoCE v1", "RoCE v2" or "" when sysfs does not say */
 };
 
 struct rt_port_info {
 	int port_num;
-	char state[16];                 /* ibv_port_state_str(): "active", "down", ... */
-	char link_layer[16];            /* "InfiniBand", "Ethernet" */
-	int active_mtu_bytes;           /* 256..4096 */
+	char state[16];	      /* ibv_port_state_str(): "active", "down", ... */
+	char link_layer[16];  /* "InfiniBand", "Ethernet" */
+	int active_mtu_bytes; /* 256..4096 */
 	int max_mtu_bytes;
 	int lid;
 	int gid_tbl_len;
 	int gid_count;
-	struct rt_gid_info gids[RT_MAX_GIDS];  /* non-zero GIDs only */
+	struct rt_gid_info gids[RT_MAX_GIDS]; /* non-zero GIDs only */
 };
 
 struct rt_device_info {
-	char name[RT_NAME_LEN];         /* ibv_get_device_name(): "mlx5_0", "rxe0" */
-	char node_guid[24];             /* "0011:2233:4455:6677" */
-	char transport[16];             /* "InfiniBand", "iWARP", ... */
+	char name[RT_NAME_LEN]; /* ibv_get_device_name(): "mlx5_0", "rxe0" */
+	char node_guid[24];	/* "0011:2233:4455:6677" */
+	char transport[16];	/* "InfiniBand", "iWARP", ... */
 	char fw_ver[RT_NAME_LEN];
 	uint32_t vendor_id;
 	uint32_t vendor_part_id;
@@ -66,13 +66,13 @@ struct rt_device_info {
 	int max_inline_ud;
 	/* where the device sits: -1 = unknown / not a NUMA machine */
 	int numa_node;
-	char local_cpus[RT_TEXT_LEN];   /* cpulist, e.g. "0-15,32-47"; "" when unknown */
+	char local_cpus[RT_TEXT_LEN]; /* cpulist, e.g. "0-15,32-47"; "" when unknown */
 	/* PCIe, only for PCI devices (pci_addr != "") */
-	char pci_addr[32];              /* "0000:3b:00.0" */
-	char pcie_speed[32];            /* current_link_speed, e.g. "16.0 GT/s PCIe" */
-	int pcie_width;                 /* current_link_width, 0 = unknown */
-	int pcie_max_payload_bytes;     /* Device Control MPS, 0 = unknown */
-	int pcie_max_read_req_bytes;    /* Device Control MRRS, 0 = unknown */
+	char pci_addr[32];	     /* "0000:3b:00.0" */
+	char pcie_speed[32];	     /* current_link_speed, e.g. "16.0 GT/s PCIe" */
+	int pcie_width;		     /* current_link_width, 0 = unknown */
+	int pcie_max_payload_bytes;  /* Device Control MPS, 0 = unknown */
+	int pcie_max_read_req_bytes; /* Device Control MRRS, 0 = unknown */
 	int port_count;
 	struct rt_port_info ports[RT_MAX_PORTS];
 };
@@ -82,8 +82,8 @@ struct rt_device_info {
 enum rt_opcode { RT_OP_SEND = 0, RT_OP_WRITE = 1, RT_OP__COUNT };
 enum rt_qp_type { RT_QPT_RC = 0, RT_QPT_UD = 1, RT_QPT__COUNT };
 enum rt_lat_kind {
-	RT_LAT_PINGPONG = 0,            /* half of a ping-pong round trip */
-	RT_LAT_POST_CQE = 1,            /* ibv_post_send -> its send completion, one signaled WR in flight */
+	RT_LAT_PINGPONG = 0, /* half of a ping-pong round trip */
+	RT_LAT_POST_CQE = 1, /* ibv_post_send -> its send completion, one signaled WR in flight */
 	RT_LAT__COUNT
 };
 enum rt_run_status { RT_RUN_RUNNING = 0, RT_RUN_COMPLETE, RT_RUN_INTERRUPTED, RT_RUN_FAILED };
@@ -95,12 +95,12 @@ struct rt_lat_point {
 	enum rt_lat_kind kind;
 	uint32_t msg_bytes;
 	bool inl;
-	uint32_t n_samples;             /* samples measured for this point */
+	uint32_t n_samples; /* samples measured for this point */
 	double median_ns, p99_ns, p999_ns, mean_ns, min_ns;
-	double ci_lo_ns, ci_hi_ns;      /* confidence interval of the median (level in the run) */
-	double cpu_ns_per_op;           /* thread CPU time per operation */
-	uint32_t n_kept;                /* raw samples kept (bounded), in samples_ns; 0 when none */
-	float *samples_ns;              /* owned by the run */
+	double ci_lo_ns, ci_hi_ns; /* confidence interval of the median (level in the run) */
+	double cpu_ns_per_op;	   /* thread CPU time per operation */
+	uint32_t n_kept;	   /* raw samples kept (bounded), in samples_ns; 0 when none */
+	float *samples_ns;	   /* owned by the run */
 };
 
 /* One throughput point: message rate when one WR in signal_interval is signaled. */
@@ -109,63 +109,63 @@ struct rt_rate_point {
 	enum rt_qp_type qpt;
 	uint32_t msg_bytes;
 	bool inl;
-	uint32_t signal_interval;       /* N: one signaled WR every N */
-	uint32_t sq_depth;              /* send queue depth used */
-	uint32_t reps;                  /* repetitions measured */
-	double mops;                    /* median message rate over the repetitions, millions/s */
-	double mops_lo, mops_hi;        /* min and max over the repetitions */
-	double cpu_ns_per_msg;          /* sender thread CPU time per message */
-	uint64_t msgs;                  /* messages sent in total */
-	uint64_t enomem;                /* ibv_post_send ENOMEM seen (must stay 0) */
+	uint32_t signal_interval; /* N: one signaled WR every N */
+	uint32_t sq_depth;	  /* send queue depth used */
+	uint32_t reps;		  /* repetitions measured */
+	double mops;		  /* median message rate over the repetitions, millions/s */
+	double mops_lo, mops_hi;  /* min and max over the repetitions */
+	double cpu_ns_per_msg;	  /* sender thread CPU time per message */
+	uint64_t msgs;		  /* messages sent in total */
+	uint64_t enomem;	  /* ibv_post_send ENOMEM seen (must stay 0) */
 };
 
 /* CQ moderation, as measured: supported == false means ibv_modify_cq refused it, never faked. */
 struct rt_cq_moderation {
 	bool measured;
 	bool supported;
-	char reason[RT_TEXT_LEN];       /* why unsupported, from the error */
+	char reason[RT_TEXT_LEN]; /* why unsupported, from the error */
 	uint32_t best_count;
 	uint32_t best_period_us;
 	double mops_off, mops_best;
 };
 
 struct rt_run_env {
-	int cpu;                        /* CPU the measuring thread ran on */
-	int cpu_numa_node;              /* its NUMA node, -1 = unknown */
+	int cpu;	   /* CPU the measuring thread ran on */
+	int cpu_numa_node; /* its NUMA node, -1 = unknown */
 	int device_numa_node;
-	bool numa_local;                /* cpu_numa_node == device_numa_node (or no NUMA information) */
-	char clock[32];                 /* "rdtsc" or "clock_gettime(CLOCK_MONOTONIC)" */
-	double tsc_ghz;                 /* 0 unless clock is rdtsc */
-	char clocksource[32];           /* kernel clocksource */
-	char mode[16];                  /* "loopback" or "two-node" */
-	char peer[RT_TEXT_LEN];         /* peer address in two-node mode */
+	bool numa_local;	/* cpu_numa_node == device_numa_node (or no NUMA information) */
+	char clock[32];		/* "rdtsc" or "clock_gettime(CLOCK_MONOTONIC)" */
+	double tsc_ghz;		/* 0 unless clock is rdtsc */
+	char clocksource[32];	/* kernel clocksource */
+	char mode[16];		/* "loopback" or "two-node" */
+	char peer[RT_TEXT_LEN]; /* peer address in two-node mode */
 };
 
 struct rt_run {
-	int64_t id;                     /* store row id, 0 before it is stored */
-	char uuid[40];                  /* globally unique run id (node+run identity for imports) */
+	int64_t id;    /* store row id, 0 before it is stored */
+	char uuid[40]; /* globally unique run id (node+run identity for imports) */
 	struct rt_node_info node;
 	struct rt_device_info dev;
 	int port_num;
 	int gid_index;
 	struct rt_run_env env;
-	char params[RT_TEXT_LEN * 2];   /* the command line's parameters, JSON text */
-	int64_t started_ns, ended_ns;   /* CLOCK_REALTIME */
+	char params[RT_TEXT_LEN * 2]; /* the command line's parameters, JSON text */
+	int64_t started_ns, ended_ns; /* CLOCK_REALTIME */
 	enum rt_run_status status;
-	uint32_t max_inline_used;       /* max_inline_data the QPs were created with */
+	uint32_t max_inline_used; /* max_inline_data the QPs were created with */
 	uint32_t sq_depth;
 	size_t n_lat, n_rate;
-	struct rt_lat_point *lat;       /* owned */
-	struct rt_rate_point *rate;     /* owned */
+	struct rt_lat_point *lat;   /* owned */
+	struct rt_rate_point *rate; /* owned */
 	struct rt_cq_moderation cqmod[RT_OP__COUNT];
 };
 
 /* ---- names used in JSON, SQLite and text (stable: part of the public formats) -------------------------------- */
 
-const char *rt_opcode_name(enum rt_opcode op);          /* "send", "write" */
-const char *rt_qp_type_name(enum rt_qp_type qpt);       /* "rc", "ud" */
-const char *rt_lat_kind_name(enum rt_lat_kind kind);    /* "pingpong", "post_cqe" */
-const char *rt_run_status_name(enum rt_run_status st);  /* "running", "complete", "interrupted", "failed" */
+const char *rt_opcode_name(enum rt_opcode op);	       /* "send", "write" */
+const char *rt_qp_type_name(enum rt_qp_type qpt);      /* "rc", "ud" */
+const char *rt_lat_kind_name(enum rt_lat_kind kind);   /* "pingpong", "post_cqe" */
+const char *rt_run_status_name(enum rt_run_status st); /* "running", "complete", "interrupted", "failed" */
 /* Parse the names above; return 0 and set *out, or EINVAL. */
 int rt_opcode_parse(const char *s, enum rt_opcode *out);
 int rt_qp_type_parse(const char *s, enum rt_qp_type *out);

@@ -22,8 +22,8 @@ typedef void (*rt_pool_consume_fn)(void *ctx, size_t i, void *result);
  * consumed exactly once whatever happens: if no thread can be started the calling thread does the work itself.
  * Returns 0, or the errno of a failed pthread_create (the work is still complete: fewer threads did it).
  */
-int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce,
-		    rt_pool_consume_fn consume, void *ctx);
+int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce, rt_pool_consume_fn consume,
+		    void *ctx);
 
 /* Worker threads worth starting beside a busy calling thread: the online CPUs, at most max; 0 on one CPU. */
 unsigned rt_pool_workers(unsigned max);

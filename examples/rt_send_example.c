@@ -40,9 +40,9 @@ struct ctx {
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *sqp, *rqp;
 	struct ibv_mr *smr, *rmr;
-	char *sbuf, *rbuf;      /* sq_depth send slots, RQ_DEPTH receive slots, max_size bytes each */
+	char *sbuf, *rbuf; /* sq_depth send slots, RQ_DEPTH receive slots, max_size bytes each */
 	uint32_t max_size;
-	uint32_t inline_cap;    /* max_inline_data the provider granted */
+	uint32_t inline_cap; /* max_inline_data the provider granted */
 	union ibv_gid gid;
 	uint16_t lid;
 };
@@ -137,8 +137,9 @@ static int to_rts(struct ctx *c, struct ibv_qp *qp, uint32_t remote_qpn, const s
 		a.ah_attr.grh.sgid_index = (uint8_t)o->gid_index;
 		a.ah_attr.grh.hop_limit = 1;
 	}
-	if ((rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
+	if ((rc = ibv_modify_qp(qp, &a,
+				IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
 		return rc;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -428,7 +429,8 @@ int main(int argc, char **argv)
 	}
 	printf("profile %s: %s port %d: inline_threshold %u B, max_inline_data %u B, signal every %u, sq_depth %u, "
 	       "cq_depth %u (confidence"
-	       " %s)\n", rt_profile_hostname(prof), o.device, o.port, rt_profile_inline_threshold(e),
+	       " %s)\n",
+	       rt_profile_hostname(prof), o.device, o.port, rt_profile_inline_threshold(e),
 	       rt_profile_max_inline_data(e), rt_profile_signal_interval(e), rt_profile_sq_depth(e),
 	       rt_profile_cq_depth(e), rt_profile_confidence_name(rt_profile_confidence(e)));
 	if (ibv_query_port(c.vctx, (uint8_t)o.port, &pa)) {
@@ -472,11 +474,20 @@ int main(int argc, char **argv)
 	if (!(c.rcq = ibv_create_cq(c.vctx, (int)RQ_DEPTH, NULL, NULL, 0)))
 		goto fail_res;
 	{
-		struct ibv_qp_init_attr sa = { .send_cq = c.scq, .recv_cq = c.rcq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = e->sq_depth, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1,
-				 .max_inline_data = e->max_inline_data } };
-		struct ibv_qp_init_attr ra = { .send_cq = c.rcq, .recv_cq = c.rcq, .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 1, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 } };
+		struct ibv_qp_init_attr sa = { .send_cq = c.scq,
+					       .recv_cq = c.rcq,
+					       .qp_type = IBV_QPT_RC,
+					       .cap = { .max_send_wr = e->sq_depth,
+							.max_recv_wr = 1,
+							.max_send_sge = 1,
+							.max_recv_sge = 1,
+							.max_inline_data = e->max_inline_data } };
+		struct ibv_qp_init_attr ra = {
+			.send_cq = c.rcq,
+			.recv_cq = c.rcq,
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 1, .max_recv_wr = RQ_DEPTH, .max_send_sge = 1, .max_recv_sge = 1 }
+		};
 
 		c.sqp = ibv_create_qp(c.pd, &sa);
 		if (!c.sqp) {
@@ -505,9 +516,9 @@ int main(int argc, char **argv)
 		rc = 0;
 	printf("sent %lu messages on %s port %d: %lu inline (<= %u B), %lu signaled (every %u + last), %lu send "
 	       "completions, max outstanding %u of sq_depth %u, %lu ENOMEM; received %lu, %lu"
-	       " bad\n", s.posted, o.device,
-	       o.port, s.inlined, e->inline_threshold, s.signaled, e->signal_interval, s.send_cqes, s.max_outstanding,
-	       e->sq_depth, s.enomem, s.received, s.bad_recv);
+	       " bad\n",
+	       s.posted, o.device, o.port, s.inlined, e->inline_threshold, s.signaled, e->signal_interval, s.send_cqes,
+	       s.max_outstanding, e->sq_depth, s.enomem, s.received, s.bad_recv);
 	printf("%s\n", rc == 0 ? "OK" : "FAILED");
 	goto out;
 fail_res:

@@ -54,13 +54,13 @@ static bool verbose;
 
 /* The seed: a store with one run (latency + rate points) and a profile of that run imported from this JSON (%s =
  * the run's uuid). */
-#define SEED_PROFILE_FMT \
-	"{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"1.0\"},\"rtune_version\":\"0.1.0\"," \
-	"\"node\":{\"hostname\":\"fuzz-host\",\"machine_id\":\"mid-fuzz-host\",\"hardware_signature\":" \
-	"\"fnv1a64:0123456789abcdef\"},\"entries\":[{\"device\":\"rxe0\",\"guid\":\"0011:2233:4455:6677\",\"port\":1," \
-	"\"opcode\":\"send\",\"qp_type\":\"rc\",\"inline_threshold\":96,\"max_inline_data\":128,\"signal_interval\":16," \
+#define SEED_PROFILE_FMT                                                                                                   \
+	"{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"1.0\"},\"rtune_version\":\"0.1.0\","                        \
+	"\"node\":{\"hostname\":\"fuzz-host\",\"machine_id\":\"mid-fuzz-host\",\"hardware_signature\":"                    \
+	"\"fnv1a64:0123456789abcdef\"},\"entries\":[{\"device\":\"rxe0\",\"guid\":\"0011:2233:4455:6677\",\"port\":1,"     \
+	"\"opcode\":\"send\",\"qp_type\":\"rc\",\"inline_threshold\":96,\"max_inline_data\":128,\"signal_interval\":16,"   \
 	"\"sq_depth\":256,\"cq_depth\":512,\"cq_moderation\":null,\"numa_node\":0,\"cpus\":\"0\",\"confidence\":\"high\"," \
-	"\"reasons\":[{\"code\":\"crossover\",\"text\":\"inline wins up to 96 B\"}],\"measured_at\":" \
+	"\"reasons\":[{\"code\":\"crossover\",\"text\":\"inline wins up to 96 B\"}],\"measured_at\":"                      \
 	"\"2026-11-29T13:00:00Z\",\"run_id\":\"%s\",\"app\":null}]}\n"
 
 static void die(const char *what)
@@ -135,8 +135,7 @@ static void make_seed(void)
 		abort();
 	}
 	n = snprintf(doc, sizeof(doc), SEED_PROFILE_FMT, run.uuid);
-	if (n < 0 || (size_t)n >= sizeof(doc) ||
-	    rt_store_import_text(st, "seed", doc, (size_t)n, NULL, NULL, &err)) {
+	if (n < 0 || (size_t)n >= sizeof(doc) || rt_store_import_text(st, "seed", doc, (size_t)n, NULL, NULL, &err)) {
 		fprintf(stderr, "fuzz_cli: cannot make the seed store: %s\n", err.text);
 		abort();
 	}

@@ -32,8 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += rt_profile_inline_threshold(e) + rt_profile_max_inline_data(e) + rt_profile_signal_interval(e) +
 			rt_profile_sq_depth(e) + rt_profile_cq_depth(e) + strlen(rt_profile_opcode_name(e->opcode)) +
 			strlen(rt_profile_qp_type_name(e->qp_type)) +
-			strlen(rt_profile_confidence_name(rt_profile_confidence(e))) + strnlen(e->device, sizeof(e->device)) +
-			strnlen(e->cpus, sizeof(e->cpus)) + e->n_reasons;
+			strlen(rt_profile_confidence_name(rt_profile_confidence(e))) +
+			strnlen(e->device, sizeof(e->device)) + strnlen(e->cpus, sizeof(e->cpus)) + e->n_reasons;
 		for (unsigned r = 0; r < e->n_reasons && r < RT_PROFILE_MAX_REASONS; r++)
 			sink += strnlen(e->reasons[r].text, sizeof(e->reasons[r].text));
 		sink += rt_should_inline(e, 0) + rt_should_inline(e, e->inline_threshold) +

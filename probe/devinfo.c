@@ -175,24 +175,29 @@ int rt_devinfo_probe_max_inline(struct ibv_pd *pd, enum ibv_qp_type qp_type, uin
 	if (!cq)
 		return errno ? errno : ENOMEM;
 
-	/* try(v): creates a QP asking for v bytes of inline; true when the provider accepts it */
-#define TRY_INLINE(v, back_out)                                                                         \
-	({                                                                                                 \
-		struct ibv_qp_init_attr a_ = { .send_cq = cq, .recv_cq = cq, .qp_type = qp_type,            \
-					       .cap = { .max_send_wr = 1, .max_recv_wr = 1,                 \
-							.max_send_sge = 1, .max_recv_sge = 1,               \
-							.max_inline_data = (v) } };                         \
-		struct ibv_qp *q_ = ibv_create_qp(pd, &a_);                                                \
-		if (q_) {                                                                                  \
-			(back_out) = a_.cap.max_inline_data;                                               \
-			ibv_destroy_qp(q_);                                                                \
-		}                                                                                          \
-		q_ != NULL;                                                                                \
+		/* try(v): creates a QP asking for v bytes of inline; true when the provider accepts it */
+#define TRY_INLINE(v, back_out)                                                     \
+	({                                                                          \
+		struct ibv_qp_init_attr a_ = { .send_cq = cq,                       \
+					       .recv_cq = cq,                       \
+					       .qp_type = qp_type,                  \
+					       .cap = { .max_send_wr = 1,           \
+							.max_recv_wr = 1,           \
+							.max_send_sge = 1,          \
+							.max_recv_sge = 1,          \
+							.max_inline_data = (v) } }; \
+		struct ibv_qp *q_ = ibv_create_qp(pd, &a_);                         \
+		if (q_) {                                                           \
+			(back_out) = a_.cap.max_inline_data;                        \
+			ibv_destroy_qp(q_);                                         \
+		}                                                                   \
+		q_ != NULL;                                                         \
 	})
 
 	errno = 0;
 	if (!TRY_INLINE(0, ok_back)) {
-		rc = errno ? errno : EOPNOTSUPP; /* why not even a QP without inline: unsupported, or out of resources */
+		rc = errno ? errno
+			   : EOPNOTSUPP; /* why not even a QP without inline: unsupported, or out of resources */
 		goto out;
 	}
 	/* double until refused or at the limit */
@@ -240,30 +245,21 @@ static void gid_to_str(const union ibv_gid *gid, char *buf, size_t len)
 static const char *link_layer_str(uint8_t ll)
 {
 	switch (ll) {
-	case IBV_LINK_LAYER_INFINIBAND:
-		return "InfiniBand";
-	case IBV_LINK_LAYER_ETHERNET:
-		return "Ethernet";
-	default:
-		return "unspecified";
+	case IBV_LINK_LAYER_INFINIBAND: return "InfiniBand";
+	case IBV_LINK_LAYER_ETHERNET: return "Ethernet";
+	default: return "unspecified";
 	}
 }
 
 static const char *transport_str(enum ibv_transport_type t)
 {
 	switch (t) {
-	case IBV_TRANSPORT_IB:
-		return "InfiniBand";
-	case IBV_TRANSPORT_IWARP:
-		return "iWARP";
-	case IBV_TRANSPORT_USNIC:
-		return "usNIC";
-	case IBV_TRANSPORT_USNIC_UDP:
-		return "usNIC UDP";
-	case IBV_TRANSPORT_UNSPECIFIED:
-		return "unspecified";
-	default:
-		return "unknown";
+	case IBV_TRANSPORT_IB: return "InfiniBand";
+	case IBV_TRANSPORT_IWARP: return "iWARP";
+	case IBV_TRANSPORT_USNIC: return "usNIC";
+	case IBV_TRANSPORT_USNIC_UDP: return "usNIC UDP";
+	case IBV_TRANSPORT_UNSPECIFIED: return "unspecified";
+	default: return "unknown";
 	}
 }
 
@@ -424,7 +420,8 @@ int rt_devinfo_list(bool probe_inline, struct rt_device_info **out, int *n_out, 
 		/* ENOSYS: no kernel support at all, which for the user is "no device" */
 		if (errno == ENOSYS)
 			return 0;
-		return rt_error_set(err, errno ? errno : EIO, "cannot list RDMA devices: %s", strerror(errno ? errno : EIO));
+		return rt_error_set(err, errno ? errno : EIO, "cannot list RDMA devices: %s",
+				    strerror(errno ? errno : EIO));
 	}
 	if (n == 0)
 		goto out;

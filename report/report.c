@@ -220,7 +220,8 @@ long rp_add_node(struct rt_report *r, struct rp_node *node)
 		    strcmp(old->hostname, node->hostname) == 0) {
 			/* the same node from another input: the newer profile wins; hardware facts are kept if only one
 			 * input had them */
-			bool take = node->newest > old->newest || (node->newest == old->newest && node->has_hw && !old->has_hw);
+			bool take = node->newest > old->newest ||
+				    (node->newest == old->newest && node->has_hw && !old->has_hw);
 
 			if (take) {
 				if (!node->has_hw && old->has_hw) {
@@ -478,12 +479,12 @@ long rt_report_add_json_text(struct rt_report *r, const char *name, const char *
 /* One file to read: classified and (for JSON) parsed by a worker; stores are read afterwards, in order. */
 struct job {
 	const char *path;
-	int dirfd;                   /* the walked directory holding it (path + name_off is its name there), or -1 */
+	int dirfd; /* the walked directory holding it (path + name_off is its name there), or -1 */
 	unsigned name_off;
-	bool regular;                /* the walk saw a regular file (directory entry or stat) */
+	bool regular; /* the walk saw a regular file (directory entry or stat) */
 	enum { J_PENDING, J_STORE, J_PROBLEM, J_NODE, J_NOMEM } state;
 	struct rp_node node;
-	char *problem;               /* J_PROBLEM: malloc'd "<path>: <why>" (NULL when that allocation failed) */
+	char *problem; /* J_PROBLEM: malloc'd "<path>: <why>" (NULL when that allocation failed) */
 };
 
 /* A worker's read buffer, reused from file to file (a fleet is 100,000 small files: one allocation per worker, not
@@ -638,7 +639,7 @@ out:
 struct pool {
 	struct job *jobs;
 	size_t n;
-	size_t next;                 /* atomically incremented */
+	size_t next; /* atomically incremented */
 };
 
 static void *worker(void *arg)
@@ -774,8 +775,8 @@ static void spool_free(struct spool *p)
 
 /* The files to read, in order. */
 struct file_ref {
-	const char *path;            /* in the pool */
-	int dirfd;                   /* see struct job */
+	const char *path; /* in the pool */
+	int dirfd;	  /* see struct job */
 	unsigned name_off;
 	bool regular;
 };
@@ -783,7 +784,7 @@ struct file_ref {
 struct file_list {
 	struct file_ref *files;
 	size_t n, cap;
-	struct spool pool;           /* paths and, during the walk, directory entry names */
+	struct spool pool; /* paths and, during the walk, directory entry names */
 	int dirfds[RP_MAX_DIR_FDS];
 	int n_dirfds;
 };
@@ -814,8 +815,8 @@ static int list_add(struct file_list *l, const char *path, size_t len, int dirfd
 }
 
 struct dir_ent {
-	const char *name;            /* in the list's pool */
-	unsigned char type;          /* d_type: DT_UNKNOWN when the file system does not say */
+	const char *name;   /* in the list's pool */
+	unsigned char type; /* d_type: DT_UNKNOWN when the file system does not say */
 };
 
 static int cmp_dir_ent(const void *a, const void *b)
@@ -881,7 +882,10 @@ static int walk_dir(struct rt_report *r, const char *dir, int depth, struct file
 		if (type == DT_UNKNOWN) {
 			if (lstat(path, &sb) < 0)
 				continue;
-			type = S_ISDIR(sb.st_mode) ? DT_DIR : S_ISREG(sb.st_mode) ? DT_REG : S_ISLNK(sb.st_mode) ? DT_LNK : 0;
+			type = S_ISDIR(sb.st_mode)   ? DT_DIR
+			       : S_ISREG(sb.st_mode) ? DT_REG
+			       : S_ISLNK(sb.st_mode) ? DT_LNK
+						     : 0;
 			if (type != DT_DIR && !wanted_in_dir(ents[i].name))
 				continue;
 		}
@@ -916,8 +920,10 @@ long rt_report_add_path(struct rt_report *r, const char *path)
 	} else {
 		rc = walk_dir(r, path, 0, &l) ? -ENOMEM : 0;
 		if (!rc && l.n == 0)
-			rp_problem(r, "%s: directory holds no profiles or stores (*.json, *.db, *.sqlite, *.sqlite3, *.rtune)",
-				   path);
+			rp_problem(
+				r,
+				"%s: directory holds no profiles or stores (*.json, *.db, *.sqlite, *.sqlite3, *.rtune)",
+				path);
 	}
 	if (!rc && l.n) {
 		jobs = calloc(l.n, sizeof(*jobs));

@@ -188,7 +188,8 @@ static char *group_label(const struct rp_node *n)
 		return strdup(buf);
 	}
 	off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s, %d NUMA node%s",
-				n->cpu_model[0] ? n->cpu_model : "unknown CPU", n->numa_nodes, n->numa_nodes == 1 ? "" : "s");
+				n->cpu_model[0] ? n->cpu_model : "unknown CPU", n->numa_nodes,
+				n->numa_nodes == 1 ? "" : "s");
 	for (int i = 0; i < n->n_devs; i++) {
 		const struct rp_dev *d = &n->devs[i];
 
@@ -284,11 +285,14 @@ oom:
 
 /* ---- slots, statistics, outliers ---------------------------------------------------------------------------------- */
 
-struct ref { size_t node, entry; };
+struct ref {
+	size_t node, entry;
+};
 
 static bool same_slot(const struct rp_slot *s, const struct rp_entry *e)
 {
-	return s->port == e->port && s->opcode == e->opcode && s->qp_type == e->qp_type && !strcmp(s->device, e->device);
+	return s->port == e->port && s->opcode == e->opcode && s->qp_type == e->qp_type &&
+	       !strcmp(s->device, e->device);
 }
 
 static double metric_value(const struct rp_entry *e, enum rp_metric m)
@@ -318,8 +322,14 @@ static const struct rp_dev *find_dev(const struct rp_node *n, const char *name)
 }
 
 /* Most common integer among the group's devices of that name (or entries); share in *cnt / *tot. */
-struct mode_int { int val; size_t cnt, tot; };
-struct mode_str { const char *val; size_t cnt, tot; };
+struct mode_int {
+	int val;
+	size_t cnt, tot;
+};
+struct mode_str {
+	const char *val;
+	size_t cnt, tot;
+};
 
 enum dev_field { F_MPS, F_MRRS, F_MTU, F_NUMA, F_WIDTH };
 
@@ -407,7 +417,8 @@ static struct mode_str mode_dev_str(const struct rt_report *r, const struct rp_g
 	return best;
 }
 
-static void add_cause(struct rp_outlier *o, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add_cause(struct rp_outlier *o, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static void add_cause(struct rp_outlier *o, const char *code, const char *fmt, ...)
 {
@@ -458,10 +469,12 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 	}
 	/* remote calibrations must be the exception in the group for one to explain an outlier */
 	if (e->cal_local == 0 && (c->known - c->local) * 2 < n_refs)
-		add_cause(o, "remote_numa_calibration",
-			  "calibrated from a CPU on NUMA node %d while the device is on node %d; %zu of %zu nodes in the group "
-			  "calibrated NUMA-local", e->cal_cpu_numa, e->numa_node >= 0 ? e->numa_node : (d ? d->numa_node : -1),
-			  c->local, c->known);
+		add_cause(
+			o, "remote_numa_calibration",
+			"calibrated from a CPU on NUMA node %d while the device is on node %d; %zu of %zu nodes in the group "
+			"calibrated NUMA-local",
+			e->cal_cpu_numa, e->numa_node >= 0 ? e->numa_node : (d ? d->numa_node : -1), c->local,
+			c->known);
 	if (d && (!c->have_modes || strcmp(c->dev, d->name))) {
 		snprintf(c->dev, sizeof(c->dev), "%s", d->name);
 		c->mps = mode_dev_int(r, g, d->name, F_MPS);
@@ -478,28 +491,32 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 		const struct mode_str fw = c->fw, sp = c->speed;
 
 		if (d->mps >= 0 && m.cnt * 2 > m.tot && d->mps != m.val)
-			add_cause(o, "different_mps", "PCIe max payload %d B on %s while %zu of %zu nodes have %d B", d->mps,
-				  d->name, m.cnt, m.tot, m.val);
+			add_cause(o, "different_mps", "PCIe max payload %d B on %s while %zu of %zu nodes have %d B",
+				  d->mps, d->name, m.cnt, m.tot, m.val);
 		if (d->fw_ver[0] && fw.val && fw.cnt * 2 > fw.tot && strcmp(d->fw_ver, fw.val) != 0)
 			add_cause(o, "different_firmware", "firmware %s on %s while %zu of %zu nodes run %s", d->fw_ver,
 				  d->name, fw.cnt, fw.tot, fw.val);
 		if (d->mrrs >= 0 && rr.cnt * 2 > rr.tot && d->mrrs != rr.val)
-			add_cause(o, "different_mrrs", "PCIe max read request %d B on %s while %zu of %zu nodes have %d B",
-				  d->mrrs, d->name, rr.cnt, rr.tot, rr.val);
+			add_cause(o, "different_mrrs",
+				  "PCIe max read request %d B on %s while %zu of %zu nodes have %d B", d->mrrs, d->name,
+				  rr.cnt, rr.tot, rr.val);
 		if ((d->pcie_width >= 0 && w.cnt * 2 > w.tot && d->pcie_width != w.val) ||
 		    (d->pcie_speed[0] && sp.val && sp.cnt * 2 > sp.tot && strcmp(d->pcie_speed, sp.val) != 0))
 			add_cause(o, "different_pcie_link", "PCIe link %s x%d on %s while most nodes have %s x%d",
-				  d->pcie_speed[0] ? d->pcie_speed : "?", d->pcie_width, d->name, sp.val ? sp.val : "?", w.val);
+				  d->pcie_speed[0] ? d->pcie_speed : "?", d->pcie_width, d->name, sp.val ? sp.val : "?",
+				  w.val);
 		if (d->active_mtu >= 0 && mtu.cnt * 2 > mtu.tot && d->active_mtu != mtu.val)
-			add_cause(o, "different_mtu", "active MTU %d on %s while %zu of %zu nodes have %d", d->active_mtu,
-				  d->name, mtu.cnt, mtu.tot, mtu.val);
+			add_cause(o, "different_mtu", "active MTU %d on %s while %zu of %zu nodes have %d",
+				  d->active_mtu, d->name, mtu.cnt, mtu.tot, mtu.val);
 		if (d->numa_node >= 0 && dn.cnt * 2 > dn.tot && d->numa_node != dn.val)
-			add_cause(o, "different_device_numa", "%s sits on NUMA node %d while %zu of %zu nodes have it on %d",
-				  d->name, d->numa_node, dn.cnt, dn.tot, dn.val);
+			add_cause(o, "different_device_numa",
+				  "%s sits on NUMA node %d while %zu of %zu nodes have it on %d", d->name, d->numa_node,
+				  dn.cnt, dn.tot, dn.val);
 	}
 	if (e->confidence == RT_PROFILE_CONF_LOW && c->lowconf * 2 < n_refs)
-		add_cause(o, "low_confidence", "the tuner's confidence is low (%zu of %zu profiles in the group are low)",
-			  c->lowconf, n_refs);
+		add_cause(o, "low_confidence",
+			  "the tuner's confidence is low (%zu of %zu profiles in the group are low)", c->lowconf,
+			  n_refs);
 	if (e->measured_at < median_measured - (int64_t)r->opts.stale_days * 86400)
 		add_cause(o, "stale_profile", "measured %s, %" PRId64 " days before the group's median profile (%s)",
 			  rp_time(e->measured_at, when), (median_measured - e->measured_at) / 86400,
@@ -508,15 +525,18 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 		const struct rp_drift *dr = &r->drifts[i];
 
 		if (!strcmp(dr->hostname, node->hostname) && !strcmp(dr->device, e->device) && dr->port == e->port) {
-			add_cause(o, "drift", "the node's latest run moved away from its own history: %s %.0f now, %.0f "
-				  "before (median of %zu runs)", rp_metric_name(dr->metric), dr->latest, dr->hist_median,
-				  dr->hist_runs);
+			add_cause(o, "drift",
+				  "the node's latest run moved away from its own history: %s %.0f now, %.0f "
+				  "before (median of %zu runs)",
+				  rp_metric_name(dr->metric), dr->latest, dr->hist_median, dr->hist_runs);
 			break;
 		}
 	}
 	if (!o->causes[0])
-		add_cause(o, "unexplained", "no calibration, PCIe, firmware, link, confidence or age difference from the "
-			  "group was found; recalibrate %s and compare its curves", e->device);
+		add_cause(o, "unexplained",
+			  "no calibration, PCIe, firmware, link, confidence or age difference from the "
+			  "group was found; recalibrate %s and compare its curves",
+			  e->device);
 }
 
 static int add_outlier(struct rt_report *r, const struct rp_outlier *o)
@@ -624,8 +644,8 @@ static int analyze_group(struct rt_report *r, size_t gi)
 				;
 			if (j == g->n_slots) {
 				if (g->n_slots == cap_slots) {
-					struct rp_slot *ns = realloc(g->slots, (cap_slots = cap_slots ? cap_slots * 2 : 4) *
-								     sizeof(*ns));
+					struct rp_slot *ns = realloc(
+						g->slots, (cap_slots = cap_slots ? cap_slots * 2 : 4) * sizeof(*ns));
 
 					if (!ns)
 						return ENOMEM;
@@ -674,7 +694,8 @@ static int analyze_group(struct rt_report *r, size_t gi)
 			bool sorted = true;
 
 			for (size_t i = 0; i < n; i++) {
-				double x = metric_value(&r->nodes[refs[i].node].entries[refs[i].entry], (enum rp_metric)m);
+				double x =
+					metric_value(&r->nodes[refs[i].node].entries[refs[i].entry], (enum rp_metric)m);
 
 				if (!isnan(x))
 					vals[nv++] = x;
@@ -717,7 +738,8 @@ static int analyze_group(struct rt_report *r, size_t gi)
 					o.z = z;
 					e->outlier_mask |= (uint8_t)(1u << m);
 					explain(r, g, refs, n, med_time, &ctx, &o);
-					snprintf(o.cause, sizeof(o.cause), "%.*s", (int)strcspn(o.causes, ","), o.causes);
+					snprintf(o.cause, sizeof(o.cause), "%.*s", (int)strcspn(o.causes, ","),
+						 o.causes);
 					if (add_outlier(r, &o))
 						goto out;
 				}
@@ -756,9 +778,18 @@ int rt_report_analyze(struct rt_report *r, struct rt_error *err)
 
 /* ---- accessors --------------------------------------------------------------------------------------------------- */
 
-size_t rt_report_group_count(const struct rt_report *r) { return r->n_groups; }
-size_t rt_report_outlier_count(const struct rt_report *r) { return r->n_outliers; }
-size_t rt_report_drift_count(const struct rt_report *r) { return r->n_drifts; }
+size_t rt_report_group_count(const struct rt_report *r)
+{
+	return r->n_groups;
+}
+size_t rt_report_outlier_count(const struct rt_report *r)
+{
+	return r->n_outliers;
+}
+size_t rt_report_drift_count(const struct rt_report *r)
+{
+	return r->n_drifts;
+}
 
 const char *rt_report_group_id(const struct rt_report *r, size_t i)
 {

@@ -25,7 +25,9 @@
 #define MAX_CURVE_CHARTS 24
 #define BINS 40
 
-struct axis { double lo, hi; };
+struct axis {
+	double lo, hi;
+};
 
 static const char *slot_name_html(const struct rp_slot *s, char *buf, size_t len)
 {
@@ -61,8 +63,10 @@ static void svg_open(struct rt_buf *b, const char *title)
 {
 	rt_buf_printf(b, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>", W, H, W, H);
 	rp_bescape(b, title);
-	rt_buf_printf(b, "</title><rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#cccccc\"/>"
-		   "<text x=\"%d\" y=\"16\" class=\"t\">", W, H, ML);
+	rt_buf_printf(b,
+		      "</title><rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#cccccc\"/>"
+		      "<text x=\"%d\" y=\"16\" class=\"t\">",
+		      W, H, ML);
 	rp_bescape(b, title);
 	rt_buf_puts(b, "</text>");
 }
@@ -71,7 +75,8 @@ static void svg_open(struct rt_buf *b, const char *title)
 static void svg_axes(struct rt_buf *b, const struct axis *x, const struct axis *y, const char *xlabel,
 		     const char *ylabel, double x_offset)
 {
-	rt_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333333\"/>", ML, H - MB, W - MR, H - MB);
+	rt_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333333\"/>", ML, H - MB, W - MR,
+		      H - MB);
 	rt_buf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333333\"/>", ML, MT, ML, H - MB);
 	for (int e = x_offset > 0 ? 3 : (int)ceil(x->lo); e <= (int)floor(x->hi); e++) {
 		/* with an offset (threshold + 8, so that 0 fits a log axis) ticks sit at 0 and powers of two from 16 */
@@ -80,28 +85,31 @@ static void svg_axes(struct rt_buf *b, const struct axis *x, const struct axis *
 
 		if (xx < ML || xx > W - MR)
 			continue;
-		rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>"
-			   "<text x=\"%.1f\" y=\"%d\" class=\"a\" text-anchor=\"middle\">%.0f</text>", xx, H - MB, xx,
-			   H - MB + 4, xx, H - MB + 15, v);
+		rt_buf_printf(b,
+			      "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>"
+			      "<text x=\"%.1f\" y=\"%d\" class=\"a\" text-anchor=\"middle\">%.0f</text>",
+			      xx, H - MB, xx, H - MB + 4, xx, H - MB + 15, v);
 	}
 	for (int i = 0; i <= 4; i++) {
 		double v = y->lo + (y->hi - y->lo) * i / 4, yy = py(y, v);
 
-		rt_buf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eeeeee\"/>"
-			   "<text x=\"%d\" y=\"%.1f\" class=\"a\" text-anchor=\"end\">%.4g</text>", ML, yy, W - MR, yy, ML - 4,
-			   yy + 4, v);
+		rt_buf_printf(b,
+			      "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#eeeeee\"/>"
+			      "<text x=\"%d\" y=\"%.1f\" class=\"a\" text-anchor=\"end\">%.4g</text>",
+			      ML, yy, W - MR, yy, ML - 4, yy + 4, v);
 	}
 	rt_buf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"a\" text-anchor=\"middle\">", (ML + W - MR) / 2, H - 6);
 	rp_bescape(b, xlabel);
-	rt_buf_printf(b, "</text><text x=\"12\" y=\"%d\" class=\"a\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">",
-		   (MT + H - MB) / 2, (MT + H - MB) / 2);
+	rt_buf_printf(
+		b, "</text><text x=\"12\" y=\"%d\" class=\"a\" transform=\"rotate(-90 12 %d)\" text-anchor=\"middle\">",
+		(MT + H - MB) / 2, (MT + H - MB) / 2);
 	rp_bescape(b, ylabel);
 	rt_buf_puts(b, "</text>");
 }
 
 /* Histogram of one metric over a slot's entries (log2 bins; outliers stacked in red; median marked). */
-static void distribution(struct rt_buf *b, const struct rt_report *r, const struct rp_group *g,
-			 const struct rp_slot *s, enum rp_metric m)
+static void distribution(struct rt_buf *b, const struct rt_report *r, const struct rp_group *g, const struct rp_slot *s,
+			 enum rp_metric m)
 {
 	double off = m == RP_M_THRESHOLD ? 8 : 0, lo = INFINITY, hi = -INFINITY, med;
 	size_t all[BINS] = { 0 }, bad[BINS] = { 0 }, peak = 1;
@@ -156,23 +164,27 @@ static void distribution(struct rt_buf *b, const struct rt_report *r, const stru
 	snprintf(title, sizeof(title), "%s: %s across %zu nodes", slot_name_html(s, name, sizeof(name)),
 		 rp_metric_name(m), s->n);
 	svg_open(b, title);
-	svg_axes(b, &x, &y, m == RP_M_THRESHOLD ? "inline_threshold (bytes, log scale)" : "signal_interval N (log scale)",
-		 "nodes", off);
+	svg_axes(b, &x, &y,
+		 m == RP_M_THRESHOLD ? "inline_threshold (bytes, log scale)" : "signal_interval N (log scale)", "nodes",
+		 off);
 	for (int i = 0; i < BINS; i++) {
 		double x0 = ML + (double)i / BINS * (W - ML - MR), bw = (double)(W - ML - MR) / BINS - 1;
 
 		if (!all[i])
 			continue;
 		rt_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#4a7ab5\"/>", x0,
-			   py(&y, (double)all[i]), bw, py(&y, 0) - py(&y, (double)all[i]));
+			      py(&y, (double)all[i]), bw, py(&y, 0) - py(&y, (double)all[i]));
 		if (bad[i])
-			rt_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#d62728\"/>", x0,
-				   py(&y, (double)bad[i]), bw, py(&y, 0) - py(&y, (double)bad[i]));
+			rt_buf_printf(b,
+				      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#d62728\"/>",
+				      x0, py(&y, (double)bad[i]), bw, py(&y, 0) - py(&y, (double)bad[i]));
 	}
 	med = log2(s->st[m].median + off);
-	rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#2ca02c\" stroke-width=\"2\" "
-		   "stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%d\" class=\"a\" fill=\"#2ca02c\">median %.0f</text>",
-		   px(&x, med), MT, px(&x, med), H - MB, px(&x, med) + 4, MT + 10, s->st[m].median);
+	rt_buf_printf(
+		b,
+		"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#2ca02c\" stroke-width=\"2\" "
+		"stroke-dasharray=\"4 3\"/><text x=\"%.1f\" y=\"%d\" class=\"a\" fill=\"#2ca02c\">median %.0f</text>",
+		px(&x, med), MT, px(&x, med), H - MB, px(&x, med) + 4, MT + 10, s->st[m].median);
 	rt_buf_puts(b, "</svg>\n");
 }
 
@@ -205,7 +217,7 @@ static void latency_chart(struct rt_buf *b, const struct rp_node *nd, const stru
 		bool first = true;
 
 		rt_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
-			   pass ? "#ff7f0e" : "#1f77b4");
+			      pass ? "#ff7f0e" : "#1f77b4");
 		/* points in size order */
 		for (int done = 0, last = -1; done < c->n_lat; done++) {
 			int k = -1;
@@ -221,8 +233,8 @@ static void latency_chart(struct rt_buf *b, const struct rp_node *nd, const stru
 
 				if (isnan(v))
 					continue;
-				rt_buf_printf(b, "%s%.1f,%.1f", first ? "" : " ", px(&x, log2(c->lat[k].bytes ? c->lat[k].bytes : 1)),
-					   py(&y, v));
+				rt_buf_printf(b, "%s%.1f,%.1f", first ? "" : " ",
+					      px(&x, log2(c->lat[k].bytes ? c->lat[k].bytes : 1)), py(&y, v));
 				first = false;
 			}
 		}
@@ -231,13 +243,17 @@ static void latency_chart(struct rt_buf *b, const struct rp_node *nd, const stru
 	if (e->inline_threshold > 0) {
 		double tx = px(&x, log2(e->inline_threshold));
 
-		rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#d62728\" stroke-width=\"2\" "
-			   "stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%d\" class=\"a\" fill=\"#d62728\">threshold %" PRIu32
-			   " B</text>", tx, MT, tx, H - MB, tx + 4, MT + 10, e->inline_threshold);
+		rt_buf_printf(
+			b,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#d62728\" stroke-width=\"2\" "
+			"stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%d\" class=\"a\" fill=\"#d62728\">threshold %" PRIu32
+			" B</text>",
+			tx, MT, tx, H - MB, tx + 4, MT + 10, e->inline_threshold);
 	}
-	rt_buf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#1f77b4\">inline</text>"
-		   "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#ff7f0e\">not inline</text>", W - MR - 110, H - MB - 22,
-		   W - MR - 110, H - MB - 10);
+	rt_buf_printf(b,
+		      "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#1f77b4\">inline</text>"
+		      "<text x=\"%d\" y=\"%d\" class=\"a\" fill=\"#ff7f0e\">not inline</text>",
+		      W - MR - 110, H - MB - 22, W - MR - 110, H - MB - 10);
 	rt_buf_puts(b, "</svg>\n");
 }
 
@@ -279,11 +295,15 @@ static void rate_chart(struct rt_buf *b, const struct rp_node *nd, const struct 
 	{
 		double kx = px(&x, log2(e->signal_interval));
 
-		rt_buf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#d62728\" stroke-width=\"2\" "
-			   "stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%d\" class=\"a\" fill=\"#d62728\">knee N=%" PRIu32
-			   "</text>", kx, MT, kx, H - MB, kx + 4, MT + 10, e->signal_interval);
+		rt_buf_printf(
+			b,
+			"<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#d62728\" stroke-width=\"2\" "
+			"stroke-dasharray=\"5 3\"/><text x=\"%.1f\" y=\"%d\" class=\"a\" fill=\"#d62728\">knee N=%" PRIu32
+			"</text>",
+			kx, MT, kx, H - MB, kx + 4, MT + 10, e->signal_interval);
 		if (!isnan(e->mops))
-			rt_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#d62728\"/>", kx, py(&y, e->mops));
+			rt_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"#d62728\"/>", kx,
+				      py(&y, e->mops));
 	}
 	rt_buf_puts(b, "</svg>\n");
 }
@@ -296,7 +316,7 @@ static void stat_cell(struct rt_buf *b, const struct rp_stat *s, int dec)
 		rt_buf_puts(b, "<td>-</td>");
 	else
 		rt_buf_printf(b, "<td>%s <span class=\"s\">[%s..%s]</span></td>", rp_fmt(m, sizeof(m), s->median, dec),
-			   rp_fmt(lo, sizeof(lo), s->p10, dec), rp_fmt(hi, sizeof(hi), s->p90, dec));
+			      rp_fmt(lo, sizeof(lo), s->p10, dec), rp_fmt(hi, sizeof(hi), s->p90, dec));
 }
 
 int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
@@ -307,14 +327,18 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 
 	*out = NULL;
 	*len = 0;
-	rt_buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>rtune fleet report</title>"
-		 "<style>body{font-family:sans-serif;margin:16px;color:#222;background:#fafafa}"
-		 "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
-		 "th{background:#e8eef6}.s{color:#777}.bad{background:#fde2e2}svg{margin:4px}.t{font-size:13px;"
-		 "font-weight:bold}.a{font-size:10px}h2{margin-top:28px}.p{color:#a00}</style></head><body>\n");
-	rt_buf_printf(&b, "<h1>rtune fleet report</h1><p>%zu nodes in %zu groups; %zu outliers; %zu drifts; %zu input "
-		   "problems. Generated %s by rtune %s.</p>\n", r->n_nodes, r->n_groups, r->n_outliers, r->n_drifts,
-		   r->n_problems, rp_time(r->opts.now, now), RTUNE_VERSION);
+	rt_buf_puts(
+		&b,
+		"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>rtune fleet report</title>"
+		"<style>body{font-family:sans-serif;margin:16px;color:#222;background:#fafafa}"
+		"table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+		"th{background:#e8eef6}.s{color:#777}.bad{background:#fde2e2}svg{margin:4px}.t{font-size:13px;"
+		"font-weight:bold}.a{font-size:10px}h2{margin-top:28px}.p{color:#a00}</style></head><body>\n");
+	rt_buf_printf(&b,
+		      "<h1>rtune fleet report</h1><p>%zu nodes in %zu groups; %zu outliers; %zu drifts; %zu input "
+		      "problems. Generated %s by rtune %s.</p>\n",
+		      r->n_nodes, r->n_groups, r->n_outliers, r->n_drifts, r->n_problems, rp_time(r->opts.now, now),
+		      RTUNE_VERSION);
 	if (r->n_problems) {
 		rt_buf_puts(&b, "<h3>Inputs skipped</h3><ul>");
 		for (size_t i = 0; i < r->n_problems; i++) {
@@ -329,8 +353,10 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 
 		rt_buf_printf(&b, "<h2>Group %s: %zu node%s</h2><p>", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s");
 		rp_bescape(&b, g->label);
-		rt_buf_puts(&b, "</p><table><tr><th>slot</th><th>nodes</th><th>inline_threshold B</th><th>signal_interval</th>"
-			 "<th>latency ns</th><th>Mops</th><th>recommended</th></tr>\n");
+		rt_buf_puts(
+			&b,
+			"</p><table><tr><th>slot</th><th>nodes</th><th>inline_threshold B</th><th>signal_interval</th>"
+			"<th>latency ns</th><th>Mops</th><th>recommended</th></tr>\n");
 		for (size_t si = 0; si < g->n_slots; si++) {
 			const struct rp_slot *s = &g->slots[si];
 			char name[96];
@@ -343,10 +369,12 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 			stat_cell(&b, &s->st[RP_M_LAT], 0);
 			stat_cell(&b, &s->st[RP_M_MOPS], -1);
 			if (s->has_rec)
-				rt_buf_printf(&b, "<td>inline &#8804; %" PRIu32 " B (max_inline_data %" PRIu32 "), signal every %"
-					   PRIu32 ", sq %" PRIu32 ", cq %" PRIu32 " &#8212; %s, %zu nodes</td></tr>\n",
-					   s->rec_threshold, s->rec_max_inline, s->rec_interval, s->rec_sq_depth,
-					   s->rec_cq_depth, s->rec_confidence, s->rec_basis);
+				rt_buf_printf(&b,
+					      "<td>inline &#8804; %" PRIu32 " B (max_inline_data %" PRIu32
+					      "), signal every %" PRIu32 ", sq %" PRIu32 ", cq %" PRIu32
+					      " &#8212; %s, %zu nodes</td></tr>\n",
+					      s->rec_threshold, s->rec_max_inline, s->rec_interval, s->rec_sq_depth,
+					      s->rec_cq_depth, s->rec_confidence, s->rec_basis);
 			else
 				rt_buf_puts(&b, "<td>-</td></tr>\n");
 		}
@@ -367,19 +395,22 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 				if (o->group != gi)
 					continue;
 				if (!any)
-					rt_buf_puts(&b, "<h3>Outliers</h3><table><tr><th>node</th><th>entry</th><th>metric</th>"
-						 "<th>value</th><th>group median</th><th>robust z</th><th>likely cause</th>"
-						 "<th>evidence</th></tr>\n");
+					rt_buf_puts(
+						&b,
+						"<h3>Outliers</h3><table><tr><th>node</th><th>entry</th><th>metric</th>"
+						"<th>value</th><th>group median</th><th>robust z</th><th>likely cause</th>"
+						"<th>evidence</th></tr>\n");
 				any = true;
 				rt_buf_puts(&b, "<tr class=\"bad\"><td>");
 				rp_bescape(&b, r->nodes[o->node].hostname);
 				rt_buf_puts(&b, "</td><td>");
 				rp_bescape(&b, e->device);
-				rt_buf_printf(&b, "/%u %s %s</td><td>%s</td><td>%s</td><td>%s</td><td>%+.1f</td><td>", e->port,
-					   rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
-					   rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type),
-					   rp_metric_name(o->metric), rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
-					   rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z);
+				rt_buf_printf(&b, "/%u %s %s</td><td>%s</td><td>%s</td><td>%s</td><td>%+.1f</td><td>",
+					      e->port, rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
+					      rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type),
+					      rp_metric_name(o->metric),
+					      rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
+					      rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z);
 				rp_bescape(&b, o->causes);
 				rt_buf_puts(&b, "</td><td>");
 				rp_bescape(&b, o->evidence);
@@ -410,8 +441,9 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 		}
 	}
 	if (r->n_drifts) {
-		rt_buf_puts(&b, "<h2>Drift</h2><table><tr><th>node</th><th>device/port</th><th>metric</th><th>latest</th>"
-			 "<th>history median</th><th>runs</th><th>store</th></tr>\n");
+		rt_buf_puts(&b,
+			    "<h2>Drift</h2><table><tr><th>node</th><th>device/port</th><th>metric</th><th>latest</th>"
+			    "<th>history median</th><th>runs</th><th>store</th></tr>\n");
 		for (size_t i = 0; i < r->n_drifts; i++) {
 			const struct rp_drift *d = &r->drifts[i];
 
@@ -420,7 +452,7 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 			rt_buf_puts(&b, "</td><td>");
 			rp_bescape(&b, d->device);
 			rt_buf_printf(&b, "/%d</td><td>%s</td><td>%.0f</td><td>%.0f</td><td>%zu</td><td>", d->port,
-				   rp_metric_name(d->metric), d->latest, d->hist_median, d->hist_runs);
+				      rp_metric_name(d->metric), d->latest, d->hist_median, d->hist_runs);
 			rp_bescape(&b, d->source);
 			rt_buf_puts(&b, "</td></tr>\n");
 		}

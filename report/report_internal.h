@@ -29,46 +29,52 @@ struct rp_dev {
 	bool has_pcie;
 	char pcie_speed[24];
 	int pcie_width;
-	int mps, mrrs;             /* max payload / max read request, bytes */
+	int mps, mrrs; /* max payload / max read request, bytes */
 };
 
 /* A latency or rate curve of the run behind an entry (HTML charts). */
 struct rp_curve {
 	uint16_t n_lat, n_rate;
-	struct { uint32_t bytes; float inl_ns, noinl_ns; } lat[RP_MAX_CURVE];
-	struct { uint32_t n; float mops; } rate[RP_MAX_CURVE];
+	struct {
+		uint32_t bytes;
+		float inl_ns, noinl_ns;
+	} lat[RP_MAX_CURVE];
+	struct {
+		uint32_t n;
+		float mops;
+	} rate[RP_MAX_CURVE];
 };
 
 /* One profile entry, compacted. */
 struct rp_entry {
 	char device[32];
-	uint8_t port, opcode, qp_type, confidence;   /* rt_profile_* enums */
+	uint8_t port, opcode, qp_type, confidence; /* rt_profile_* enums */
 	uint32_t inline_threshold, max_inline_data, signal_interval, sq_depth, cq_depth;
-	int16_t numa_node;           /* device NUMA node per the entry, -1 unknown */
-	int16_t cal_cpu_numa;        /* NUMA node the calibration ran on, -1 unknown */
-	int8_t cal_local;            /* 1 local, 0 remote, -1 unknown */
+	int16_t numa_node;    /* device NUMA node per the entry, -1 unknown */
+	int16_t cal_cpu_numa; /* NUMA node the calibration ran on, -1 unknown */
+	int8_t cal_local;     /* 1 local, 0 remote, -1 unknown */
 	int64_t measured_at;
 	char run_id[40];
-	float lat_ns, mops;          /* at the chosen settings, NAN when unknown */
-	struct rp_curve *curve;      /* NULL unless with_curves and the run was in a store */
+	float lat_ns, mops;	/* at the chosen settings, NAN when unknown */
+	struct rp_curve *curve; /* NULL unless with_curves and the run was in a store */
 	/* analysis */
-	uint8_t outlier_mask;        /* bit per metric */
+	uint8_t outlier_mask; /* bit per metric */
 };
 
 struct rp_node {
 	char *hostname;
-	char *node_key;              /* machine-id, else hostname */
-	char *source;                /* file it came from */
+	char *node_key; /* machine-id, else hostname */
+	char *source;	/* file it came from */
 	char *cpu_model;
 	char hw_sig[40];
-	int numa_nodes;              /* -1 unknown */
-	bool has_hw;                 /* hardware facts known (JSON "hardware" object or a store's tables) */
+	int numa_nodes; /* -1 unknown */
+	bool has_hw;	/* hardware facts known (JSON "hardware" object or a store's tables) */
 	int n_devs;
 	struct rp_dev *devs;
 	int n_entries;
 	struct rp_entry *entries;
-	int64_t newest;              /* newest measured_at of its entries */
-	uint64_t key_hash;           /* of node_key and hostname, set by rp_add_node */
+	int64_t newest;	   /* newest measured_at of its entries */
+	uint64_t key_hash; /* of node_key and hostname, set by rp_add_node */
 	/* analysis */
 	int group;
 };
@@ -86,21 +92,21 @@ struct rp_stat {
 struct rp_slot {
 	char device[32];
 	uint8_t port, opcode, qp_type;
-	size_t n;                    /* entries */
+	size_t n; /* entries */
 	struct rp_stat st[RP_M__COUNT];
 	/* recommended profile (medians over inliers with at least medium confidence) */
 	bool has_rec;
 	uint32_t rec_threshold, rec_max_inline, rec_interval, rec_sq_depth, rec_cq_depth;
-	size_t rec_basis;            /* entries the recommendation stands on */
+	size_t rec_basis; /* entries the recommendation stands on */
 	const char *rec_confidence;
 };
 
 struct rp_group {
 	char id[40];
 	char *label;
-	bool from_hw;                /* id from hardware facts (else a bare hardware signature) */
+	bool from_hw; /* id from hardware facts (else a bare hardware signature) */
 	size_t n_nodes;
-	size_t *nodes;               /* node indices */
+	size_t *nodes; /* node indices */
 	size_t n_slots;
 	struct rp_slot *slots;
 };
@@ -109,7 +115,7 @@ struct rp_outlier {
 	size_t group, node, entry;
 	enum rp_metric metric;
 	double value, median, z;
-	char cause[48];              /* the likely one: first of causes */
+	char cause[48]; /* the likely one: first of causes */
 	char causes[160];
 	char evidence[512];
 };
@@ -185,9 +191,9 @@ void rp_stat_compute(double *v, size_t n, struct rp_stat *out);
 #define RP_OUT_BUF (64u << 10)
 struct rp_out {
 	FILE *f;
-	int err;                     /* first failure: EIO (the stream), ENOMEM; later appends do nothing */
+	int err; /* first failure: EIO (the stream), ENOMEM; later appends do nothing */
 	size_t len;
-	char *buf;                   /* RP_OUT_BUF bytes */
+	char *buf; /* RP_OUT_BUF bytes */
 };
 /* Starts writing to f; 0 or ENOMEM. */
 int rp_out_open(struct rp_out *o, FILE *f);

@@ -192,21 +192,22 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 	if (rp_out_open(b, f))
 		return ENOMEM;
 	rp_out_printf(b, "rtune report: %zu node%s in %zu group%s; %zu outlier%s; %zu drift%s; %zu input problem%s\n",
-		   r->n_nodes, r->n_nodes == 1 ? "" : "s", r->n_groups, r->n_groups == 1 ? "" : "s", r->n_outliers,
-		   r->n_outliers == 1 ? "" : "s", r->n_drifts, r->n_drifts == 1 ? "" : "s", r->n_problems,
-		   r->n_problems == 1 ? "" : "s");
+		      r->n_nodes, r->n_nodes == 1 ? "" : "s", r->n_groups, r->n_groups == 1 ? "" : "s", r->n_outliers,
+		      r->n_outliers == 1 ? "" : "s", r->n_drifts, r->n_drifts == 1 ? "" : "s", r->n_problems,
+		      r->n_problems == 1 ? "" : "s");
 	for (size_t gi = 0; gi < r->n_groups; gi++) {
 		const struct rp_group *g = &r->groups[gi];
 		size_t remote = remote_calibrations(r, g);
 
-		rp_out_printf(b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s", g->label);
+		rp_out_printf(b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s",
+			      g->label);
 		if (remote)
-			rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n", remote,
-				   remote == 1 ? "" : "s");
+			rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n",
+				      remote, remote == 1 ? "" : "s");
 		rp_out_printf(b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "slot", "nodes", "inline_threshold B",
-			   "signal_interval", "latency_ns", "mops");
+			      "signal_interval", "latency_ns", "mops");
 		rp_out_printf(b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "", "", "median [p10..p90]",
-			   "median [p10..p90]", "median [p10..p90]", "median [p10..p90]");
+			      "median [p10..p90]", "median [p10..p90]", "median [p10..p90]");
 		for (size_t si = 0; si < g->n_slots; si++) {
 			const struct rp_slot *s = &g->slots[si];
 			char name[96];
@@ -224,11 +225,13 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 
 			if (!s->has_rec)
 				continue;
-			rp_out_printf(b, "  recommended %s: inline_threshold %" PRIu32 ", max_inline_data %" PRIu32
-				   ", signal_interval %" PRIu32 ", sq_depth %" PRIu32 ", cq_depth %" PRIu32
-				   " (%s confidence, from %zu node%s)\n", slot_name(s, name, sizeof(name)), s->rec_threshold,
-				   s->rec_max_inline, s->rec_interval, s->rec_sq_depth, s->rec_cq_depth, s->rec_confidence,
-				   s->rec_basis, s->rec_basis == 1 ? "" : "s");
+			rp_out_printf(b,
+				      "  recommended %s: inline_threshold %" PRIu32 ", max_inline_data %" PRIu32
+				      ", signal_interval %" PRIu32 ", sq_depth %" PRIu32 ", cq_depth %" PRIu32
+				      " (%s confidence, from %zu node%s)\n",
+				      slot_name(s, name, sizeof(name)), s->rec_threshold, s->rec_max_inline,
+				      s->rec_interval, s->rec_sq_depth, s->rec_cq_depth, s->rec_confidence,
+				      s->rec_basis, s->rec_basis == 1 ? "" : "s");
 		}
 		if (g->n_nodes < (size_t)r->opts.min_group)
 			rp_out_printf(b, "  outliers not judged: fewer than %d nodes\n", r->opts.min_group);
@@ -238,13 +241,16 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 			const struct rp_entry *e = &r->nodes[o->node].entries[o->entry];
 			char v[32], m[32];
 
-			rp_out_printf(b, "  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
-				   "    evidence: %s\n", r->nodes[o->node].hostname, e->device, e->port,
-				   rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
-				   rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), rp_metric_name(o->metric),
-				   rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
-				   rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z, o->causes,
-				   o->evidence);
+			rp_out_printf(
+				b,
+				"  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
+				"    evidence: %s\n",
+				r->nodes[o->node].hostname, e->device, e->port,
+				rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
+				rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), rp_metric_name(o->metric),
+				rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
+				rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z, o->causes,
+				o->evidence);
 		}
 	}
 	if (r->n_drifts) {
@@ -252,9 +258,9 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		for (size_t i = 0; i < r->n_drifts; i++) {
 			const struct rp_drift *d = &r->drifts[i];
 
-			rp_out_printf(b, "  DRIFT %s %s/%d %s: %.0f now, %.0f before (median of %zu runs) [%s]\n", d->hostname,
-				   d->device, d->port, rp_metric_name(d->metric), d->latest, d->hist_median, d->hist_runs,
-				   d->source);
+			rp_out_printf(b, "  DRIFT %s %s/%d %s: %.0f now, %.0f before (median of %zu runs) [%s]\n",
+				      d->hostname, d->device, d->port, rp_metric_name(d->metric), d->latest,
+				      d->hist_median, d->hist_runs, d->source);
 		}
 	}
 	return rp_out_close(b);
@@ -349,9 +355,7 @@ static void jw_str(struct jw *w, const char *str)
 			case '\n': rp_out_write(w->o, "\\n", 2); break;
 			case '\r': rp_out_write(w->o, "\\r", 2); break;
 			case '\t': rp_out_write(w->o, "\\t", 2); break;
-			default:
-				snprintf(esc, sizeof(esc), "\\u%04X", *s);
-				rp_out_write(w->o, esc, 6);
+			default: snprintf(esc, sizeof(esc), "\\u%04X", *s); rp_out_write(w->o, esc, 6);
 			}
 		}
 		run = ++s;
@@ -616,9 +620,25 @@ static int cmp_outlier_ref(const void *a, const void *b, void *arg)
 
 int rt_report_write_csv(const struct rt_report *r, FILE *f)
 {
-	static const char *const head[] = { "group", "hostname", "source", "device", "port", "opcode", "qp_type",
-		"inline_threshold", "max_inline_data", "signal_interval", "latency_ns", "mops", "confidence", "measured_at",
-		"calibration_cpu_numa_node", "calibration_numa_local", "outlier_metrics", "cause", "evidence" };
+	static const char *const head[] = { "group",
+					    "hostname",
+					    "source",
+					    "device",
+					    "port",
+					    "opcode",
+					    "qp_type",
+					    "inline_threshold",
+					    "max_inline_data",
+					    "signal_interval",
+					    "latency_ns",
+					    "mops",
+					    "confidence",
+					    "measured_at",
+					    "calibration_cpu_numa_node",
+					    "calibration_numa_local",
+					    "outlier_metrics",
+					    "cause",
+					    "evidence" };
 	const size_t nh = sizeof(head) / sizeof(head[0]);
 	struct rp_out out, *b = &out;
 	size_t *by_entry = NULL;
@@ -656,7 +676,8 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 						size_t mid = lo + (hi - lo) / 2;
 						const struct rp_outlier *o = &r->outliers[by_entry[mid]];
 
-						if (o->node < g->nodes[k] || (o->node == g->nodes[k] && o->entry < (size_t)i))
+						if (o->node < g->nodes[k] ||
+						    (o->node == g->nodes[k] && o->entry < (size_t)i))
 							lo = mid + 1;
 						else
 							hi = mid;
@@ -668,8 +689,8 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 							break;
 						if (!first)
 							first = o;
-						snprintf(metrics + strlen(metrics), sizeof(metrics) - strlen(metrics), "%s%s",
-							 metrics[0] ? ";" : "", rp_metric_name(o->metric));
+						snprintf(metrics + strlen(metrics), sizeof(metrics) - strlen(metrics),
+							 "%s%s", metrics[0] ? ";" : "", rp_metric_name(o->metric));
 					}
 				}
 				csv_field(b, g->id, false);
@@ -688,7 +709,8 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 				csv_field(b, num, false);
 				csv_field(b, isnan(e->lat_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_ns, 1), false);
 				csv_field(b, isnan(e->mops) ? "" : rp_fmt(num, sizeof(num), e->mops, 3), false);
-				csv_field(b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence), false);
+				csv_field(b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence),
+					  false);
 				csv_field(b, rp_time(e->measured_at, num), false);
 				snprintf(num, sizeof(num), "%d", e->cal_cpu_numa);
 				csv_field(b, e->cal_cpu_numa < 0 ? "" : num, false);

@@ -39,13 +39,15 @@ static int read_devices(sqlite3 *db, int64_t node_id, struct rp_node *n)
 	sqlite3_stmt *s;
 	int rc;
 
-	if (sqlite3_prepare_v2(db,
-		"SELECT d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
-		" d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
-		" (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
-		" (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
-		" FROM devices d WHERE d.node_id = ?1 AND d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id"
-		" AND e.name = d.name) ORDER BY d.name LIMIT 16", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
+		    " d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
+		    " (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
+		    " (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
+		    " FROM devices d WHERE d.node_id = ?1 AND d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id"
+		    " AND e.name = d.name) ORDER BY d.name LIMIT 16",
+		    -1, &s, NULL) != SQLITE_OK)
 		return EIO;
 	sqlite3_bind_int64(s, 1, node_id);
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -85,8 +87,10 @@ static void imported_cal(sqlite3 *db, int64_t node_id, struct rp_entry *e)
 {
 	sqlite3_stmt *s = NULL;
 
-	if (sqlite3_prepare_v2(db, "SELECT cal_cpu_numa_node, cal_numa_local FROM profiles WHERE node_id = ?1"
-			       " AND run_uuid = ?2 AND device = ?3 AND port = ?4 LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT cal_cpu_numa_node, cal_numa_local FROM profiles WHERE node_id = ?1"
+			       " AND run_uuid = ?2 AND device = ?3 AND port = ?4 LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK)
 		return;
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_text(s, 2, e->run_id, -1, SQLITE_STATIC);
@@ -123,8 +127,8 @@ static void from_run(const struct rt_run *run, struct rp_entry *e, bool with_cur
 
 		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->kind != kind || p->inl != want_inl)
 			continue;
-		if (want_inl ? (p->msg_bytes <= target && p->msg_bytes >= best_bytes) :
-			       (isnan(best_lat) || p->msg_bytes < best_bytes)) {
+		if (want_inl ? (p->msg_bytes <= target && p->msg_bytes >= best_bytes)
+			     : (isnan(best_lat) || p->msg_bytes < best_bytes)) {
 			best_bytes = p->msg_bytes;
 			best_lat = (float)p->median_ns;
 		}
@@ -241,8 +245,9 @@ static int add_drift(struct rt_report *r, const char *path, const struct rt_stor
 	d->latest = latest;
 	d->hist_median = hist;
 	d->hist_runs = hist_n;
-	snprintf(d->evidence, sizeof(d->evidence), "latest run %.36s chose %s %.0f, its %zu earlier runs' median is %.0f",
-		 last->uuid, rp_metric_name(m), latest, hist_n, hist);
+	snprintf(d->evidence, sizeof(d->evidence),
+		 "latest run %.36s chose %s %.0f, its %zu earlier runs' median is %.0f", last->uuid, rp_metric_name(m),
+		 latest, hist_n, hist);
 	r->n_drifts++;
 	return 0;
 }
@@ -297,7 +302,8 @@ static int find_drift(struct rt_report *r, struct rt_store *st, const char *path
 			double mt = median_u32(a, k), mi = median_u32(b, k);
 			double lt = last->inline_threshold, li = last->signal_interval;
 
-			bool thr_moved = fabs(lt - mt) > 16 && ((lt + 1) / (mt + 1) >= 1.5 || (mt + 1) / (lt + 1) >= 1.5);
+			bool thr_moved =
+				fabs(lt - mt) > 16 && ((lt + 1) / (mt + 1) >= 1.5 || (mt + 1) / (lt + 1) >= 1.5);
 
 			if (thr_moved && (rc = add_drift(r, path, last, RP_M_THRESHOLD, lt, mt, k)))
 				goto out;
@@ -344,9 +350,10 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 	long added = 0;
 	int step;
 
-	if (sqlite3_prepare_v2(db, "SELECT id, node_key, hostname, cpu_model, numa_nodes, hw_signature FROM nodes n"
-			       " WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id", -1, &s,
-			       NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, node_key, hostname, cpu_model, numa_nodes, hw_signature FROM nodes n"
+			       " WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id",
+			       -1, &s, NULL) != SQLITE_OK)
 		goto sqlfail;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rp_node *nd;
@@ -382,13 +389,15 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 	sqlite3_finalize(s);
 	s = NULL;
 	/* devices with their first port (newest row per name) */
-	if (sqlite3_prepare_v2(db,
-		"SELECT d.node_id, d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
-		" d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
-		" (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
-		" (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
-		" FROM devices d WHERE d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id AND e.name = d.name)"
-		" ORDER BY d.node_id, d.name", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT d.node_id, d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
+		    " d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
+		    " (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
+		    " (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
+		    " FROM devices d WHERE d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id AND e.name = d.name)"
+		    " ORDER BY d.node_id, d.name",
+		    -1, &s, NULL) != SQLITE_OK)
 		goto sqlfail;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		long k = node_index(ids, n, sqlite3_column_int64(s, 0));
@@ -422,14 +431,16 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 	sqlite3_finalize(s);
 	s = NULL;
 	/* every node's current profile */
-	if (sqlite3_prepare_v2(db,
-		"SELECT node_id, device, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
-		" cq_depth, numa_node, confidence, measured_at, run_uuid,"
-		" EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid), cal_cpu_numa_node, cal_numa_local"
-		" FROM profiles p"
-		" WHERE id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
-		"  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
-		" ORDER BY node_id, device, port, op, qpt", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT node_id, device, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
+		    " cq_depth, numa_node, confidence, measured_at, run_uuid,"
+		    " EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid), cal_cpu_numa_node, cal_numa_local"
+		    " FROM profiles p"
+		    " WHERE id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
+		    "  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
+		    " ORDER BY node_id, device, port, op, qpt",
+		    -1, &s, NULL) != SQLITE_OK)
 		goto sqlfail;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		long k = node_index(ids, n, sqlite3_column_int64(s, 0));
@@ -454,8 +465,9 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 		e->sq_depth = (uint32_t)sqlite3_column_int64(s, 8);
 		e->cq_depth = (uint32_t)sqlite3_column_int64(s, 9);
 		e->numa_node = (int16_t)sqlite3_column_int(s, 10);
-		e->confidence = !strcmp(conf, "high") ? RT_PROFILE_CONF_HIGH : !strcmp(conf, "medium") ?
-				RT_PROFILE_CONF_MEDIUM : RT_PROFILE_CONF_LOW;
+		e->confidence = !strcmp(conf, "high")	  ? RT_PROFILE_CONF_HIGH
+				: !strcmp(conf, "medium") ? RT_PROFILE_CONF_MEDIUM
+							  : RT_PROFILE_CONF_LOW;
 		e->measured_at = sqlite3_column_int64(s, 12);
 		snprintf(e->run_id, sizeof(e->run_id), "%s", col(s, 13));
 		/* an imported entry: where its own node said it calibrated (a run of this store overrides it) */
@@ -524,9 +536,11 @@ long rp_read_store(struct rt_report *r, const char *path)
 		return 0;
 	}
 	db = rt_store_sqlite(st);
-	if (sqlite3_prepare_v2(db, "SELECT id, node_key, hostname, machine_id, cpu_model, numa_nodes, hw_signature"
-			       " FROM nodes n WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id",
-			       -1, &s, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(
+		    db,
+		    "SELECT id, node_key, hostname, machine_id, cpu_model, numa_nodes, hw_signature"
+		    " FROM nodes n WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id) ORDER BY id",
+		    -1, &s, NULL) != SQLITE_OK) {
 		rp_problem(r, "cannot read store '%s': %s", path, sqlite3_errmsg(db));
 		goto out;
 	}

@@ -29,11 +29,11 @@
 struct rt_report;
 
 struct rt_report_opts {
-	int64_t now;               /* "now" in seconds since the epoch (0: time(NULL)); stale profiles are judged from it */
-	double outlier_z;          /* robust z beyond which a value is an outlier (0: 3.5) */
-	int stale_days;            /* a profile measured this many days before its group's median is stale (0: 90) */
-	int min_group;             /* nodes a group needs before outliers are judged (0: 4) */
-	bool with_curves;          /* keep runs' latency/rate curves for the HTML charts */
+	int64_t now;	  /* "now" in seconds since the epoch (0: time(NULL)); stale profiles are judged from it */
+	double outlier_z; /* robust z beyond which a value is an outlier (0: 3.5) */
+	int stale_days;	  /* a profile measured this many days before its group's median is stale (0: 90) */
+	int min_group;	  /* nodes a group needs before outliers are judged (0: 4) */
+	bool with_curves; /* keep runs' latency/rate curves for the HTML charts */
 };
 
 /* Creates an empty report; opts may be NULL (defaults). 0, or ENOMEM. */
@@ -69,16 +69,16 @@ size_t rt_report_drift_count(const struct rt_report *r);
 
 /* One outlier, flattened for tests and tools. */
 struct rt_report_outlier_view {
-	const char *group;         /* group id */
+	const char *group; /* group id */
 	const char *hostname;
 	const char *device;
 	int port;
 	const char *opcode, *qp_type;
-	const char *metric;        /* "inline_threshold", "signal_interval", "latency_ns", "mops" */
+	const char *metric; /* "inline_threshold", "signal_interval", "latency_ns", "mops" */
 	double value, group_median, robust_z;
-	const char *cause;         /* stable code of the likely cause (first of causes), e.g. "remote_numa_calibration" */
-	const char *causes;        /* every cause code found, comma-separated */
-	const char *evidence;      /* one human line naming the evidence */
+	const char *cause;    /* stable code of the likely cause (first of causes), e.g. "remote_numa_calibration" */
+	const char *causes;   /* every cause code found, comma-separated */
+	const char *evidence; /* one human line naming the evidence */
 };
 /* The i-th outlier (group order, then host); false past the end. */
 bool rt_report_outlier_at(const struct rt_report *r, size_t i, struct rt_report_outlier_view *out);

@@ -85,10 +85,10 @@ void rt_store_local_node(struct rt_node_info *out);
 /* One node known to the store, for fleet views (`rtune report`). */
 struct rt_store_node {
 	int64_t id;
-	char node_key[RT_TEXT_LEN];       /* machine-id, else hostname */
-	struct rt_node_info info;         /* kernel and cpu_count may be empty/0 for imported nodes */
+	char node_key[RT_TEXT_LEN]; /* machine-id, else hostname */
+	struct rt_node_info info;   /* kernel and cpu_count may be empty/0 for imported nodes */
 	char hw_signature[32];
-	size_t n_profile_entries;         /* profile rows stored (all, not only current) */
+	size_t n_profile_entries; /* profile rows stored (all, not only current) */
 	size_t n_runs;
 };
 /* Every node, oldest first; *out malloc'd (free()), *n may be 0. */
@@ -133,7 +133,7 @@ struct rt_store_run_summary {
 	char device[RT_NAME_LEN];
 	int port_num;
 	int64_t started_ns, ended_ns;
-	enum rt_run_status status;        /* effective */
+	enum rt_run_status status;	  /* effective */
 	enum rt_run_status stored_status; /* as written */
 	size_t n_lat, n_rate;
 	/* the profile stored from this run for (device, port, send, rc), when any: has_profile */
@@ -147,11 +147,11 @@ int rt_store_run_list(struct rt_store *st, const char *device, struct rt_store_r
 /* ---- application histograms (from the probe) -------------------------------------------------------------------- */
 
 struct rt_store_histogram {
-	int64_t id;                       /* set by put */
+	int64_t id; /* set by put */
 	char app[RT_NAME_LEN];
 	enum rt_opcode op;
 	enum rt_qp_type qpt;
-	int64_t created_ns;               /* 0 = now */
+	int64_t created_ns; /* 0 = now */
 	uint64_t messages, bytes, inline_count, signaled_count, sq_full_enomem;
 	uint64_t buckets[RT_HIST_BUCKETS]; /* message counts per rt_hist_bucket() */
 };
@@ -218,9 +218,9 @@ int rt_store_import_text(struct rt_store *st, const char *name, const char *text
 
 /* The fate of one file in rt_store_import_files(). */
 struct rt_import_result {
-	const char *path;               /* borrowed from the caller's paths */
-	int rc;                         /* 0: imported (committed); else an errno, with err */
-	size_t added, skipped;          /* entries new / already present */
+	const char *path;      /* borrowed from the caller's paths */
+	int rc;		       /* 0: imported (committed); else an errno, with err */
+	size_t added, skipped; /* entries new / already present */
 	struct rt_error err;
 };
 /* Told, on the calling thread, the results of n files (in file order): one failed file, or the files of one batch

@@ -76,9 +76,8 @@ static const char migrate_v2[] =
 
 /* v2 -> v3: where an imported entry's calibration ran (the per-entry "calibration" object of a profile from another
  * node, whose run this store does not hold): the CPU's NUMA node and whether it was the device's own. NULL: unknown. */
-static const char migrate_v3[] =
-	"ALTER TABLE profiles ADD COLUMN cal_cpu_numa_node INTEGER;"
-	"ALTER TABLE profiles ADD COLUMN cal_numa_local INTEGER;";
+static const char migrate_v3[] = "ALTER TABLE profiles ADD COLUMN cal_cpu_numa_node INTEGER;"
+				 "ALTER TABLE profiles ADD COLUMN cal_numa_local INTEGER;";
 
 static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3 };
 
@@ -123,7 +122,7 @@ static int make_parent_dirs(const char *path, mode_t mode, struct rt_error *err)
 	if (!slash || slash == dir)
 		return 0;
 	*slash = '\0';
-	for (char *p = dir + 1; ; p++) {
+	for (char *p = dir + 1;; p++) {
 		bool last = *p == '\0';
 
 		if (*p == '/' || last) {
@@ -163,8 +162,10 @@ int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *e
 	default: e = EIO; break;
 	}
 	if (e == EACCES && (code & 0xff) == SQLITE_READONLY)
-		return rt_error_set(err, e, "cannot write store '%s': read-only for this user (check its owner and "
-				    "permissions, or use --db PATH)", st->path);
+		return rt_error_set(err, e,
+				    "cannot write store '%s': read-only for this user (check its owner and "
+				    "permissions, or use --db PATH)",
+				    st->path);
 	return rt_error_set(err, e, "store '%s': %s: %s", st->path, what, sqlite3_errmsg(st->db));
 }
 
@@ -236,8 +237,10 @@ int rt_store_batch_flush(struct rt_store *st, struct rt_error *err)
 		st->batch_lost = false;
 		if (st->batch_open) /* a new batch began after the loss: keep it, the loss is what must be told */
 			rt_store_batch_flush(st, NULL);
-		return rt_error_set(err, EIO, "store '%s': an error rolled the batch back: its earlier writes were not "
-				    "stored", st->path);
+		return rt_error_set(err, EIO,
+				    "store '%s': an error rolled the batch back: its earlier writes were not "
+				    "stored",
+				    st->path);
 	}
 	if (!st->batch_open)
 		return 0;
@@ -319,7 +322,8 @@ static int check_identity(struct rt_store *st, struct rt_error *err)
 	if (version > RT_STORE_SCHEMA_VERSION)
 		return rt_error_set(err, EPROTONOSUPPORT,
 				    "cannot open store '%s': schema version %d is newer than this rtune supports (%d); "
-				    "upgrade rtune", st->path, version, RT_STORE_SCHEMA_VERSION);
+				    "upgrade rtune",
+				    st->path, version, RT_STORE_SCHEMA_VERSION);
 	st->version = version;
 	return 0;
 }
@@ -413,9 +417,12 @@ static int check_readonly_dir(struct rt_store *st, struct rt_error *err)
 	if (has_shm)
 		return 0; /* SQLite reads through the existing -shm (read-only if need be) */
 	if (has_wal)
-		return rt_error_set(err, EROFS, "cannot open store '%s': its write-ahead log '%s-wal' needs a '-shm' "
-				    "file that cannot be created in the read-only directory '%s'; run rtune once as the "
-				    "store's owner, or copy the store with its -wal file", st->path, st->path, dir);
+		return rt_error_set(
+			err, EROFS,
+			"cannot open store '%s': its write-ahead log '%s-wal' needs a '-shm' "
+			"file that cannot be created in the read-only directory '%s'; run rtune once as the "
+			"store's owner, or copy the store with its -wal file",
+			st->path, st->path, dir);
 	st->readonly = true;
 	return 0;
 }
@@ -473,8 +480,10 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	if ((rc = check_readonly_dir(st, err)))
 		goto out;
 	if (st->readonly && create) {
-		rc = rt_error_set(err, EACCES, "cannot write store '%s': read-only for this user (its directory is not "
-				  "writable; check its owner and permissions, or use --db PATH)", st->path);
+		rc = rt_error_set(err, EACCES,
+				  "cannot write store '%s': read-only for this user (its directory is not "
+				  "writable; check its owner and permissions, or use --db PATH)",
+				  st->path);
 		goto out;
 	}
 	if (st->readonly) {
@@ -494,13 +503,16 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	if ((rc = check_identity(st, err)))
 		goto out;
 	if (create && sqlite3_db_readonly(st->db, "main") == 1) {
-		rc = rt_error_set(err, EACCES, "cannot write store '%s': read-only for this user (check its owner and "
-				  "permissions, or use --db PATH)", st->path);
+		rc = rt_error_set(err, EACCES,
+				  "cannot write store '%s': read-only for this user (check its owner and "
+				  "permissions, or use --db PATH)",
+				  st->path);
 		goto out;
 	}
 	if (st->readonly) {
 		if (st->version != RT_STORE_SCHEMA_VERSION) {
-			rc = rt_error_set(err, EROFS, "cannot open store '%s': schema version %d needs an upgrade to %d "
+			rc = rt_error_set(err, EROFS,
+					  "cannot open store '%s': schema version %d needs an upgrade to %d "
 					  "but the store is read-only; run any rtune command as its owner once",
 					  st->path, st->version, RT_STORE_SCHEMA_VERSION);
 			goto out;
@@ -658,7 +670,8 @@ void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_devi
 int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 			 int64_t *node_id, struct rt_error *err)
 {
-	sqlite3_stmt *s = rt_store_stmt(st, STMT_NODE_UPSERT,
+	sqlite3_stmt *s = rt_store_stmt(
+		st, STMT_NODE_UPSERT,
 		"INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
 		" hw_signature,"
 		" updated_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(node_key) DO UPDATE SET"
@@ -668,7 +681,8 @@ int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, c
 		" cpu_count = CASE WHEN excluded.cpu_count > 0 THEN excluded.cpu_count ELSE cpu_count END,"
 		" numa_nodes = excluded.numa_nodes,"
 		" hw_signature = coalesce(nullif(excluded.hw_signature, ''), hw_signature),"
-		" updated_ns = excluded.updated_ns RETURNING id", err);
+		" updated_ns = excluded.updated_ns RETURNING id",
+		err);
 
 	if (!s)
 		return err ? err->code : EIO;

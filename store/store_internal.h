@@ -30,10 +30,10 @@ struct rt_store {
 	int version;
 	char path[4096];
 	sqlite3_stmt *stmts[STMT__COUNT];
-	bool readonly;          /* opened immutable: an existing store in a directory we may not write (no -wal) */
-	bool batch;             /* rt_store_batch(): transactions become savepoints of one open transaction */
-	bool batch_open;        /* that transaction has begun */
-	bool batch_lost;        /* SQLite rolled that transaction back by itself (out of memory, disk full): its earlier
+	bool readonly;	 /* opened immutable: an existing store in a directory we may not write (no -wal) */
+	bool batch;	 /* rt_store_batch(): transactions become savepoints of one open transaction */
+	bool batch_open; /* that transaction has begun */
+	bool batch_lost; /* SQLite rolled that transaction back by itself (out of memory, disk full): its earlier
 				 * items are gone; rt_store_batch_flush() reports it */
 };
 

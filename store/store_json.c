@@ -24,13 +24,12 @@ json_t *rt_store_run_json(const struct rt_run *run)
 		const struct rt_lat_point *p = &run->lat[i];
 
 		json_array_append_new(
-			lat,
-			json_pack("{s:s, s:s, s:s, s:I, s:b, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "opcode",
-				  rt_opcode_name(p->op), "qp_type", rt_qp_type_name(p->qpt), "kind",
-				  rt_lat_kind_name(p->kind), "msg_bytes", (json_int_t)p->msg_bytes, "inline", p->inl,
-				  "samples", (json_int_t)p->n_samples, "median_ns", p->median_ns, "p99_ns", p->p99_ns,
-				  "p999_ns", p->p999_ns, "min_ns", p->min_ns, "ci_lo_ns", p->ci_lo_ns, "ci_hi_ns",
-				  p->ci_hi_ns, "cpu_ns_per_op", p->cpu_ns_per_op));
+			lat, json_pack("{s:s, s:s, s:s, s:I, s:b, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "opcode",
+				       rt_opcode_name(p->op), "qp_type", rt_qp_type_name(p->qpt), "kind",
+				       rt_lat_kind_name(p->kind), "msg_bytes", (json_int_t)p->msg_bytes, "inline",
+				       p->inl, "samples", (json_int_t)p->n_samples, "median_ns", p->median_ns, "p99_ns",
+				       p->p99_ns, "p999_ns", p->p999_ns, "min_ns", p->min_ns, "ci_lo_ns", p->ci_lo_ns,
+				       "ci_hi_ns", p->ci_hi_ns, "cpu_ns_per_op", p->cpu_ns_per_op));
 	}
 	for (size_t i = 0; rate && i < run->n_rate; i++) {
 		const struct rt_rate_point *p = &run->rate[i];
@@ -50,9 +49,10 @@ json_t *rt_store_run_json(const struct rt_run *run)
 		if (!m->measured)
 			continue;
 		json_array_append_new(cqm, json_pack("{s:s, s:b, s:s, s:I, s:I, s:f, s:f}", "opcode",
-			rt_opcode_name((enum rt_opcode)i), "supported", m->supported, "reason", m->reason, "count",
-			(json_int_t)m->best_count, "period_us", (json_int_t)m->best_period_us, "mops_off", m->mops_off,
-			"mops_best", m->mops_best));
+						     rt_opcode_name((enum rt_opcode)i), "supported", m->supported,
+						     "reason", m->reason, "count", (json_int_t)m->best_count,
+						     "period_us", (json_int_t)m->best_period_us, "mops_off",
+						     m->mops_off, "mops_best", m->mops_best));
 	}
 	return json_pack("{s:s, s:I, s:s, s:s, s:i, s:o, s:o, s:s, s:{s:i, s:i, s:i, s:b, s:s, s:s}, s:I, s:I,"
 			 " s:o, s:o, s:o}",

@@ -35,7 +35,7 @@ int rt_profile_entry_validate(const struct rt_profile_entry *e, struct rt_error 
 /* Where an imported entry's calibration ran, from its "calibration" object; -1: unknown. */
 struct rt_cal {
 	int cpu_numa_node;
-	int numa_local;                 /* 0 / 1 */
+	int numa_local; /* 0 / 1 */
 };
 
 static char *reasons_to_json(const struct rt_profile_entry *e)
@@ -80,7 +80,8 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		char *reasons;
 		int rc;
 
-		s = rt_store_stmt(st, STMT_PROFILE_INSERT,
+		s = rt_store_stmt(
+			st, STMT_PROFILE_INSERT,
 			"INSERT OR IGNORE INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
 			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us,"
 			" numa_node, cpus,"
@@ -88,7 +89,8 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			" cal_cpu_numa_node, cal_numa_local)"
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
 			" CASE WHEN ?22 = '' THEN NULL ELSE (SELECT id FROM histograms WHERE node_id = ?1 AND app = ?22"
-			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END, ?23, ?24)", err);
+			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END, ?23, ?24)",
+			err);
 		if (!s)
 			return err ? err->code : EIO;
 		reasons = reasons_json ? reasons_json[i] : reasons_to_json(e);
@@ -147,7 +149,8 @@ static int delete_superseded(struct rt_store *st, int64_t node_id, const struct 
 
 	if (sqlite3_prepare_v2(st->db,
 			       "DELETE FROM profiles WHERE node_id = ?1 AND device = ?2 AND port = ?3 AND op = ?4"
-			       " AND qpt = ?5 AND run_uuid = ?6", -1, &s, NULL) != SQLITE_OK)
+			       " AND qpt = ?5 AND run_uuid = ?6",
+			       -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "replace profile", err);
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct rt_profile_entry *e = &entries[i];
@@ -215,12 +218,14 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 	int rc = 0, step, count = 0;
 
 	rt_store_local_node(&local);
-	if (sqlite3_prepare_v2(st->db,
-		"SELECT n.id, n.node_key, n.hostname, n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes,"
-		" n.hw_signature, (n.node_key = ?2 OR n.machine_id = ?2 AND ?2 <> '') AS is_local FROM nodes n"
-		" WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id)"
-		" AND (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1)"
-		" ORDER BY is_local DESC, n.updated_ns DESC", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT n.id, n.node_key, n.hostname, n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes,"
+		    " n.hw_signature, (n.node_key = ?2 OR n.machine_id = ?2 AND ?2 <> '') AS is_local FROM nodes n"
+		    " WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id)"
+		    " AND (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1)"
+		    " ORDER BY is_local DESC, n.updated_ns DESC",
+		    -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "read nodes", err);
 	if (node_key)
 		sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
@@ -253,8 +258,10 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 	else if (count == 0 && node_key)
 		rc = rt_error_set(err, ENOENT, "no profile of node '%s' in store '%s'", node_key, st->path);
 	else if (count == 0)
-		rc = rt_error_set(err, ENOENT, "no profile in store '%s' (run 'rtune calibrate' and 'rtune tune', or "
-				  "'rtune import')", st->path);
+		rc = rt_error_set(err, ENOENT,
+				  "no profile in store '%s' (run 'rtune calibrate' and 'rtune tune', or "
+				  "'rtune import')",
+				  st->path);
 	else if (count > 1)
 		rc = rt_error_set(err, EEXIST,
 				  "store '%s' holds profiles of several nodes (%s): choose one with --node", st->path,
@@ -279,14 +286,16 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 		return rc;
 	if (node_out)
 		*node_out = node;
-	if (sqlite3_prepare_v2(st->db,
-		"SELECT device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
-		" cq_depth,"
-		" cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"
-		" rtune_version, app FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
-		" AND id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
-		"  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
-		" ORDER BY device, port, op, qpt", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
+		    " cq_depth,"
+		    " cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"
+		    " rtune_version, app FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
+		    " AND id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
+		    "  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
+		    " ORDER BY device, port, op, qpt",
+		    -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "read profiles", err);
 	sqlite3_bind_int64(s, 1, node_id);
 	if (device)
@@ -350,8 +359,8 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 
 	rt_profile_time_format(e->measured_at, when);
 	for (unsigned i = 0; reasons && i < e->n_reasons; i++)
-		json_array_append_new(reasons, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text",
-							 e->reasons[i].text));
+		json_array_append_new(reasons,
+				      json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text));
 	o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:i, s:s, s:s, s:o, s:s, s:s, s:o, s:s}",
 		      "device", e->device, "guid", e->guid, "port", e->port, "opcode",
 		      rt_profile_opcode_name(e->opcode), "qp_type", rt_profile_qp_type_name(e->qp_type),
@@ -387,11 +396,12 @@ static json_t *hardware_json(struct rt_store *st, const struct rt_node_info *nod
 		json_t *pcie = json_null(), *o;
 
 		if (d->pci_addr[0] || d->pcie_speed[0] || d->pcie_width > 0) /* a PCI device (imported: no address) */
-			pcie = json_pack("{s:s, s:i, s:o, s:o}", "speed", d->pcie_speed, "width", d->pcie_width,
-					 "max_payload_bytes",
-					 d->pcie_max_payload_bytes ? json_integer(d->pcie_max_payload_bytes) : json_null(),
-					 "max_read_request_bytes",
-					 d->pcie_max_read_req_bytes ? json_integer(d->pcie_max_read_req_bytes) : json_null());
+			pcie = json_pack(
+				"{s:s, s:i, s:o, s:o}", "speed", d->pcie_speed, "width", d->pcie_width,
+				"max_payload_bytes",
+				d->pcie_max_payload_bytes ? json_integer(d->pcie_max_payload_bytes) : json_null(),
+				"max_read_request_bytes",
+				d->pcie_max_read_req_bytes ? json_integer(d->pcie_max_read_req_bytes) : json_null());
 		o = json_pack("{s:s, s:s, s:I, s:I, s:s, s:s, s:i, s:o, s:o}", "name", d->name, "guid", d->node_guid,
 			      "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id,
 			      "fw_ver", d->fw_ver, "link_layer", d->port_count ? d->ports[0].link_layer : "",
@@ -428,7 +438,8 @@ static json_t *calibration_json(struct rt_store *st, const char *run_uuid)
 		s = NULL;
 		if (sqlite3_prepare_v2(st->db,
 				       "SELECT cal_cpu_numa_node, cal_numa_local FROM profiles WHERE run_uuid = ?1"
-				       " AND cal_numa_local IS NOT NULL LIMIT 1", -1, &s, NULL) != SQLITE_OK)
+				       " AND cal_numa_local IS NOT NULL LIMIT 1",
+				       -1, &s, NULL) != SQLITE_OK)
 			goto out;
 		sqlite3_bind_text(s, 1, run_uuid, -1, SQLITE_STATIC);
 		if (sqlite3_step(s) != SQLITE_ROW)
@@ -523,18 +534,19 @@ static void format_env(struct rt_buf *b, const struct rt_node_info *node, const 
 
 	if (!first)
 		first = find(v, n, RT_PROFILE_OP_WRITE);
-	rt_buf_printf(b, "# rtune %s profile of %s; eval \"$(rtune export --format env)\"\n", RTUNE_VERSION, node->hostname);
+	rt_buf_printf(b, "# rtune %s profile of %s; eval \"$(rtune export --format env)\"\n", RTUNE_VERSION,
+		      node->hostname);
 	if (profile_path) {
 		rt_buf_printf(b, "export RTUNE_PROFILE=");
 		shell_quote(b, profile_path);
 		rt_buf_printf(b, "\n");
 	} else {
-		rt_buf_printf(b,
-			"# RTUNE_PROFILE: write the JSON profile with 'rtune export -o FILE' and export "
-			"RTUNE_PROFILE=FILE\n");
+		rt_buf_printf(b, "# RTUNE_PROFILE: write the JSON profile with 'rtune export -o FILE' and export "
+				 "RTUNE_PROFILE=FILE\n");
 	}
 	if (first) {
-		rt_buf_printf(b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
+		rt_buf_printf(
+			b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
 			first->device, first->port, rt_profile_opcode_name(first->opcode));
 		rt_buf_printf(b, "export FI_VERBS_INLINE_SIZE=%" PRIu32 "\n", first->inline_threshold);
 		rt_buf_printf(b, "export UCX_RC_VERBS_TX_CQ_MODERATION=%" PRIu32 "\n", first->signal_interval);
@@ -572,14 +584,15 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 	static const struct {
 		const char *name, *help;
 	} metrics[] = {
-		{"rtune_inline_threshold_bytes", "Largest message size rtune recommends to post with IBV_SEND_INLINE."},
-		{"rtune_max_inline_data_bytes", "max_inline_data rtune recommends at QP creation."},
-		{"rtune_signal_interval", "rtune recommends one IBV_SEND_SIGNALED WR every this many."},
-		{"rtune_sq_depth", "Send queue depth rtune recommends."},
-		{"rtune_cq_depth", "Send CQ depth rtune recommends."},
-		{"rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high."},
-		{"rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)."},
-		{"rtune_profile_age_seconds", "Age of the profile entry when this file was written."},
+		{ "rtune_inline_threshold_bytes",
+		  "Largest message size rtune recommends to post with IBV_SEND_INLINE." },
+		{ "rtune_max_inline_data_bytes", "max_inline_data rtune recommends at QP creation." },
+		{ "rtune_signal_interval", "rtune recommends one IBV_SEND_SIGNALED WR every this many." },
+		{ "rtune_sq_depth", "Send queue depth rtune recommends." },
+		{ "rtune_cq_depth", "Send CQ depth rtune recommends." },
+		{ "rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high." },
+		{ "rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)." },
+		{ "rtune_profile_age_seconds", "Age of the profile entry when this file was written." },
 	};
 	int64_t now = (int64_t)time(NULL);
 
@@ -604,7 +617,7 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 			rt_buf_printf(b, "\",device=\"");
 			prom_label(b, e->device);
 			rt_buf_printf(b, "\",port=\"%d\",opcode=\"%s\",qp_type=\"%s\"} %" PRId64 "\n", e->port,
-				rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type), val);
+				      rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type), val);
 		}
 	}
 }
@@ -745,9 +758,9 @@ out:
  * but the writes. Built on any thread (no store involved). */
 struct prepared {
 	struct rt_profile *p;
-	char **reasons;                 /* [p->n_entries] */
-	struct rt_cal *cal;             /* [p->n_entries]: each entry's "calibration" object */
-	struct rt_device_info *devs;    /* the document's "hardware" devices (NULL when absent) */
+	char **reasons;		     /* [p->n_entries] */
+	struct rt_cal *cal;	     /* [p->n_entries]: each entry's "calibration" object */
+	struct rt_device_info *devs; /* the document's "hardware" devices (NULL when absent) */
 	size_t n_devs;
 };
 
@@ -1020,7 +1033,7 @@ int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, s
 
 /* What a worker hands to the writer for one file. */
 struct job {
-	struct prepared *pr;            /* NULL when rc */
+	struct prepared *pr; /* NULL when rc */
 	int rc;
 	struct rt_error err;
 };
@@ -1028,10 +1041,10 @@ struct job {
 struct import_many {
 	struct rt_store *st;
 	const char *const *paths;
-	size_t batch;                   /* files per transaction */
+	size_t batch; /* files per transaction */
 	rt_store_import_done_fn done;
 	void *ctx;
-	struct rt_import_result *held;  /* [batch]: files written in the open transaction, told once it commits */
+	struct rt_import_result *held; /* [batch]: files written in the open transaction, told once it commits */
 	size_t n_held;
 	int first_rc;
 };

@@ -159,7 +159,8 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 	sqlite3_stmt *s;
 	int rc = 0;
 
-	s = rt_store_stmt(st, STMT_DEVICE_UPSERT,
+	s = rt_store_stmt(
+		st, STMT_DEVICE_UPSERT,
 		"INSERT INTO devices(node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
 		" max_qp,"
 		" max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node,"
@@ -175,7 +176,8 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 		" max_inline_ud=excluded.max_inline_ud, numa_node=excluded.numa_node, local_cpus=excluded.local_cpus,"
 		" pci_addr=excluded.pci_addr, pcie_speed=excluded.pcie_speed, pcie_width=excluded.pcie_width,"
 		" pcie_max_payload_bytes=excluded.pcie_max_payload_bytes,"
-		" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id", err);
+		" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id",
+		err);
 	if (!s)
 		return err ? err->code : EIO;
 	sqlite3_bind_int64(s, 1, node_id);
@@ -208,8 +210,10 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 	}
 	*dev_id = sqlite3_column_int64(s, 0);
 	sqlite3_reset(s);
-	s = rt_store_stmt(st, STMT_PORT_UPSERT, "INSERT OR REPLACE INTO ports(device_id, port_num, state, link_layer,"
-			  " active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len, gids) VALUES(?,?,?,?,?,?,?,?,?)", err);
+	s = rt_store_stmt(st, STMT_PORT_UPSERT,
+			  "INSERT OR REPLACE INTO ports(device_id, port_num, state, link_layer,"
+			  " active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len, gids) VALUES(?,?,?,?,?,?,?,?,?)",
+			  err);
 	if (!s)
 		return err ? err->code : EIO;
 	for (int i = 0; i < d->port_count && i < RT_MAX_PORTS; i++) {
@@ -238,8 +242,7 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 static int load_devices(struct rt_store *st, const char *where, int64_t key, struct rt_device_info **devs, size_t *n,
 			struct rt_error *err);
 
-static int update_signature(struct rt_store *st, int64_t node_id, const struct rt_node_info *node,
-			    struct rt_error *err)
+static int update_signature(struct rt_store *st, int64_t node_id, const struct rt_node_info *node, struct rt_error *err)
 {
 	struct rt_device_info *devs = NULL;
 	sqlite3_stmt *s = NULL;
@@ -285,9 +288,11 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 		goto out;
 	}
 	gethostname(host, sizeof(host) - 1);
-	if ((rc = prepare(st, "INSERT INTO runs(uuid, node_id, device_id, port_num, gid_index, params, env, started_ns,"
+	if ((rc = prepare(st,
+			  "INSERT INTO runs(uuid, node_id, device_id, port_num, gid_index, params, env, started_ns,"
 			  " ended_ns, status, owner_pid, owner_host, max_inline_used, sq_depth, cqmod)"
-			  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", &s, err)))
+			  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			  &s, err)))
 		goto out;
 	sqlite3_bind_text(s, 1, run->uuid, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 2, node_id);
@@ -434,8 +439,10 @@ static int set_results(struct rt_store *st, const struct rt_run *run, struct rt_
 		goto out;
 	}
 	/* params too: the engine adds what it learnt while measuring (notes such as "budget too small", phase times) */
-	if ((rc = prepare(st, "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?"
-			  " WHERE id = ?", &s, err)))
+	if ((rc = prepare(st,
+			  "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?"
+			  " WHERE id = ?",
+			  &s, err)))
 		goto out;
 	sqlite3_bind_text(s, 1, env, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, cqmod, -1, SQLITE_STATIC);
@@ -539,14 +546,18 @@ static int load_devices(struct rt_store *st, const char *where, int64_t key, str
 
 	*devs = NULL;
 	*n = 0;
-	snprintf(sql, sizeof(sql), "SELECT id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
+	snprintf(sql, sizeof(sql),
+		 "SELECT id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
 		 " max_qp, max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud,"
 		 " numa_node,"
 		 " local_cpus, pci_addr, pcie_speed, pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes"
-		 " FROM devices WHERE %s ORDER BY name", where);
+		 " FROM devices WHERE %s ORDER BY name",
+		 where);
 	if ((rc = prepare(st, sql, &s, err)) ||
-	    (rc = prepare(st, "SELECT port_num, state, link_layer, active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len,"
-			  " gids FROM ports WHERE device_id = ? ORDER BY port_num", &ps, err)))
+	    (rc = prepare(st,
+			  "SELECT port_num, state, link_layer, active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len,"
+			  " gids FROM ports WHERE device_id = ? ORDER BY port_num",
+			  &ps, err)))
 		goto out;
 	sqlite3_bind_int64(s, 1, key);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -619,9 +630,11 @@ static int load_points(struct rt_store *st, struct rt_run *run, struct rt_error 
 	int rc, step;
 	size_t cap = 0;
 
-	if ((rc = prepare(st, "SELECT op, qpt, kind, msg_bytes, inl, n_samples, median_ns, p99_ns, p999_ns, mean_ns,"
+	if ((rc = prepare(st,
+			  "SELECT op, qpt, kind, msg_bytes, inl, n_samples, median_ns, p99_ns, p999_ns, mean_ns,"
 			  " min_ns, ci_lo_ns, ci_hi_ns, cpu_ns_per_op, n_kept, samples FROM lat_points WHERE run_id = ?"
-			  " ORDER BY id", &s, err)))
+			  " ORDER BY id",
+			  &s, err)))
 		return rc;
 	sqlite3_bind_int64(s, 1, run->id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -666,8 +679,10 @@ static int load_points(struct rt_store *st, struct rt_run *run, struct rt_error 
 	sqlite3_finalize(s);
 	s = NULL;
 	cap = 0;
-	if ((rc = prepare(st, "SELECT op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps, mops, mops_lo, mops_hi,"
-			  " cpu_ns_per_msg, msgs, enomem FROM rate_points WHERE run_id = ? ORDER BY id", &s, err)))
+	if ((rc = prepare(st,
+			  "SELECT op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps, mops, mops_lo, mops_hi,"
+			  " cpu_ns_per_msg, msgs, enomem FROM rate_points WHERE run_id = ? ORDER BY id",
+			  &s, err)))
 		return rc;
 	sqlite3_bind_int64(s, 1, run->id);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
@@ -733,13 +748,15 @@ int rt_store_run_load(struct rt_store *st, const char *which, const char *device
 	memset(out, 0, sizeof(*out));
 	if (which)
 		id = strtoll(which, &end, 10);
-	if ((rc = prepare(st, "SELECT r.id, r.uuid, r.node_id, r.device_id, r.port_num, r.gid_index, r.params, r.env,"
+	if ((rc = prepare(st,
+			  "SELECT r.id, r.uuid, r.node_id, r.device_id, r.port_num, r.gid_index, r.params, r.env,"
 			  " r.started_ns, r.ended_ns, r.status, r.max_inline_used, r.sq_depth, r.cqmod, n.hostname,"
 			  " n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes, r.owner_pid, r.owner_host"
 			  " FROM runs r JOIN nodes n ON n.id = r.node_id JOIN devices d ON d.id = r.device_id"
 			  " WHERE (?1 IS NULL OR r.uuid = ?1 OR r.id = ?2) AND (?3 IS NULL OR d.name = ?3 OR"
 			  " d.node_guid = ?3)"
-			  " ORDER BY r.started_ns DESC, r.id DESC LIMIT 1", &s, err)))
+			  " ORDER BY r.started_ns DESC, r.id DESC LIMIT 1",
+			  &s, err)))
 		return rc;
 	if (which)
 		sqlite3_bind_text(s, 1, which, -1, SQLITE_STATIC);
@@ -803,7 +820,8 @@ int rt_store_run_list(struct rt_store *st, const char *device, struct rt_store_r
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = prepare(st, "SELECT r.id, r.uuid, n.hostname, d.name, r.port_num, r.started_ns, r.ended_ns, r.status,"
+	if ((rc = prepare(st,
+			  "SELECT r.id, r.uuid, n.hostname, d.name, r.port_num, r.started_ns, r.ended_ns, r.status,"
 			  " (SELECT count(*) FROM lat_points WHERE run_id = r.id),"
 			  " (SELECT count(*) FROM rate_points WHERE run_id = r.id),"
 			  " p.inline_threshold, p.signal_interval, r.owner_pid, r.owner_host"
@@ -811,7 +829,8 @@ int rt_store_run_list(struct rt_store *st, const char *device, struct rt_store_r
 			  " LEFT JOIN profiles p ON p.id = (SELECT id FROM profiles WHERE run_uuid = r.uuid"
 			  "  AND device = d.name AND port = r.port_num AND op = 'send' AND qpt = 'rc'"
 			  "  ORDER BY measured_at DESC LIMIT 1)"
-			  " WHERE ?1 IS NULL OR d.name = ?1 OR d.node_guid = ?1 ORDER BY r.started_ns, r.id", &s, err)))
+			  " WHERE ?1 IS NULL OR d.name = ?1 OR d.node_guid = ?1 ORDER BY r.started_ns, r.id",
+			  &s, err)))
 		return rc;
 	if (device)
 		sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
@@ -874,8 +893,10 @@ int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node,
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, NULL, &node_id, err)))
 		goto out;
-	if ((rc = prepare(st, "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
-			  " signaled_count, sq_full_enomem, buckets) VALUES(?,?,?,?,?,?,?,?,?,?,?)", &s, err)))
+	if ((rc = prepare(st,
+			  "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
+			  " signaled_count, sq_full_enomem, buckets) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+			  &s, err)))
 		goto out;
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_text(s, 2, h->app, -1, SQLITE_STATIC);
@@ -907,9 +928,11 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 	int rc, step, bytes;
 
 	memset(out, 0, sizeof(*out));
-	if ((rc = prepare(st, "SELECT id, created_ns, messages, bytes, inline_count, signaled_count, sq_full_enomem,"
+	if ((rc = prepare(st,
+			  "SELECT id, created_ns, messages, bytes, inline_count, signaled_count, sq_full_enomem,"
 			  " buckets FROM histograms WHERE app = ? AND op = ? AND qpt = ?"
-			  " ORDER BY created_ns DESC, id DESC LIMIT 1", &s, err)))
+			  " ORDER BY created_ns DESC, id DESC LIMIT 1",
+			  &s, err)))
 		return rc;
 	sqlite3_bind_text(s, 1, app, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, rt_opcode_name(op), -1, SQLITE_STATIC);
@@ -955,9 +978,11 @@ int rt_store_node_list(struct rt_store *st, struct rt_store_node **out, size_t *
 
 	*out = NULL;
 	*n = 0;
-	if ((rc = prepare(st, "SELECT id, node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
+	if ((rc = prepare(st,
+			  "SELECT id, node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
 			  " hw_signature, (SELECT count(*) FROM profiles WHERE node_id = n.id),"
-			  " (SELECT count(*) FROM runs WHERE node_id = n.id) FROM nodes n ORDER BY id", &s, err)))
+			  " (SELECT count(*) FROM runs WHERE node_id = n.id) FROM nodes n ORDER BY id",
+			  &s, err)))
 		return rc;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
 		struct rt_store_node *x;

@@ -26,8 +26,8 @@ static void one(FILE *f, const struct rt_tuner_decision *d)
 	if (d->cq_mod == RT_CQMOD_ON)
 		fprintf(f, "  cq_moderation     count %u, period %u us\n", d->cq_mod_count, d->cq_mod_period_us);
 	else
-		fprintf(f, "  cq_moderation     %s\n", d->cq_mod == RT_CQMOD_OFF ? "off (no gain)"
-						       : rt_cq_mod_advice_name(d->cq_mod));
+		fprintf(f, "  cq_moderation     %s\n",
+			d->cq_mod == RT_CQMOD_OFF ? "off (no gain)" : rt_cq_mod_advice_name(d->cq_mod));
 	if (d->inline_threshold)
 		fprintf(f, "  expected_gain     %.1f ns/message (%.2f %%)%s\n", d->gain_ns_per_msg, d->gain_pct,
 			d->gain_from_histogram ? " for the app's histogram" : " for messages up to the threshold");

@@ -13,36 +13,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MIN_RAW 8          /* fewer kept samples than this: use the point's median/CI */
-#define EXACT_RAW 32       /* fewer than this: resample literally instead of drawing the median's rank */
-#define MIN_PAIRS 4        /* fewer paired sizes: too_few_points */
+#define MIN_RAW 8    /* fewer kept samples than this: use the point's median/CI */
+#define EXACT_RAW 32 /* fewer than this: resample literally instead of drawing the median's rank */
+#define MIN_PAIRS 4  /* fewer paired sizes: too_few_points */
 
 /* One side (inline or not) of a size. */
 struct side {
 	const struct rt_lat_point *p;
-	float *s;                       /* sorted copy of the raw samples (in the arena), NULL on the summary path */
+	float *s; /* sorted copy of the raw samples (in the arena), NULL on the summary path */
 	size_t n;
-	double med_raw;                 /* median of the raw samples */
-	double scale;                   /* sqrt(n_kept / n_samples): kept samples may be a subsample */
-	double rk;                      /* n / (2 sqrt(n + 2)): the median's rank moves by rk per unit of z */
-	double se_lo, se_hi;            /* summary path: standard error of the median below / above it */
+	double med_raw;	     /* median of the raw samples */
+	double scale;	     /* sqrt(n_kept / n_samples): kept samples may be a subsample */
+	double rk;	     /* n / (2 sqrt(n + 2)): the median's rank moves by rk per unit of z */
+	double se_lo, se_hi; /* summary path: standard error of the median below / above it */
 };
 
 struct pair {
 	uint32_t bytes;
-	struct side a, b;               /* a = non-inline, b = inline */
+	struct side a, b; /* a = non-inline, b = inline */
 	double d, f, lo, hi, p, z;
 	enum rt_size_class cls;
-	uint32_t oa, ka, ob, kb;        /* where this size reads the normal pool */
+	uint32_t oa, ka, ob, kb; /* where this size reads the normal pool */
 };
 
 /* A histogram bin truncated at the guard, with where its representative size sits on the measured grid. */
 struct bin {
 	uint32_t lo, hi;
 	double count;
-	size_t i0, i1;                  /* interpolate d between pairs i0 and i1 (log2 size) */
+	size_t i0, i1; /* interpolate d between pairs i0 and i1 (log2 size) */
 	double w;
-	ptrdiff_t gidx;                 /* largest pair index with bytes <= hi, -1 when none */
+	ptrdiff_t gidx; /* largest pair index with bytes <= hi, -1 when none */
 };
 
 static int valid_point(const struct rt_lat_point *p, const char **why)
@@ -112,7 +112,7 @@ static inline double side_dev(struct rt_tctx *t, const struct side *s, double z)
 	if (s->n >= EXACT_RAW) {
 		/* the resample's median is sorted[ceil(n V) - 1], V ~ Beta(m, n - m + 1) ~ N(1/2, 1/(4(n+2))) */
 		double v = (double)s->n * 0.5 + z * s->rk;
-		ptrdiff_t k = (ptrdiff_t)v;     /* ceil(v) - 1 without a libm call */
+		ptrdiff_t k = (ptrdiff_t)v; /* ceil(v) - 1 without a libm call */
 		size_t i;
 
 		k -= (double)k >= v;
@@ -254,28 +254,28 @@ struct ia {
 	const struct rt_tuner_app *app;
 	struct rt_tuner_decision *d;
 	struct rt_reasons *r;
-	size_t B;                       /* bootstrap replicates */
-	size_t n_invalid;               /* points dropped */
-	const char *why;                /* why the last one was dropped */
-	struct pair *pr;                /* the paired sizes, ascending */
+	size_t B;	  /* bootstrap replicates */
+	size_t n_invalid; /* points dropped */
+	const char *why;  /* why the last one was dropped */
+	struct pair *pr;  /* the paired sizes, ascending */
 	size_t np;
-	float *arena;                   /* sorted copies of every kept raw sample */
-	float *mat;                     /* np x B bootstrap replicates of d, one row per size */
-	ptrdiff_t *firstwin;            /* per replicate: first size whose d beats the floor */
-	double *dv;                     /* d per size */
-	ptrdiff_t first_loss;           /* first size classed loss, -1 when none */
-	ptrdiff_t guard;                /* crossover: last size before the first loss, -1 when the first is one */
+	float *arena;	      /* sorted copies of every kept raw sample */
+	float *mat;	      /* np x B bootstrap replicates of d, one row per size */
+	ptrdiff_t *firstwin;  /* per replicate: first size whose d beats the floor */
+	double *dv;	      /* d per size */
+	ptrdiff_t first_loss; /* first size classed loss, -1 when none */
+	ptrdiff_t guard;      /* crossover: last size before the first loss, -1 when the first is one */
 	uint32_t guard_bytes;
-	int rank_disagree;              /* sizes where the rank test vetoed the bootstrap */
-	char rdis[96];                  /* the first few of them */
-	struct bin *bins;               /* the weights: the app's histogram, else one per measured size */
+	int rank_disagree; /* sizes where the rank test vetoed the bootstrap */
+	char rdis[96];	   /* the first few of them */
+	struct bin *bins;  /* the weights: the app's histogram, else one per measured size */
 	size_t nb;
 	int hist;
 	double hist_total;
-	ptrdiff_t tbin;                 /* bin chosen, -1 for never */
-	ptrdiff_t tg;                   /* grid index of the threshold, -1 for never */
-	uint32_t T;                     /* the threshold */
-	double stable;                  /* bootstrap stability of T */
+	ptrdiff_t tbin; /* bin chosen, -1 for never */
+	ptrdiff_t tg;	/* grid index of the threshold, -1 for never */
+	uint32_t T;	/* the threshold */
+	double stable;	/* bootstrap stability of T */
 	int multiknee, nonmono, implaus, insufficient;
 };
 
@@ -339,7 +339,8 @@ static void draw_row(struct rt_tctx *t, struct pair *q, float *row, size_t B)
 {
 	if (!q->a.s && !q->b.s) {
 		/* both from median/CI: split-normal draws, branch-free (the signs are coin flips) */
-		float alo = (float)q->a.se_lo, ahi = (float)q->a.se_hi, blo = (float)q->b.se_lo, bhi = (float)q->b.se_hi;
+		float alo = (float)q->a.se_lo, ahi = (float)q->a.se_hi, blo = (float)q->b.se_lo,
+		      bhi = (float)q->b.se_hi;
 		float dd = (float)q->d, s2lo = 0, s2hi = 0;
 		size_t nlo = 0;
 
@@ -435,8 +436,10 @@ static int eval_sizes(struct ia *a)
 			}
 			win_ci = loss_ci = 0;
 		}
-		q->cls = win_ci ? RT_SIZE_WIN : loss_ci ? RT_SIZE_LOSS :
-			 q->lo >= -q->f ? RT_SIZE_NOT_WORSE : RT_SIZE_INCONCLUSIVE;
+		q->cls = win_ci		  ? RT_SIZE_WIN
+			 : loss_ci	  ? RT_SIZE_LOSS
+			 : q->lo >= -q->f ? RT_SIZE_NOT_WORSE
+					  : RT_SIZE_INCONCLUSIVE;
 		if (q->cls == RT_SIZE_LOSS && a->first_loss < 0)
 			a->first_loss = (ptrdiff_t)i;
 		a->dv[i] = q->d;
@@ -464,7 +467,7 @@ static int make_bins(struct ia *a)
 			struct bin *bn = &a->bins[a->nb];
 
 			if (!h->count || h->hi == 0 || h->lo > a->guard_bytes)
-				continue;   /* nothing to inline in empty messages */
+				continue; /* nothing to inline in empty messages */
 			bn->lo = h->lo ? h->lo : 1;
 			bn->hi = h->hi;
 			bn->count = (double)h->count * (h->lo ? 1.0 : (double)h->hi / ((double)h->hi + 1));
@@ -561,7 +564,7 @@ static int stability(struct ia *a)
 		ptrdiff_t g = bsel[b] < 0 ? -1 : a->bins[bsel[b]].gidx;
 
 		if (bsel[b] >= 0 && a->firstwin[b] > (g < 0 ? 0 : g))
-			g = -1;     /* no size up to it beats the floor in this replicate: never */
+			g = -1; /* no size up to it beats the floor in this replicate: never */
 		ok += (g > a->tg ? g - a->tg : a->tg - g) <= 1;
 	}
 	a->stable = (double)ok / (double)B;
@@ -641,10 +644,11 @@ static int expected_gain(struct ia *a)
 		}
 		d->gain_ns_per_msg = k ? g / (double)k : 0;
 		d->gain_pct = k ? pct / (double)k : 0;
-		rt__reason(a->r, RT_R_EXPECTED_GAIN, RT_TOPIC_INLINE, RT_SEV_INFO,
-			   "no app histogram: threshold placed where d changes sign (largest cumulative gain); messages "
-			   "<= %u B gain %.1f ns on average (%.2f%%) over the measured sizes", a->T, d->gain_ns_per_msg,
-			   d->gain_pct);
+		rt__reason(
+			a->r, RT_R_EXPECTED_GAIN, RT_TOPIC_INLINE, RT_SEV_INFO,
+			"no app histogram: threshold placed where d changes sign (largest cumulative gain); messages "
+			"<= %u B gain %.1f ns on average (%.2f%%) over the measured sizes",
+			a->T, d->gain_ns_per_msg, d->gain_pct);
 		return 0;
 	}
 	if (!a->np) /* bin_place() and at_bin() index pr[0] and bmed[0]: no pairs, no weighting (analyse returned) */
@@ -672,8 +676,9 @@ static int expected_gain(struct ia *a)
 	if (a->T)
 		rt__reason(a->r, RT_R_HISTOGRAM_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
 			   "threshold %u B maximises the app-histogram-weighted gain within the crossover (%u B), "
-			   "keeping %.0f%% of the best gain: %.1f%% of the app's %.0f messages are inlined", a->T,
-			   a->guard_bytes, a->o->hist_gain_keep * 100, 100 * d->hist_share_inlined, a->hist_total);
+			   "keeping %.0f%% of the best gain: %.1f%% of the app's %.0f messages are inlined",
+			   a->T, a->guard_bytes, a->o->hist_gain_keep * 100, 100 * d->hist_share_inlined,
+			   a->hist_total);
 	rt__reason(a->r, RT_R_EXPECTED_GAIN, RT_TOPIC_INLINE, RT_SEV_INFO,
 		   "expected gain for the app's histogram: %.1f ns per message (%.2f%% of its non-inline latency)",
 		   d->gain_ns_per_msg, d->gain_pct);
@@ -702,40 +707,48 @@ static void explain_threshold(struct ia *a)
 							 : "from the points' medians/CIs";
 
 		if (nx)
-			rt__reason(r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
-				   "inline up to %u B: at %u B inline saves %.1f ns (%.0f%% CI %.1f..%.1f, %s), at %u B "
-				   "%.1f ns (%s); no significant loss up to %u B (%zu sizes, %s, CI %s)", a->T, q->bytes,
-				   q->d, o->ci_level * 100, q->lo, q->hi, rt_size_class_name(q->cls), nx->bytes, nx->d,
-				   rt_size_class_name(nx->cls), a->guard_bytes, a->np, kind_label(a->d->kind), how);
+			rt__reason(
+				r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
+				"inline up to %u B: at %u B inline saves %.1f ns (%.0f%% CI %.1f..%.1f, %s), at %u B "
+				"%.1f ns (%s); no significant loss up to %u B (%zu sizes, %s, CI %s)",
+				a->T, q->bytes, q->d, o->ci_level * 100, q->lo, q->hi, rt_size_class_name(q->cls),
+				nx->bytes, nx->d, rt_size_class_name(nx->cls), a->guard_bytes, a->np,
+				kind_label(a->d->kind), how);
 		else
 			rt__reason(r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
 				   "inline up to %u B: at %u B inline saves %.1f ns (%.0f%% CI %.1f..%.1f, %s); no "
-				   "significant loss at any of the %zu sizes measured (%s, CI %s)", a->T, q->bytes, q->d,
-				   o->ci_level * 100, q->lo, q->hi, rt_size_class_name(q->cls), a->np,
-				   kind_label(a->d->kind), how);
+				   "significant loss at any of the %zu sizes measured (%s, CI %s)",
+				   a->T, q->bytes, q->d, o->ci_level * 100, q->lo, q->hi, rt_size_class_name(q->cls),
+				   a->np, kind_label(a->d->kind), how);
 		if (a->T == last->bytes && a->first_loss < 0 && last->cls == RT_SIZE_WIN) {
 			if (dev_max >= 0 && last->bytes >= (uint32_t)dev_max)
-				rt__reason(r, RT_R_LIMITED_BY_DEVICE_MAX_INLINE, RT_TOPIC_INLINE, RT_SEV_INFO,
-					   "inline is better all the way: still %.1f ns faster at %u B, the device's max "
-					   "inline (%d B); the threshold is limited by the device", last->d, last->bytes,
-					   dev_max);
+				rt__reason(
+					r, RT_R_LIMITED_BY_DEVICE_MAX_INLINE, RT_TOPIC_INLINE, RT_SEV_INFO,
+					"inline is better all the way: still %.1f ns faster at %u B, the device's max "
+					"inline (%d B); the threshold is limited by the device",
+					last->d, last->bytes, dev_max);
 			else
-				rt__reason(r, RT_R_LIMITED_BY_MEASURED_RANGE, RT_TOPIC_INLINE, RT_SEV_WARN,
-					   "inline still wins by %.1f ns at %u B, the largest size measured (device max "
-					   "inline %s): measure larger sizes to place the threshold", last->d, last->bytes,
-					   dev_max >= 0 ? "larger" : "unknown");
+				rt__reason(
+					r, RT_R_LIMITED_BY_MEASURED_RANGE, RT_TOPIC_INLINE, RT_SEV_WARN,
+					"inline still wins by %.1f ns at %u B, the largest size measured (device max "
+					"inline %s): measure larger sizes to place the threshold",
+					last->d, last->bytes, dev_max >= 0 ? "larger" : "unknown");
 		}
 	} else if (n_win_guard == 0 && 2 * n_inc >= a->np) {
-		a->insufficient = 1;    /* the data cannot tell whether inline helps: named below, not "never" */
+		a->insufficient = 1; /* the data cannot tell whether inline helps: named below, not "never" */
 	} else if (n_win_guard == 0 && a->guard < 0 && a->nonmono) {
-		rt__reason(r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
-			   "threshold 0 (never): inline is a significant loss already at %u B, the smallest size, although "
-			   "it wins at some larger sizes (see non_monotone)", pr[0].bytes);
+		rt__reason(
+			r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
+			"threshold 0 (never): inline is a significant loss already at %u B, the smallest size, although "
+			"it wins at some larger sizes (see non_monotone)",
+			pr[0].bytes);
 	} else if (n_win_guard == 0) {
-		rt__reason(r, RT_R_INLINE_NEVER_BETTER, RT_TOPIC_INLINE, RT_SEV_INFO,
-			   "inline is never measurably better: threshold 0 (never); best d %.1f ns at %u B (CI %.1f..%.1f, "
-			   "floor %.1f ns)%s", pr[bi].d, pr[bi].bytes, pr[bi].lo, pr[bi].hi, pr[bi].f,
-			   a->first_loss == 0 ? "; inline is a significant loss already at the smallest size" : "");
+		rt__reason(
+			r, RT_R_INLINE_NEVER_BETTER, RT_TOPIC_INLINE, RT_SEV_INFO,
+			"inline is never measurably better: threshold 0 (never); best d %.1f ns at %u B (CI %.1f..%.1f, "
+			"floor %.1f ns)%s",
+			pr[bi].d, pr[bi].bytes, pr[bi].lo, pr[bi].hi, pr[bi].f,
+			a->first_loss == 0 ? "; inline is a significant loss already at the smallest size" : "");
 	} else if (a->hist) {
 		rt__reason(r, RT_R_HISTOGRAM_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
 			   "the app sends no message size where inline wins (inline wins only up to %u B): threshold 0",
@@ -754,8 +767,8 @@ static int explain_quality(struct ia *a)
 	if (d->kneedle_bytes)
 		rt__reason(r, RT_R_KNEEDLE_KNEE, RT_TOPIC_INLINE, RT_SEV_INFO,
 			   "Kneedle (concave, decreasing, on log2 size, antitonic fit of d) puts the knee at %u B: the "
-			   "inline benefit falls off there (evidence only; crossover %u B)", d->kneedle_bytes,
-			   a->guard_bytes);
+			   "inline benefit falls off there (evidence only; crossover %u B)",
+			   d->kneedle_bytes, a->guard_bytes);
 	if (a->multiknee)
 		rt__reason(r, RT_R_MULTI_KNEE, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "the inline benefit curve has more than one knee (Kneedle): the gain falls off in steps");
@@ -763,11 +776,13 @@ static int explain_quality(struct ia *a)
 		rt__reason(r, RT_R_NON_MONOTONE, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "the inline benefit d(size) is not monotone beyond its noise%s",
 			   a->first_loss >= 0 ? " (inline wins again after a significant loss); the threshold stops "
-						"before the first loss" : "");
+						"before the first loss"
+					      : "");
 	if (a->rank_disagree)
 		rt__reason(r, RT_R_RANK_TEST_DISAGREES, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "the bootstrap CI and the Mann-Whitney test disagree at %d size(s) (%s): counted as not "
-			   "significant", a->rank_disagree, a->rdis);
+			   "significant",
+			   a->rank_disagree, a->rdis);
 	if (a->implaus) {
 		size_t bi = 0;
 
@@ -776,8 +791,8 @@ static int explain_quality(struct ia *a)
 				bi = i;
 		rt__reason(r, RT_R_IMPLAUSIBLE_GAIN, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "implausible: inline saves %.0f ns at %u B, far more than the PCIe read it avoids (bound "
-			   "%.0f ns); check the measurement (CPU frequency, interference, clock)", pr[bi].d, pr[bi].bytes,
-			   a->o->implausible_gain_ns);
+			   "%.0f ns); check the measurement (CPU frequency, interference, clock)",
+			   pr[bi].d, pr[bi].bytes, a->o->implausible_gain_ns);
 	}
 	if (a->np < MIN_PAIRS)
 		rt__reason(r, RT_R_TOO_FEW_POINTS, RT_TOPIC_INLINE, RT_SEV_WARN,
@@ -804,8 +819,9 @@ static int explain_quality(struct ia *a)
 		rt__reason(r, RT_R_INSUFFICIENT_DATA, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "noise too high to place the threshold: %zu of %zu sizes inconclusive, %.0f%% of bootstrap "
 			   "replicates agree within one size step; about %.0fx the samples at the sizes in doubt "
-			   "(~%.1f s more measuring) would be needed%s", n_inc, a->np, 100 * a->stable, ceil(factor),
-			   secs, a->T ? "" : "; threshold 0 (never) until then");
+			   "(~%.1f s more measuring) would be needed%s",
+			   n_inc, a->np, 100 * a->stable, ceil(factor), secs,
+			   a->T ? "" : "; threshold 0 (never) until then");
 	}
 	conf = rt__conf_from_stability(a->stable);
 	/* high confidence also needs the sizes next to the threshold to be clear, not inconclusive */
@@ -849,8 +865,8 @@ static int fill_sizes(struct ia *a)
 	return 0;
 }
 
-int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n, const struct rt_tuner_input *in,
-		       struct rt_tuner_decision *d, struct rt_reasons *r)
+int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n,
+		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r)
 {
 	struct ia a = { .t = t, .o = t->o, .in = in, .app = &in->app[d->op], .d = d, .r = r, .B = t->o->n_boot };
 	int rc;
@@ -859,13 +875,15 @@ int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts,
 	if ((rc = select_pairs(&a, pts, n)))
 		goto out;
 	if (a.n_invalid)
-		rt__reason(r, RT_R_INVALID_POINT, RT_TOPIC_INPUT, RT_SEV_WARN, "%zu latency point(s) of %s/%s dropped: %s",
-			   a.n_invalid, rt_opcode_name(d->op), rt_qp_type_name(d->qpt), a.why);
+		rt__reason(r, RT_R_INVALID_POINT, RT_TOPIC_INPUT, RT_SEV_WARN,
+			   "%zu latency point(s) of %s/%s dropped: %s", a.n_invalid, rt_opcode_name(d->op),
+			   rt_qp_type_name(d->qpt), a.why);
 	if (!a.np) {
 		d->inline_measured = false;
 		rt__reason(r, RT_R_NO_LATENCY_DATA, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "no size has both an inline and a non-inline %s latency point: inline threshold 0 (never) "
-			   "by default", kind_label(d->kind));
+			   "by default",
+			   kind_label(d->kind));
 		goto out;
 	}
 	d->inline_measured = true;

@@ -60,7 +60,7 @@ int rt_tuner_kneedle(const double *x, const double *y, size_t n, enum rt_knee_cu
 		order[k] = i;
 		diff[k] = (flip_y ? 1 - yn : yn) - (flip_x ? 1 - xn : xn);
 	}
-	step = 1.0 / (double)(n - 1);   /* mean step of the normalised x */
+	step = 1.0 / (double)(n - 1); /* mean step of the normalised x */
 	for (size_t k = 1; k < n; k++) {
 		if (pending != SIZE_MAX && diff[k] < thr) {
 			if (knees && found < max_knees)
@@ -98,7 +98,7 @@ size_t rt__knee_evidence(const double *x, const double *fit, size_t n, enum rt_k
 		hi = fmax(hi, fit[i]);
 	}
 	if (n < 3 || !(hi - lo > theta))
-		return SIZE_MAX;        /* flat within the noise: no knee to speak of */
+		return SIZE_MAX; /* flat within the noise: no knee to speak of */
 	if (rt_tuner_kneedle(x, fit, n, RT_KNEE_CONCAVE, dir, 1.0, knees, 16, &nk, &best, NULL))
 		return SIZE_MAX;
 	nk = nk < 16 ? nk : 16;

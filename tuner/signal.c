@@ -15,16 +15,16 @@
 /* d2(n): expected range of n standard normal draws, to turn the min..max of the repetitions into a sigma. */
 static double d2(uint32_t n)
 {
-	static const double tab[] = { 0, 0, 1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078,
+	static const double tab[] = { 0,     0,	    1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078,
 				      3.173, 3.258, 3.336, 3.407, 3.472, 3.532, 3.588, 3.640, 3.689, 3.735 };
 
 	return n < sizeof(tab) / sizeof(tab[0]) ? tab[n] : 2 * sqrt(2 * log((double)n)) * 0.93;
 }
 
 struct series {
-	size_t start, n;                /* slice of the sorted point array */
-	uint32_t nstar;                 /* smallest N within tolerance of the fitted best */
-	double best, at;                /* fitted best rate and the fitted rate at nstar */
+	size_t start, n; /* slice of the sorted point array */
+	uint32_t nstar;	 /* smallest N within tolerance of the fitted best */
+	double best, at; /* fitted best rate and the fitted rate at nstar */
 };
 
 static int cmp_rate(const void *pa, const void *pb)
@@ -85,11 +85,12 @@ static void queues_and_cqmod(struct rt_tctx *t, const struct rt_tuner_input *in,
 		cq = in->limits.max_cqe;
 	d->sq_depth = sq;
 	d->cq_depth = cq;
-	rt__reason(r, RT_R_QUEUE_DEPTHS, RT_TOPIC_QUEUE, RT_SEV_INFO,
-		   "sq_depth %u (%s; keeps N = %u <= sq_depth/%u), send cq_depth %u: one CQE per outstanding WR, since a "
-		   "QP error flushes every outstanding WR, signaled or not, to the CQ%s", sq,
-		   sq_meas ? "the depth the sweep measured" : "no measured depth", d->signal_interval,
-		   o->sq_cap_divisor, cq, sq < need ? " (device max_qp_wr limits the depth below 4N)" : "");
+	rt__reason(
+		r, RT_R_QUEUE_DEPTHS, RT_TOPIC_QUEUE, RT_SEV_INFO,
+		"sq_depth %u (%s; keeps N = %u <= sq_depth/%u), send cq_depth %u: one CQE per outstanding WR, since a "
+		"QP error flushes every outstanding WR, signaled or not, to the CQ%s",
+		sq, sq_meas ? "the depth the sweep measured" : "no measured depth", d->signal_interval,
+		o->sq_cap_divisor, cq, sq < need ? " (device max_qp_wr limits the depth below 4N)" : "");
 
 	if (!m || !m->measured) {
 		d->cq_mod = RT_CQMOD_NOT_MEASURED;
@@ -98,7 +99,8 @@ static void queues_and_cqmod(struct rt_tctx *t, const struct rt_tuner_input *in,
 	} else if (!m->supported) {
 		d->cq_mod = RT_CQMOD_UNSUPPORTED;
 		rt__reason(r, RT_R_CQ_MODERATION_UNSUPPORTED, RT_TOPIC_CQ_MOD, RT_SEV_INFO,
-			   "the device refused CQ moderation (ibv_modify_cq): %s", m->reason[0] ? m->reason : "unsupported");
+			   "the device refused CQ moderation (ibv_modify_cq): %s",
+			   m->reason[0] ? m->reason : "unsupported");
 	} else if (m->mops_off > 0 && m->mops_best > m->mops_off * (1 + o->tolerance) && m->best_count) {
 		d->cq_mod = RT_CQMOD_ON;
 		d->cq_mod_count = m->best_count;
@@ -114,8 +116,8 @@ static void queues_and_cqmod(struct rt_tctx *t, const struct rt_tuner_input *in,
 	}
 }
 
-int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts, size_t n, const struct rt_tuner_input *in,
-		       struct rt_tuner_decision *d, struct rt_reasons *r)
+int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts, size_t n,
+		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r)
 {
 	const struct rt_tuner_opts *o = t->o;
 	const struct rt_rate_point **v = NULL;
@@ -185,14 +187,14 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	}
 	{
 		size_t k = 0;
-		double *rel = fit;   /* scratch for the median relative se */
+		double *rel = fit; /* scratch for the median relative se */
 
 		for (size_t i = 0; i < nv; i++) {
 			const struct rt_rate_point *p = v[i];
 
 			if (k && v[k - 1]->msg_bytes == p->msg_bytes && v[k - 1]->inl == p->inl &&
 			    v[k - 1]->signal_interval == p->signal_interval)
-				continue;   /* duplicate N: the one with most repetitions came first */
+				continue; /* duplicate N: the one with most repetitions came first */
 			v[k++] = p;
 		}
 		nv = k;
@@ -207,7 +209,8 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 			if (p->reps >= 2 && range > 0) {
 				se[i] = 1.2533 * range / d2(p->reps) / sqrt((double)p->reps);
 			} else {
-				se[i] = o->tolerance / 4 * p->mops;   /* no spread known: assume a quarter of the tolerance */
+				se[i] = o->tolerance / 4 *
+					p->mops; /* no spread known: assume a quarter of the tolerance */
 				assumed_noise = 1;
 			}
 			w[i] = 1 / (se[i] * se[i]);
@@ -217,7 +220,7 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 				sr[ns++].start = i;
 			sr[ns - 1].n++;
 		}
-		for (size_t i = 1; i < nv; i++)     /* insertion sort is fine: a sweep has tens of points */
+		for (size_t i = 1; i < nv; i++) /* insertion sort is fine: a sweep has tens of points */
 			for (size_t j = i; j > 0 && rel[j] < rel[j - 1]; j--) {
 				double tmp = rel[j];
 
@@ -233,8 +236,9 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 		struct series *q = &sr[s];
 
 		if (q->n < 2 && n_used >= 2)
-			continue;   /* a single N says nothing about the knee */
-		if ((rc = series_knee(y + q->start, w + q->start, nn + q->start, q->n, o->tolerance, fit + q->start, q)))
+			continue; /* a single N says nothing about the knee */
+		if ((rc = series_knee(y + q->start, w + q->start, nn + q->start, q->n, o->tolerance, fit + q->start,
+				      q)))
 			goto out;
 		if (q->nstar > nstar || deciding == SIZE_MAX) {
 			nstar = q->nstar > nstar ? q->nstar : nstar;
@@ -254,9 +258,9 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 		{
 			int nsig = 0;
 
-			rt__knee_evidence(xs + q->start, fit + q->start, q->n, RT_KNEE_INCREASING, o->tolerance * q->best,
-					  &nsig);
-			multiknee |= nsig > 1;  /* the rate rises in more than one step */
+			rt__knee_evidence(xs + q->start, fit + q->start, q->n, RT_KNEE_INCREASING,
+					  o->tolerance * q->best, &nsig);
+			multiknee |= nsig > 1; /* the rate rises in more than one step */
 		}
 	}
 	{
@@ -282,7 +286,8 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 
 			if (q.n < 2 && n_used >= 2)
 				continue;
-			if ((rc = series_knee(yb + q.start, w + q.start, nn + q.start, q.n, o->tolerance, fit + q.start, &q)))
+			if ((rc = series_knee(yb + q.start, w + q.start, nn + q.start, q.n, o->tolerance, fit + q.start,
+					      &q)))
 				goto out;
 			nb = q.nstar > nb ? q.nstar : nb;
 		}
@@ -303,15 +308,18 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 decide:
 	N = nstar;
 	if (N > cap) {
-		rt__reason(r, RT_R_SIGNAL_CAPPED_BY_SQ, RT_TOPIC_SIGNAL, RT_SEV_INFO,
-			   "the rate knee is at N = %u, above sq_depth/%u = %u: capped to %u so a signaled WR completes "
-			   "well before the send queue can fill", N, o->sq_cap_divisor, cap, cap);
+		rt__reason(
+			r, RT_R_SIGNAL_CAPPED_BY_SQ, RT_TOPIC_SIGNAL, RT_SEV_INFO,
+			"the rate knee is at N = %u, above sq_depth/%u = %u: capped to %u so a signaled WR completes "
+			"well before the send queue can fill",
+			N, o->sq_cap_divisor, cap, cap);
 		N = cap;
 	}
 	if (N < batch) {
 		rt__reason(r, RT_R_SIGNAL_RAISED_TO_BATCH, RT_TOPIC_SIGNAL, RT_SEV_INFO,
 			   "N raised from %u to the app's post-list batch of %u WRs (at least one signaled WR per "
-			   "ibv_post_send call is enough)", N, batch);
+			   "ibv_post_send call is enough)",
+			   N, batch);
 		N = batch;
 	}
 	d->signal_interval = N;
@@ -325,20 +333,23 @@ decide:
 		rt__reason(r, RT_R_SIGNAL_INTERVAL, RT_TOPIC_SIGNAL, RT_SEV_INFO,
 			   "signal 1 WR in %u: the smallest N whose rate (isotonic fit) is within %.1f%% of the best: "
 			   "%.3f vs %.3f Mops at %u B %s (the series needing the largest N of %zu); CPU %.1f ns/msg "
-			   "at N = %u vs %.1f at N = %u", nstar, 100 * o->tolerance, q->at, q->best, p1->msg_bytes,
-			   p1->inl ? "inline" : "non-inline", ns, pn ? pn->cpu_ns_per_msg : 0, nstar,
-			   p1->cpu_ns_per_msg, p1->signal_interval);
+			   "at N = %u vs %.1f at N = %u",
+			   nstar, 100 * o->tolerance, q->at, q->best, p1->msg_bytes, p1->inl ? "inline" : "non-inline",
+			   ns, pn ? pn->cpu_ns_per_msg : 0, nstar, p1->cpu_ns_per_msg, p1->signal_interval);
 		if (d->signal_kneedle)
 			rt__reason(r, RT_R_KNEEDLE_KNEE, RT_TOPIC_SIGNAL, RT_SEV_INFO,
 				   "Kneedle (concave, increasing, on log2 N) puts the knee of the rate at N = %u "
-				   "(evidence only: the tolerance rule decides)", d->signal_kneedle);
+				   "(evidence only: the tolerance rule decides)",
+				   d->signal_kneedle);
 		if (multiknee)
 			rt__reason(r, RT_R_MULTI_KNEE, RT_TOPIC_SIGNAL, RT_SEV_WARN,
 				   "the rate vs N curve has more than one knee (Kneedle)");
 		if (nonmono)
-			rt__reason(r, RT_R_NON_MONOTONE, RT_TOPIC_SIGNAL, RT_SEV_WARN,
-				   "the rate drops at larger N beyond its noise (more than %.1f%%): the isotonic fit pools "
-				   "it, check CQ/queue sizing", 200 * o->tolerance);
+			rt__reason(
+				r, RT_R_NON_MONOTONE, RT_TOPIC_SIGNAL, RT_SEV_WARN,
+				"the rate drops at larger N beyond its noise (more than %.1f%%): the isotonic fit pools "
+				"it, check CQ/queue sizing",
+				200 * o->tolerance);
 		if (few)
 			rt__reason(r, RT_R_TOO_FEW_POINTS, RT_TOPIC_SIGNAL, RT_SEV_WARN,
 				   "only %zu N value(s) per series (need 3 for a knee): low confidence", n_used);
@@ -352,11 +363,12 @@ decide:
 					secs += (factor - 1) * (double)v[i]->msgs / (v[i]->mops * 1e6);
 			if (d->budget_needed_s < secs)
 				d->budget_needed_s = secs;
-			rt__reason(r, RT_R_INSUFFICIENT_DATA, RT_TOPIC_SIGNAL, RT_SEV_WARN,
-				   "rate noise too high for a %.1f%% tolerance: median standard error %.2f%%, %.0f%% of "
-				   "bootstrap replicates agree within a factor of 2; about %.0fx the repetitions "
-				   "(~%.1f s more measuring) would be needed", 100 * o->tolerance, 100 * rel_se_med,
-				   100 * stable, ceil(factor), secs);
+			rt__reason(
+				r, RT_R_INSUFFICIENT_DATA, RT_TOPIC_SIGNAL, RT_SEV_WARN,
+				"rate noise too high for a %.1f%% tolerance: median standard error %.2f%%, %.0f%% of "
+				"bootstrap replicates agree within a factor of 2; about %.0fx the repetitions "
+				"(~%.1f s more measuring) would be needed",
+				100 * o->tolerance, 100 * rel_se_med, 100 * stable, ceil(factor), secs);
 		}
 	}
 	conf = d->signal_measured ? rt__conf_from_stability(stable) : RT_CONF_LOW;

@@ -46,8 +46,8 @@ void rt_tuner_input_from_run(struct rt_tuner_input *in, const struct rt_run *run
 	in->cqmod = run->cqmod;
 }
 
-void rt__reason(struct rt_reasons *r, enum rt_reason_code code, enum rt_reason_topic topic,
-		enum rt_reason_severity sev, const char *fmt, ...)
+void rt__reason(struct rt_reasons *r, enum rt_reason_code code, enum rt_reason_topic topic, enum rt_reason_severity sev,
+		const char *fmt, ...)
 {
 	struct rt_tuner_decision *d = r->d;
 	struct rt_tuner_reason *x;
@@ -116,7 +116,8 @@ static int check_hist(const struct rt_tuner_app *app, enum rt_opcode op, struct 
 	if (!app->n_bins)
 		return 0;
 	if (!app->bins)
-		return rt_error_set(err, EINVAL, "%s histogram: %zu bins but no array", rt_opcode_name(op), app->n_bins);
+		return rt_error_set(err, EINVAL, "%s histogram: %zu bins but no array", rt_opcode_name(op),
+				    app->n_bins);
 	s = malloc(app->n_bins * sizeof(*s));
 	if (!s)
 		return rt_error_set(err, ENOMEM, "out of memory");
@@ -131,8 +132,8 @@ static int check_hist(const struct rt_tuner_app *app, enum rt_opcode op, struct 
 	qsort(s, app->n_bins, sizeof(*s), cmp_bin_lo);
 	for (size_t i = 1; i < app->n_bins; i++)
 		if (s[i]->lo <= s[i - 1]->hi) {
-			rc = rt_error_set(err, EINVAL, "%s histogram: bins %u..%u and %u..%u overlap", rt_opcode_name(op),
-					  s[i - 1]->lo, s[i - 1]->hi, s[i]->lo, s[i]->hi);
+			rc = rt_error_set(err, EINVAL, "%s histogram: bins %u..%u and %u..%u overlap",
+					  rt_opcode_name(op), s[i - 1]->lo, s[i - 1]->hi, s[i]->lo, s[i]->hi);
 			goto out;
 		}
 out:
@@ -221,10 +222,12 @@ int rt_tuner_run(const struct rt_tuner_input *in, const struct rt_tuner_opts *op
 			d->op = (enum rt_opcode)op;
 			d->qpt = (enum rt_qp_type)qpt;
 			/* each analysis draws from its own stream so adding rate points never moves the inline answer */
-			rt_rng_seed(&t->rng, opts->seed ^ (0x100u * (unsigned)op + (unsigned)qpt + 1) * 0x9e3779b97f4a7c15ull);
+			rt_rng_seed(&t->rng,
+				    opts->seed ^ (0x100u * (unsigned)op + (unsigned)qpt + 1) * 0x9e3779b97f4a7c15ull);
 			if ((rc = rt__inline_analyse(t, lp, nl, in, d, &r)))
 				goto fail;
-			rt_rng_seed(&t->rng, ~opts->seed ^ (0x100u * (unsigned)op + (unsigned)qpt + 1) * 0xbf58476d1ce4e5b9ull);
+			rt_rng_seed(&t->rng,
+				    ~opts->seed ^ (0x100u * (unsigned)op + (unsigned)qpt + 1) * 0xbf58476d1ce4e5b9ull);
 			if ((rc = rt__signal_analyse(t, rp, nr, in, d, &r)))
 				goto fail;
 			if (r.oom) {
@@ -307,7 +310,19 @@ static const char *const reason_names[RT_R__COUNT] = {
 
 #define NAME_OF(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) && (tab)[v] ? (tab)[v] : "unknown")
 
-const char *rt_confidence_name(enum rt_confidence c) { return NAME_OF(conf_names, c); }
-const char *rt_size_class_name(enum rt_size_class c) { return NAME_OF(class_names, c); }
-const char *rt_reason_code_name(enum rt_reason_code c) { return NAME_OF(reason_names, c); }
-const char *rt_cq_mod_advice_name(enum rt_cq_mod_advice a) { return NAME_OF(cqmod_names, a); }
+const char *rt_confidence_name(enum rt_confidence c)
+{
+	return NAME_OF(conf_names, c);
+}
+const char *rt_size_class_name(enum rt_size_class c)
+{
+	return NAME_OF(class_names, c);
+}
+const char *rt_reason_code_name(enum rt_reason_code c)
+{
+	return NAME_OF(reason_names, c);
+}
+const char *rt_cq_mod_advice_name(enum rt_cq_mod_advice a)
+{
+	return NAME_OF(cqmod_names, a);
+}

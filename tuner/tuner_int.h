@@ -16,9 +16,9 @@
 struct rt_tctx {
 	const struct rt_tuner_opts *o;
 	struct rt_rng rng;
-	float pool[RT_POOL_SIZE];       /* float: the whole pool stays in L1 */
-	double z_ci;                    /* two-sided normal quantile of opts.ci_level */
-	double z_in;                    /* same for the points' input_ci_level */
+	float pool[RT_POOL_SIZE]; /* float: the whole pool stays in L1 */
+	double z_ci;		  /* two-sided normal quantile of opts.ci_level */
+	double z_in;		  /* same for the points' input_ci_level */
 	struct rt_error *err;
 };
 
@@ -26,12 +26,12 @@ struct rt_tctx {
 struct rt_reasons {
 	struct rt_tuner_decision *d;
 	size_t cap;
-	int oom;                        /* set when an append failed: the run returns ENOMEM */
+	int oom; /* set when an append failed: the run returns ENOMEM */
 };
 
 /* Appends a reason (printf-style text, truncated to fit). Failures only set r->oom. */
-void rt__reason(struct rt_reasons *r, enum rt_reason_code code, enum rt_reason_topic topic,
-		enum rt_reason_severity sev, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void rt__reason(struct rt_reasons *r, enum rt_reason_code code, enum rt_reason_topic topic, enum rt_reason_severity sev,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* True when the decision already carries a reason with this code. */
 int rt__has_reason(const struct rt_tuner_decision *d, enum rt_reason_code code);
 
@@ -59,10 +59,10 @@ enum rt_confidence rt__conf_min(enum rt_confidence a, enum rt_confidence b);
 size_t rt__knee_evidence(const double *x, const double *fit, size_t n, enum rt_knee_dir dir, double theta, int *n_sig);
 
 /* Inline analysis of one (op, qpt): lat points of that pair only (pointers), app histogram of the opcode. */
-int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n, const struct rt_tuner_input *in,
-		       struct rt_tuner_decision *d, struct rt_reasons *r);
+int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n,
+		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r);
 /* Signaling, queue depths and CQ moderation of one (op, qpt): its rate points (pointers). */
-int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts, size_t n, const struct rt_tuner_input *in,
-		       struct rt_tuner_decision *d, struct rt_reasons *r);
+int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts, size_t n,
+		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r);
 
 #endif

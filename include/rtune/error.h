@@ -23,8 +23,7 @@ struct rt_error {
  * Records code and a printf-style message in err (which may be NULL) and returns code, so a failure path can read
  * `return rt_error_set(err, EINVAL, "bad '%s'", x);`. The message is truncated to fit, never overflows.
  */
-int rt_error_set(struct rt_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int rt_error_set(struct rt_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Clears err (code 0, empty text); err may be NULL. */
 void rt_error_clear(struct rt_error *err);

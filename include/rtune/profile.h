@@ -44,28 +44,28 @@ struct rt_profile_reason {
 struct rt_profile_entry {
 	/* rt_should_inline() compares against this: inline_threshold + 1, or 0 when inline_threshold is 0 (never). */
 	uint32_t inline_limit_excl;
-	uint32_t inline_threshold;      /* bytes, inline messages of at most this size; 0 = never inline */
-	uint32_t max_inline_data;       /* request this in ibv_qp_init_attr.cap.max_inline_data */
-	uint32_t signal_interval;       /* signal one WR every signal_interval (>= 1) */
-	uint32_t sq_depth;              /* max_send_wr */
-	uint32_t cq_depth;              /* send CQ entries */
-	bool cq_moderation;             /* false = no moderation recommended / not supported ("cq_moderation": null) */
+	uint32_t inline_threshold; /* bytes, inline messages of at most this size; 0 = never inline */
+	uint32_t max_inline_data;  /* request this in ibv_qp_init_attr.cap.max_inline_data */
+	uint32_t signal_interval;  /* signal one WR every signal_interval (>= 1) */
+	uint32_t sq_depth;	   /* max_send_wr */
+	uint32_t cq_depth;	   /* send CQ entries */
+	bool cq_moderation;	   /* false = no moderation recommended / not supported ("cq_moderation": null) */
 	uint32_t cq_mod_count;
 	uint32_t cq_mod_period_us;
-	char device[64];                /* "mlx5_0", "rxe0" */
-	char guid[24];                  /* node GUID "0011:2233:4455:6677", "" when unknown */
-	int port;                       /* 1-based port number */
+	char device[64]; /* "mlx5_0", "rxe0" */
+	char guid[24];	 /* node GUID "0011:2233:4455:6677", "" when unknown */
+	int port;	 /* 1-based port number */
 	enum rt_profile_opcode opcode;
 	enum rt_profile_qp_type qp_type;
-	int numa_node;                  /* device's NUMA node, -1 = unknown */
-	char cpus[256];                 /* cpulist the measurement ran on, e.g. "2" or "0-7" */
+	int numa_node;	/* device's NUMA node, -1 = unknown */
+	char cpus[256]; /* cpulist the measurement ran on, e.g. "2" or "0-7" */
 	enum rt_profile_confidence confidence;
 	unsigned n_reasons;
 	struct rt_profile_reason reasons[RT_PROFILE_MAX_REASONS];
-	int64_t measured_at;            /* seconds since the epoch, UTC */
-	char run_id[40];                /* uuid of the calibration run the values came from */
-	char app[64];                   /* application histogram the threshold was weighted by, "" = none */
-	char rtune_version[32];         /* rtune that produced the entry */
+	int64_t measured_at;	/* seconds since the epoch, UTC */
+	char run_id[40];	/* uuid of the calibration run the values came from */
+	char app[64];		/* application histogram the threshold was weighted by, "" = none */
+	char rtune_version[32]; /* rtune that produced the entry */
 };
 
 /* A loaded profile document (opaque). */
@@ -136,12 +136,12 @@ static inline bool rt_should_inline(const struct rt_profile_entry *e, uint32_t m
  * Pure bookkeeping: no verbs calls, no locks (one sendq per QP per thread).
  */
 struct rt_sendq {
-	uint32_t depth;                 /* WRs the send queue holds */
+	uint32_t depth; /* WRs the send queue holds */
 	uint32_t signal_interval;
-	uint32_t outstanding;           /* posted WRs not yet retired by a signaled completion */
-	uint32_t unsignaled_run;        /* WRs posted since the last signaled one */
-	uint32_t *batches;              /* ring: WRs each outstanding signaled WR retires */
-	uint32_t head, count;           /* ring position and number of outstanding signaled WRs */
+	uint32_t outstanding;	 /* posted WRs not yet retired by a signaled completion */
+	uint32_t unsignaled_run; /* WRs posted since the last signaled one */
+	uint32_t *batches;	 /* ring: WRs each outstanding signaled WR retires */
+	uint32_t head, count;	 /* ring position and number of outstanding signaled WRs */
 };
 
 /* Sets q up for a queue of sq_depth WRs (>= 1) signaled every signal_interval (1..sq_depth). Returns 0, EINVAL, or

@@ -40,17 +40,17 @@ struct cal {
 	const struct rt_cal_opts *o;
 	struct rt_run *run;
 	struct ibv_device **list;
-	struct ibv_context *ctx;        /* loopback: ours to close */
+	struct ibv_context *ctx; /* loopback: ours to close */
 	struct rt_ep cep, rep;
 	struct rt_addr addr;
 	bool ud;
-	uint32_t ud_max;                /* largest UD size measured */
+	uint32_t ud_max; /* largest UD size measured */
 	pthread_t thr;
 	bool thr_started;
 	volatile sig_atomic_t resp_stop, resp_dead;
 	int resp_cpu;
-	struct rt_error resp_err;       /* written by the responder thread */
-	struct rt_error meas_err;       /* the scheduler's measure callback */
+	struct rt_error resp_err; /* written by the responder thread */
+	struct rt_error meas_err; /* the scheduler's measure callback */
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
 	bool cm_connected;
@@ -63,7 +63,7 @@ struct cal {
 	size_t n_sizes;
 	struct rt_rng rng;
 	char notes[256];
-	double phase_s[2];              /* seconds spent in the latency grid and the signaling sweep */
+	double phase_s[2]; /* seconds spent in the latency grid and the signaling sweep */
 };
 
 static int64_t realtime_ns(void)
@@ -100,7 +100,8 @@ static int open_device(struct cal *c, struct rt_error *err)
 
 	c->list = ibv_get_device_list(&n);
 	if (!c->list || n == 0)
-		return rt_error_set(err, ENODEV, "no RDMA device found: check 'ibv_devices' and the driver, or create a "
+		return rt_error_set(err, ENODEV,
+				    "no RDMA device found: check 'ibv_devices' and the driver, or create a "
 				    "software device with 'rdma link add rxe0 type rxe netdev <interface>'");
 	if (!c->o->dev_name) {
 		dev = c->list[0];
@@ -171,8 +172,10 @@ static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, stru
 				best = g->index;
 		}
 		if (best < 0)
-			return rt_error_set(err, EADDRNOTAVAIL, "port %d of '%s' has no GID (is its netdev up with an "
-					    "address?); use --gid-index", p->port_num, d->name);
+			return rt_error_set(err, EADDRNOTAVAIL,
+					    "port %d of '%s' has no GID (is its netdev up with an "
+					    "address?); use --gid-index",
+					    p->port_num, d->name);
 		c->addr.gid_index = best;
 	}
 	if (c->addr.gid_index >= 0) {
@@ -240,10 +243,13 @@ static int pick_cpu(struct cal *c, struct rt_error *err)
 			    cpu_allowed(all[i]))
 				cpu = all[i];
 		if (cpu < 0 && dev_node < 0)
-			return rt_error_set(err, EINVAL, "device '%s' has no NUMA node (sysfs numa_node is -1): there is "
-					    "no remote CPU to measure from", c->run->dev.name);
+			return rt_error_set(err, EINVAL,
+					    "device '%s' has no NUMA node (sysfs numa_node is -1): there is "
+					    "no remote CPU to measure from",
+					    c->run->dev.name);
 		if (cpu < 0)
-			return rt_error_set(err, EINVAL, "no allowed CPU outside the device's NUMA node %d to measure from",
+			return rt_error_set(err, EINVAL,
+					    "no allowed CPU outside the device's NUMA node %d to measure from",
 					    dev_node);
 	} else {
 		/* the last allowed local CPU: CPU 0 takes most interrupts and housekeeping */
@@ -315,8 +321,8 @@ static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
 	cfg->max_inline = c->run->max_inline_used;
 	cfg->ud_max_inline = c->ud ? c->ud_max : 0;
 	cfg->sq_depth = c->run->sq_depth;
-	cfg->rq_depth = (uint32_t)(c->run->dev.max_qp_wr > 0 && c->run->dev.max_qp_wr < 1024 ? c->run->dev.max_qp_wr :
-											    1024);
+	cfg->rq_depth =
+		(uint32_t)(c->run->dev.max_qp_wr > 0 && c->run->dev.max_qp_wr < 1024 ? c->run->dev.max_qp_wr : 1024);
 	cfg->ud = c->ud;
 	cfg->rc_qp = true;
 }
@@ -358,7 +364,8 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 	if (c->resp_cpu == c->run->env.cpu) {
 		/* one CPU for both sides: without yielding, each spinning side would wait out the other's time slice */
 		c->cli.yield = true;
-		note(c, "client and responder share one cpu and yield while waiting: latencies include context switches");
+		note(c,
+		     "client and responder share one cpu and yield while waiting: latencies include context switches");
 	}
 	rc = pthread_create(&c->thr, NULL, resp_thread, c);
 	if (rc)
@@ -386,7 +393,8 @@ static int cm_expect(struct cal *c, enum rdma_cm_event_type want, int timeout_ms
 	if (ev->event == want) {
 		if (hs && ev->param.conn.private_data)
 			memcpy(hs, ev->param.conn.private_data,
-			       ev->param.conn.private_data_len < sizeof(*hs) ? ev->param.conn.private_data_len : sizeof(*hs));
+			       ev->param.conn.private_data_len < sizeof(*hs) ? ev->param.conn.private_data_len
+									     : sizeof(*hs));
 		rdma_ack_cm_event(ev);
 		return 0;
 	}
@@ -400,11 +408,15 @@ static int cm_expect(struct cal *c, enum rdma_cm_event_type want, int timeout_ms
 		r.reason[sizeof(r.reason) - 1] = '\0';
 		if (ntohl(r.magic) == RT_HELLO_MAGIC)
 			return rt_error_set(err, ECONNREFUSED, "peer '%s' refused: %s", c->o->peer, r.reason);
-		return rt_error_set(err, ECONNREFUSED, "peer '%s' refused the connection (is 'rtune serve' running "
-				    "there?)", c->o->peer);
+		return rt_error_set(err, ECONNREFUSED,
+				    "peer '%s' refused the connection (is 'rtune serve' running "
+				    "there?)",
+				    c->o->peer);
 	}
 	rc = ev->event == RDMA_CM_EVENT_UNREACHABLE || ev->event == RDMA_CM_EVENT_ADDR_ERROR ||
-			     ev->event == RDMA_CM_EVENT_ROUTE_ERROR ? EHOSTUNREACH : ECONNREFUSED;
+			     ev->event == RDMA_CM_EVENT_ROUTE_ERROR
+		     ? EHOSTUNREACH
+		     : ECONNREFUSED;
 	rt_error_set(err, rc, "peer '%s': %s (status %d)", c->o->peer, rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
 	return rc;
@@ -421,8 +433,10 @@ static int connect_peer(struct cal *c, struct rt_error *err)
 	c->cm_ch = rdma_create_event_channel();
 	if (!c->cm_ch) {
 		freeaddrinfo(ai);
-		return rt_error_set(err, errno ? errno : ENODEV, "cannot open the rdma_cm event channel: %s "
-				    "(is rdma_ucm loaded?)", strerror(errno));
+		return rt_error_set(err, errno ? errno : ENODEV,
+				    "cannot open the rdma_cm event channel: %s "
+				    "(is rdma_ucm loaded?)",
+				    strerror(errno));
 	}
 	if (rdma_create_id(c->cm_ch, &c->cm_id, NULL, RDMA_PS_TCP)) {
 		freeaddrinfo(ai);
@@ -634,7 +648,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns = 0, reps = o->quick ? 3 : 5;
 	struct rt_run *run = c->run;
 	size_t n_cells, *order = NULL;
-	double (*mops)[8] = NULL, *cpu = NULL, rep_ns;
+	double(*mops)[8] = NULL, *cpu = NULL, rep_ns;
 	int rc = 0;
 
 	for (size_t i = 0; i < 3; i++)
@@ -706,8 +720,8 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			/* a phase change per cell: cheap, and the responder sees that the client is alive */
 			rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, r->msg_bytes, err);
 			if (!rc)
-				rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns, &rr,
-						    err);
+				rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns,
+						    &rr, err);
 			if (rc)
 				goto out;
 			mops[order[i]][r->reps] = (double)rr.msgs / (rr.wall_ns / 1e3);
@@ -798,17 +812,20 @@ static int reprobe_rc_inline(struct cal *c, struct rt_error *err)
 
 	if (!pd) {
 		rc = errno ? errno : ENOMEM;
-		rt_error_set(err, rc, "cannot allocate a protection domain on '%s': %s", c->run->dev.name, strerror(rc));
+		rt_error_set(err, rc, "cannot allocate a protection domain on '%s': %s", c->run->dev.name,
+			     strerror(rc));
 		return 0;
 	}
 	rc = rt_devinfo_probe_max_inline(pd, IBV_QPT_RC, 1u << 16, &v, NULL);
 	ibv_dealloc_pd(pd);
 	if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
-		rt_error_set(err, EOPNOTSUPP, "device '%s' accepts no inline data on rc qps: there is no inline "
-			     "threshold to calibrate", c->run->dev.name);
+		rt_error_set(err, EOPNOTSUPP,
+			     "device '%s' accepts no inline data on rc qps: there is no inline "
+			     "threshold to calibrate",
+			     c->run->dev.name);
 	else if (rc)
-		rt_error_set(err, rc, "cannot create an rc qp on '%s' to probe its max inline data: %s", c->run->dev.name,
-			     strerror(rc));
+		rt_error_set(err, rc, "cannot create an rc qp on '%s' to probe its max inline data: %s",
+			     c->run->dev.name, strerror(rc));
 	return rc ? 0 : (int)v;
 }
 
@@ -828,7 +845,8 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 	if (o->n_sizes) {
 		for (size_t i = 0; i < o->n_sizes; i++)
 			if (o->sizes[i] > (uint32_t)rc_max)
-				return rt_error_set(err, EINVAL, "size %u exceeds the device's max inline data (%d bytes)",
+				return rt_error_set(err, EINVAL,
+						    "size %u exceeds the device's max inline data (%d bytes)",
 						    o->sizes[i], rc_max);
 		memcpy(c->sizes, o->sizes, o->n_sizes * sizeof(uint32_t));
 		c->n_sizes = o->n_sizes;
@@ -897,9 +915,12 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			goto fail;
 		if ((o->dev_name && strcmp(o->dev_name, run->dev.name) != 0) ||
 		    (o->port && o->port != c->cm_id->port_num)) {
-			rc = rt_error_set(err, EINVAL, "the route to '%s' goes through %s port %d, not the requested %s "
-					  "port %d", o->peer, run->dev.name, c->cm_id->port_num,
-					  o->dev_name ? o->dev_name : run->dev.name, o->port ? o->port : c->cm_id->port_num);
+			rc = rt_error_set(err, EINVAL,
+					  "the route to '%s' goes through %s port %d, not the requested %s "
+					  "port %d",
+					  o->peer, run->dev.name, c->cm_id->port_num,
+					  o->dev_name ? o->dev_name : run->dev.name,
+					  o->port ? o->port : c->cm_id->port_num);
 			goto fail;
 		}
 		rc = pick_port(c, c->cm_id->verbs, c->cm_id->port_num, err);
@@ -933,8 +954,10 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		if (b - a > 100000) {
 			char msg[160];
 
-			snprintf(msg, sizeof(msg), "thread cpu time advances in steps of %.1f ms: cpu ns per op is "
-				 "only meaningful averaged over many points", (double)(b - a) / 1e6);
+			snprintf(msg, sizeof(msg),
+				 "thread cpu time advances in steps of %.1f ms: cpu ns per op is "
+				 "only meaningful averaged over many points",
+				 (double)(b - a) / 1e6);
 			note(c, msg);
 		}
 	}
@@ -974,11 +997,19 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		per_sample = (double)el / 64 * 1.2;
 		per_sample_ns = per_sample;
 		if (o->quick)
-			rule = (struct rt_stop_rule){ .min_samples = 50, .max_samples = 1000, .rel_tight = 0.05,
-						      .rel_loose = 0.20, .abs_floor_ns = 20, .level = 0.95 };
+			rule = (struct rt_stop_rule){ .min_samples = 50,
+						      .max_samples = 1000,
+						      .rel_tight = 0.05,
+						      .rel_loose = 0.20,
+						      .abs_floor_ns = 20,
+						      .level = 0.95 };
 		else
-			rule = (struct rt_stop_rule){ .min_samples = 200, .max_samples = 5000, .rel_tight = 0.02,
-						      .rel_loose = 0.10, .abs_floor_ns = 20, .level = 0.95 };
+			rule = (struct rt_stop_rule){ .min_samples = 200,
+						      .max_samples = 5000,
+						      .rel_tight = 0.02,
+						      .rel_loose = 0.10,
+						      .abs_floor_ns = 20,
+						      .level = 0.95 };
 		rt_sched_init(&c->sched, &rule, o->seed);
 		c->sched_init = true;
 		c->sched.max_refine_bytes = run->max_inline_used;
@@ -1002,7 +1033,9 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		{
 			double fb = lat_budget * 0.4 / ((double)n_pts * per_sample) - 4;
 
-			c->sched.first_batch = fb < 8 ? 8 : fb > (double)rule.min_samples ? rule.min_samples : (size_t)fb;
+			c->sched.first_batch = fb < 8			       ? 8
+					       : fb > (double)rule.min_samples ? rule.min_samples
+									       : (size_t)fb;
 			c->sched.batch = o->quick ? 64 : 128;
 		}
 	}
@@ -1020,8 +1053,10 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		if (got < planned) {
 			char msg[128];
 
-			snprintf(msg, sizeof(msg), "budget too small: %zu of %zu latency points measured (%.1f ms per "
-				 "ping-pong)", got, planned, per_sample_ns / 1e6);
+			snprintf(msg, sizeof(msg),
+				 "budget too small: %zu of %zu latency points measured (%.1f ms per "
+				 "ping-pong)",
+				 got, planned, per_sample_ns / 1e6);
 			note(c, msg);
 		}
 	}

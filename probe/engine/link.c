@@ -81,8 +81,8 @@ int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_c
 		ep->qp = ibv_create_qp(ep->pd, &a);
 		if (!ep->qp) {
 			rc = errno ? errno : ENOMEM;
-			rt_error_set(err, rc, "cannot create an rc qp (send queue %u, max inline %u): %s", cfg->sq_depth,
-				     cfg->max_inline, strerror(rc));
+			rt_error_set(err, rc, "cannot create an rc qp (send queue %u, max inline %u): %s",
+				     cfg->sq_depth, cfg->max_inline, strerror(rc));
 			goto fail;
 		}
 	}
@@ -181,20 +181,22 @@ int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn
 	at.max_dest_rd_atomic = 1;
 	at.min_rnr_timer = 1; /* 0.01 ms */
 	fill_ah(&at.ah_attr, addr);
-	rc = ibv_modify_qp(ep->qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	rc = ibv_modify_qp(ep->qp, &at,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
 		return rt_error_set(err, rc, "cannot move the rc qp to RTR (gid index %d): %s", addr->gid_index,
 				    strerror(rc));
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTS;
 	at.sq_psn = 0;
-	at.timeout = 14;   /* 4.096 us * 2^14 = 67 ms per try */
+	at.timeout = 14; /* 4.096 us * 2^14 = 67 ms per try */
 	at.retry_cnt = 7;
-	at.rnr_retry = 7;  /* infinite: a sink that lags behind slows the sender, never fails it */
+	at.rnr_retry = 7; /* infinite: a sink that lags behind slows the sender, never fails it */
 	at.max_rd_atomic = 1;
-	rc = ibv_modify_qp(ep->qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	rc = ibv_modify_qp(ep->qp, &at,
+			   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				   IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc)
 		return rt_error_set(err, rc, "cannot move the rc qp to RTS: %s", strerror(rc));
 	return 0;
@@ -264,8 +266,8 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err)
 	return 0;
 }
 
-int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled,
-	       uint64_t retires, uint32_t imm_cmd)
+int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled, uint64_t retires,
+	       uint32_t imm_cmd)
 {
 	struct ibv_send_wr wr, *bad;
 	struct ibv_sge sge;
@@ -382,15 +384,13 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 					return rt_error_set(err, EPROTO, "peer asked for an impossible phase (size %u)",
 							    r->size);
 				memset(rt_ep_data(ep), 0, ep->cfg.max_msg);
-				rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0), err);
+				rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0),
+					       err);
 				if (rc)
 					return rc;
 				break;
-			case RT_CMD_END:
-				r->ended = true;
-				return 0;
-			default:
-				return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
+			case RT_CMD_END: r->ended = true; return 0;
+			default: return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
 			}
 			continue;
 		}

@@ -122,8 +122,7 @@ static int post_checked(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 	return 0;
 }
 
-int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,
-		    struct rt_error *err)
+int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size, struct rt_error *err)
 {
 	uint32_t imm;
 	int rc;
@@ -195,8 +194,7 @@ static int lat_pingpong_send(struct rt_client *c, bool ud, uint32_t size, bool i
 	return 0;
 }
 
-static int lat_pingpong_write(struct rt_client *c, uint32_t size, bool inl, size_t n, double *out,
-			      struct rt_error *err)
+static int lat_pingpong_write(struct rt_client *c, uint32_t size, bool inl, size_t n, double *out, struct rt_error *err)
 {
 	volatile uint8_t *flag = rt_ep_data(c->ep) + size - 1;
 
@@ -232,8 +230,8 @@ static int lat_pingpong_write(struct rt_client *c, uint32_t size, bool inl, size
 	return 0;
 }
 
-static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_t size, bool inl, size_t n,
-			double *out, struct rt_error *err)
+static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_t size, bool inl, size_t n, double *out,
+			struct rt_error *err)
 {
 	struct ibv_cq *cq = ud ? c->ep->ud_scq : c->ep->scq;
 
@@ -275,8 +273,9 @@ int rt_client_lat(struct rt_client *c, enum rt_opcode op, enum rt_qp_type qpt, e
 		  bool inl, size_t n, double *out, double *cpu_ns, struct rt_error *err)
 {
 	bool ud = qpt == RT_QPT_UD;
-	enum rt_resp_mode mode = kind == RT_LAT_POST_CQE ? RT_MODE_SINK :
-				 op == RT_OP_WRITE	   ? RT_MODE_PP_WRITE : RT_MODE_PP_SEND;
+	enum rt_resp_mode mode = kind == RT_LAT_POST_CQE ? RT_MODE_SINK
+				 : op == RT_OP_WRITE	 ? RT_MODE_PP_WRITE
+							 : RT_MODE_PP_SEND;
 	uint64_t cpu0;
 	int rc;
 
@@ -298,8 +297,8 @@ int rt_client_lat(struct rt_client *c, enum rt_opcode op, enum rt_qp_type qpt, e
 	return rc;
 }
 
-int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool inl, uint32_t n_sig,
-		   double duration_ns, struct rt_rate_rep *out, struct rt_error *err)
+int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool inl, uint32_t n_sig, double duration_ns,
+		   struct rt_rate_rep *out, struct rt_error *err)
 {
 	struct rt_ep *ep = c->ep;
 	uint32_t depth = ep->cfg.sq_depth, since = 0;
@@ -354,8 +353,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 }
 
 /* Event-driven throughput with one signaled WR per message, so the CQ's moderation decides how often we wake up. */
-static int rate_events(struct rt_client *c, enum rt_opcode op, double duration_ns, double *mops,
-		       struct rt_error *err)
+static int rate_events(struct rt_client *c, enum rt_opcode op, double duration_ns, double *mops, struct rt_error *err)
 {
 	struct rt_ep *ep = c->ep;
 	uint64_t t0 = rt_clock_mono_ns(), msgs = 0;

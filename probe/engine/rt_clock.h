@@ -12,11 +12,11 @@
 #include <time.h>
 
 struct rt_clock {
-	bool tsc;                /* timestamps are TSC ticks */
-	double ns_per_tick;      /* 1.0 when !tsc (ticks are ns) */
-	double tsc_ghz;          /* 0 when !tsc */
-	char name[32];           /* "rdtsc" or "clock_gettime(CLOCK_MONOTONIC)" */
-	char reason[96];         /* why this source was chosen */
+	bool tsc;	    /* timestamps are TSC ticks */
+	double ns_per_tick; /* 1.0 when !tsc (ticks are ns) */
+	double tsc_ghz;	    /* 0 when !tsc */
+	char name[32];	    /* "rdtsc" or "clock_gettime(CLOCK_MONOTONIC)" */
+	char reason[96];    /* why this source was chosen */
 };
 
 /* True when the "flags" line of cpuinfo_text names both constant_tsc and nonstop_tsc as whole words. */

@@ -16,30 +16,31 @@
 #include <rtune/error.h>
 #include "rt_model.h"
 
-#define RT_ENGINE_DEFAULT_PORT 18520     /* TCP-style port of `rtune serve` (rdma_cm port space RDMA_PS_TCP) */
+#define RT_ENGINE_DEFAULT_PORT 18520 /* TCP-style port of `rtune serve` (rdma_cm port space RDMA_PS_TCP) */
 #define RT_ENGINE_DEFAULT_BUDGET_S 20.0
-#define RT_ENGINE_DEFAULT_SIZE_CAP 1024  /* largest size of the default grid, bytes */
-#define RT_ENGINE_MAX_MSG (1u << 20)     /* largest --sizes value */
+#define RT_ENGINE_DEFAULT_SIZE_CAP 1024 /* largest size of the default grid, bytes */
+#define RT_ENGINE_MAX_MSG (1u << 20)	/* largest --sizes value */
 #define RT_ENGINE_MAX_SIZES 64
 
 enum rt_numa_mode { RT_NUMA_LOCAL = 0, RT_NUMA_REMOTE, RT_NUMA_ALL };
 
 struct rt_cal_opts {
-	const char *dev_name;       /* loopback: NULL = the first device */
-	int port;                   /* 0 = the first ACTIVE port */
-	int gid_index;              /* -1 = automatic (a RoCE v2 IPv4-mapped GID when there is one) */
+	const char *dev_name;		     /* loopback: NULL = the first device */
+	int port;			     /* 0 = the first ACTIVE port */
+	int gid_index;			     /* -1 = automatic (a RoCE v2 IPv4-mapped GID when there is one) */
 	uint32_t sizes[RT_ENGINE_MAX_SIZES]; /* explicit sizes, ascending; n_sizes 0 = powers of two up to the limit */
 	size_t n_sizes;
-	uint32_t size_cap;          /* 0 = RT_ENGINE_DEFAULT_SIZE_CAP */
-	bool ops[RT_OP__COUNT];     /* opcodes to measure */
-	bool qpts[RT_QPT__COUNT];   /* QP types; UD is skipped (and said so in run->params) when unsupported or two-node */
-	double budget_s;            /* whole run, 0 = default */
+	uint32_t size_cap;	/* 0 = RT_ENGINE_DEFAULT_SIZE_CAP */
+	bool ops[RT_OP__COUNT]; /* opcodes to measure */
+	bool qpts
+		[RT_QPT__COUNT]; /* QP types; UD is skipped (and said so in run->params) when unsupported or two-node */
+	double budget_s;	 /* whole run, 0 = default */
 	bool quick;
 	uint64_t seed;
-	int cpu;                    /* -1 = automatic per numa */
-	enum rt_numa_mode numa;     /* RT_NUMA_ALL is handled by the caller (two runs); the engine takes LOCAL or REMOTE */
-	uint32_t sq_depth;          /* 0 = default (256, quick 128, capped by the device) */
-	const char *peer;           /* NULL = loopback, else "host[:port]" of `rtune serve` */
+	int cpu;		/* -1 = automatic per numa */
+	enum rt_numa_mode numa; /* RT_NUMA_ALL is handled by the caller (two runs); the engine takes LOCAL or REMOTE */
+	uint32_t sq_depth;	/* 0 = default (256, quick 128, capped by the device) */
+	const char *peer;	/* NULL = loopback, else "host[:port]" of `rtune serve` */
 	volatile sig_atomic_t *stop; /* set asynchronously (SIGINT): the run ends as interrupted */
 	/* optional callbacks, ctx passed back */
 	void (*progress)(void *ctx, const char *phase, double frac, double eta_s);
@@ -61,11 +62,11 @@ void rt_cal_opts_init(struct rt_cal_opts *o);
 int rt_engine_calibrate(const struct rt_cal_opts *opts, struct rt_run *run, struct rt_error *err);
 
 struct rt_serve_opts {
-	const char *bind;           /* NULL = any address */
-	int port;                   /* 0 = RT_ENGINE_DEFAULT_PORT */
-	int max_clients;            /* stop after this many clients, 0 = until stopped */
+	const char *bind; /* NULL = any address */
+	int port;	  /* 0 = RT_ENGINE_DEFAULT_PORT */
+	int max_clients;  /* stop after this many clients, 0 = until stopped */
 	volatile sig_atomic_t *stop;
-	void (*log)(void *ctx, const char *line);  /* one line per client event, may be NULL */
+	void (*log)(void *ctx, const char *line); /* one line per client event, may be NULL */
 	void *log_ctx;
 };
 

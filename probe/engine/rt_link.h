@@ -20,7 +20,7 @@
 #include "rt_clock.h"
 #include "rt_model.h"
 
-#define RT_DATA_OFF 64u          /* payload offset in the receive area (UD receives put the 40-byte GRH before it) */
+#define RT_DATA_OFF 64u /* payload offset in the receive area (UD receives put the 40-byte GRH before it) */
 #define RT_GRH_BYTES 40u
 #define RT_QKEY 0x11111111u
 #define RT_HELLO_MAGIC 0x5254554eu /* "RTUN" */
@@ -37,16 +37,16 @@ static inline uint32_t rt_ctl_pack(enum rt_ctl_cmd cmd, enum rt_resp_mode mode, 
 }
 
 struct rt_ep_cfg {
-	uint32_t max_msg;        /* largest payload */
-	uint32_t max_inline;     /* max_inline_data requested for the RC QP */
-	uint32_t ud_max_inline;  /* for the UD QP */
+	uint32_t max_msg;	/* largest payload */
+	uint32_t max_inline;	/* max_inline_data requested for the RC QP */
+	uint32_t ud_max_inline; /* for the UD QP */
 	uint32_t sq_depth, rq_depth;
-	bool ud;                 /* also create a UD QP */
-	bool rc_qp;              /* create the RC QP here (false: rdma_cm creates it) */
+	bool ud;    /* also create a UD QP */
+	bool rc_qp; /* create the RC QP here (false: rdma_cm creates it) */
 };
 
 struct rt_ep {
-	struct ibv_context *ctx;  /* borrowed */
+	struct ibv_context *ctx; /* borrowed */
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *chan;
 	struct ibv_cq *scq, *rcq, *ud_scq, *ud_rcq;
@@ -58,15 +58,24 @@ struct rt_ep {
 	size_t buf_len;
 	struct ibv_mr *mr;
 	struct rt_ep_cfg cfg;
-	uint64_t raddr;           /* the peer's payload area and its rkey, for RDMA WRITE */
+	uint64_t raddr; /* the peer's payload area and its rkey, for RDMA WRITE */
 	uint32_t rkey;
 	uint32_t sq_out, ud_sq_out; /* posted send WRs not yet retired by a completion */
 	uint32_t rq_posted, ud_rq_posted;
 };
 
-static inline uint8_t *rt_ep_send_area(const struct rt_ep *ep) { return ep->buf; }
-static inline uint8_t *rt_ep_data(const struct rt_ep *ep) { return ep->buf + ep->cfg.max_msg + RT_DATA_OFF; }
-static inline uint64_t rt_ep_data_addr(const struct rt_ep *ep) { return (uintptr_t)rt_ep_data(ep); }
+static inline uint8_t *rt_ep_send_area(const struct rt_ep *ep)
+{
+	return ep->buf;
+}
+static inline uint8_t *rt_ep_data(const struct rt_ep *ep)
+{
+	return ep->buf + ep->cfg.max_msg + RT_DATA_OFF;
+}
+static inline uint64_t rt_ep_data_addr(const struct rt_ep *ep)
+{
+	return (uintptr_t)rt_ep_data(ep);
+}
 
 /* Creates PD, CQs, buffer + MR and (cfg->rc_qp) the RC QP in INIT-less RESET state, plus the UD QP when cfg->ud.
  * On failure everything created is released and err names the object ("cannot create cq: ..."). */
@@ -78,7 +87,7 @@ void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a);
 /* Loopback addressing of one port. */
 struct rt_addr {
 	int port;
-	int gid_index;            /* -1: no GRH (InfiniBand with LID only) */
+	int gid_index; /* -1: no GRH (InfiniBand with LID only) */
 	union ibv_gid gid;
 	uint16_t lid;
 	enum ibv_mtu mtu;
@@ -93,8 +102,8 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err);
 /* Posts one send WR: op SEND/WRITE of size bytes from the send area (inline or from the MR), imm_cmd != 0: a control
  * SEND_WITH_IMM with no payload. wr_id = number of WRs the completion retires (0 unsignaled). Returns 0 or the errno of
  * ibv_post_send (ENOMEM when the SQ is full). */
-int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled,
-	       uint64_t retires, uint32_t imm_cmd);
+int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled, uint64_t retires,
+	       uint32_t imm_cmd);
 /* Polls a send CQ once (up to 16 completions), retiring WRs; returns completions seen (>= 0) or -EIO with err. */
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
 
@@ -104,7 +113,7 @@ struct rt_resp {
 	enum rt_resp_mode mode;
 	bool ud, inl, ended;
 	uint32_t size, seq;
-	uint64_t events;          /* messages, control words and write flags handled: progress, for idle detection */
+	uint64_t events; /* messages, control words and write flags handled: progress, for idle detection */
 };
 /* One non-blocking step. Returns 0 (call again), or an errno + err (a completion error: EIO). */
 int rt_resp_step(struct rt_resp *r, struct rt_error *err);
@@ -115,9 +124,9 @@ struct rt_client {
 	const struct rt_clock *clk;
 	volatile sig_atomic_t *stop;
 	volatile sig_atomic_t *peer_dead; /* loopback: set by the responder thread when it fails */
-	double timeout_ns;        /* longest wait for any single answer */
+	double timeout_ns;		  /* longest wait for any single answer */
 	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
-	bool yield;               /* sched_yield() while waiting: the responder shares our only CPU */
+	bool yield;			  /* sched_yield() while waiting: the responder shares our only CPU */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,
@@ -133,8 +142,8 @@ struct rt_rate_rep {
 	uint64_t msgs, enomem;
 	double wall_ns, cpu_ns;
 };
-int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool inl, uint32_t n_sig,
-		   double duration_ns, struct rt_rate_rep *out, struct rt_error *err);
+int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool inl, uint32_t n_sig, double duration_ns,
+		   struct rt_rate_rep *out, struct rt_error *err);
 /* CQ moderation on the RC send CQ: fills m (supported=false with the reason when ibv_modify_cq refuses). */
 int rt_client_cqmod(struct rt_client *c, enum rt_opcode op, double duration_ns, struct rt_cq_moderation *m,
 		    struct rt_error *err);
@@ -148,7 +157,7 @@ struct rt_hello_client {
 } __attribute__((packed));
 struct rt_hello_server {
 	uint32_t magic;
-	uint16_t version, status;  /* status 0 ok, else an errno and reason */
+	uint16_t version, status; /* status 0 ok, else an errno and reason */
 	uint32_t max_inline, rkey;
 	uint64_t addr;
 	char reason[64];

@@ -27,16 +27,16 @@ struct rt_sched_cell {
 
 struct rt_sched_point {
 	struct rt_sched_cell cell;
-	double *samples;         /* every sample so far (at most rule.max_samples), ns */
+	double *samples; /* every sample so far (at most rule.max_samples), ns */
 	size_t n;
-	struct rt_summary sum;   /* summary of samples (kept up to date after each batch) */
-	double cpu_ns;           /* thread CPU time spent on its samples */
-	bool refined;            /* added by refinement */
+	struct rt_summary sum; /* summary of samples (kept up to date after each batch) */
+	double cpu_ns;	       /* thread CPU time spent on its samples */
+	bool refined;	       /* added by refinement */
 };
 
 struct rt_sched_pair {
-	size_t inl, non;         /* indices into pts */
-	enum rt_stop state;      /* RT_STOP_CONTINUE while active */
+	size_t inl, non;    /* indices into pts */
+	enum rt_stop state; /* RT_STOP_CONTINUE while active */
 	unsigned batches;
 };
 
@@ -52,9 +52,9 @@ typedef void (*rt_sched_progress_fn)(void *ctx, double frac_done, double eta_s);
 struct rt_sched {
 	struct rt_stop_rule rule;
 	struct rt_rng rng;
-	size_t first_batch;      /* samples per point in round 0 (every planned point gets these first) */
-	size_t batch;            /* samples per point per later round */
-	bool refine;             /* add refinement sizes once the power-of-two grid is sampled */
+	size_t first_batch;	   /* samples per point in round 0 (every planned point gets these first) */
+	size_t batch;		   /* samples per point per later round */
+	bool refine;		   /* add refinement sizes once the power-of-two grid is sampled */
 	uint32_t max_refine_bytes; /* refinement sizes must not exceed this (the inline limit used) */
 	struct rt_sched_point *pts;
 	size_t n_pts, cap_pts;

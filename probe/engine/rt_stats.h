@@ -16,7 +16,7 @@
 struct rt_summary {
 	size_t n;
 	double median, p99, p999, mean, min, max;
-	double ci_lo, ci_hi;    /* confidence interval of the median; equal to [min, max] when n is too small */
+	double ci_lo, ci_hi; /* confidence interval of the median; equal to [min, max] when n is too small */
 };
 
 /* Sorts v[0..n) ascending in place. */
@@ -48,17 +48,17 @@ double rt_stats_ci_rel_width(const struct rt_summary *s);
 struct rt_stop_rule {
 	size_t min_samples;
 	size_t max_samples;
-	double rel_tight;       /* e.g. 0.02 */
-	double rel_loose;       /* e.g. 0.10 */
-	double abs_floor_ns;    /* e.g. 20 */
-	double level;           /* CI level, e.g. 0.95 */
+	double rel_tight;    /* e.g. 0.02 */
+	double rel_loose;    /* e.g. 0.10 */
+	double abs_floor_ns; /* e.g. 20 */
+	double level;	     /* CI level, e.g. 0.95 */
 };
 
 enum rt_stop {
-	RT_STOP_CONTINUE = 0,   /* needs more samples */
-	RT_STOP_TIGHT,          /* CI tight enough */
-	RT_STOP_CLEAR,          /* pair: decision already clear */
-	RT_STOP_CAPPED,         /* per-point cap reached */
+	RT_STOP_CONTINUE = 0, /* needs more samples */
+	RT_STOP_TIGHT,	      /* CI tight enough */
+	RT_STOP_CLEAR,	      /* pair: decision already clear */
+	RT_STOP_CAPPED,	      /* per-point cap reached */
 };
 
 const char *rt_stop_name(enum rt_stop s);

@@ -27,8 +27,8 @@ static json_t *dev_json(const struct rt_device_info *d)
 			 "node_guid", d->node_guid, "transport", d->transport, "fw_ver", d->fw_ver, "vendor_id",
 			 (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id, "max_qp_wr",
 			 d->max_qp_wr, "max_inline_rc", d->max_inline_rc, "max_inline_ud", d->max_inline_ud,
-			 "numa_node", d->numa_node, "port_count", d->port_count, "local_cpus", d->local_cpus, "pci_addr",
-			 d->pci_addr);
+			 "numa_node", d->numa_node, "port_count", d->port_count, "local_cpus", d->local_cpus,
+			 "pci_addr", d->pci_addr);
 }
 
 static json_t *env_json(const struct rt_run_env *e)
@@ -72,11 +72,11 @@ static json_t *lat_json(const struct rt_lat_point *l, bool with_samples)
 
 static json_t *rate_json(const struct rt_rate_point *r)
 {
-	json_t *o = json_pack("{s:s, s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I}", "op", rt_opcode_name(r->op), "qp_type",
-			      rt_qp_type_name(r->qpt), "msg_bytes", (json_int_t)r->msg_bytes, "inline", r->inl,
-			      "signal_interval", (json_int_t)r->signal_interval, "sq_depth", (json_int_t)r->sq_depth,
-			      "reps", (json_int_t)r->reps, "msgs", (json_int_t)r->msgs, "enomem",
-			      (json_int_t)r->enomem);
+	json_t *o =
+		json_pack("{s:s, s:s, s:I, s:b, s:I, s:I, s:I, s:I, s:I}", "op", rt_opcode_name(r->op), "qp_type",
+			  rt_qp_type_name(r->qpt), "msg_bytes", (json_int_t)r->msg_bytes, "inline", r->inl,
+			  "signal_interval", (json_int_t)r->signal_interval, "sq_depth", (json_int_t)r->sq_depth,
+			  "reps", (json_int_t)r->reps, "msgs", (json_int_t)r->msgs, "enomem", (json_int_t)r->enomem);
 
 	if (!o)
 		return NULL;
@@ -89,8 +89,8 @@ static json_t *rate_json(const struct rt_rate_point *r)
 
 static json_t *cqmod_json(const struct rt_cq_moderation *m)
 {
-	json_t *o = json_pack("{s:b, s:b, s:s}", "measured", m->measured, "supported", m->supported, "reason",
-			      m->reason);
+	json_t *o =
+		json_pack("{s:b, s:b, s:s}", "measured", m->measured, "supported", m->supported, "reason", m->reason);
 
 	if (!o)
 		return NULL;

@@ -253,7 +253,8 @@ int rt_sched_run(struct rt_sched *s, uint64_t deadline_ns, rt_sched_measure_fn m
 			pr->batches++;
 			pr->state = rt_stop_pair(&s->rule, &s->pts[pr->inl].sum, &s->pts[pr->non].sum);
 			if (progress) {
-				double tf, pf, el = (double)(clock(ctx) - t_start), span = (double)(deadline_ns - t_start);
+				double tf, pf, el = (double)(clock(ctx) - t_start),
+					       span = (double)(deadline_ns - t_start);
 
 				n_done = 0;
 				for (size_t i = 0; i < s->n_pairs; i++)

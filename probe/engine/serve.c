@@ -67,8 +67,8 @@ static int side_events(struct rdma_event_channel *ch, struct rdma_cm_id *cur, co
 			peer_name(ev->id, who, sizeof(who));
 			reject(ev->id, EBUSY, "busy: serving another client, retry later");
 			logf_(o, "rejected %s: busy with another client", who);
-		} else if (ev->id == cur && (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
-					     ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)) {
+		} else if (ev->id == cur &&
+			   (ev->event == RDMA_CM_EVENT_DISCONNECTED || ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL)) {
 			rc = ECONNRESET;
 		}
 		rdma_ack_cm_event(ev);
@@ -197,7 +197,8 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 				for (int k = 0; k < 100000 && !r.ended; k++)
 					if (rt_resp_step(&r, &ignored))
 						break;
-				logf_(o, r.ended ? "client %s finished" : "client %s disconnected before finishing", who);
+				logf_(o, r.ended ? "client %s finished" : "client %s disconnected before finishing",
+				      who);
 				break;
 			}
 			/* a client sends a control word at least every rate cell (<= 100 ms) or sample: silence for this
@@ -206,7 +207,8 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 				last_events = r.events;
 				last_change = rt_clock_mono_ns();
 			} else if (rt_clock_mono_ns() - last_change > RT_SERVE_IDLE_NS) {
-				logf_(o, "client %s silent for %d s: dropping it", who, (int)(RT_SERVE_IDLE_NS / 1000000000ull));
+				logf_(o, "client %s silent for %d s: dropping it", who,
+				      (int)(RT_SERVE_IDLE_NS / 1000000000ull));
 				break;
 			}
 		}
@@ -284,7 +286,8 @@ int rt_engine_serve(const struct rt_serve_opts *o, struct rt_error *err)
 		memset(&hc, 0, sizeof(hc));
 		if (ev->param.conn.private_data)
 			memcpy(&hc, ev->param.conn.private_data,
-			       ev->param.conn.private_data_len < sizeof(hc) ? ev->param.conn.private_data_len : sizeof(hc));
+			       ev->param.conn.private_data_len < sizeof(hc) ? ev->param.conn.private_data_len
+									    : sizeof(hc));
 		id = ev->id;
 		rdma_ack_cm_event(ev);
 		serve_client(ch, id, &hc, o);

@@ -33,26 +33,37 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
-#define RTP_MAX_QPS 16384         /* QPs recorded over the process lifetime; later ones are counted, not recorded */
-#define RTP_MAX_CTX 256           /* contexts hooked over the process lifetime */
-#define RTP_SLAB_ENTRIES 64       /* QPs one thread can record at a time */
-#define RTP_EX_PENDING 128        /* WRs between wr_start and wr_complete held before an early commit */
-#define RTP_APPLY_MAX_WRS 64      /* longest WR chain apply mode copies */
-#define RTP_LAT_RING 64           /* outstanding latency samples per QP */
-#define RTP_BATCH_BUCKETS 17      /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 */
+#define RTP_MAX_QPS 16384    /* QPs recorded over the process lifetime; later ones are counted, not recorded */
+#define RTP_MAX_CTX 256	     /* contexts hooked over the process lifetime */
+#define RTP_SLAB_ENTRIES 64  /* QPs one thread can record at a time */
+#define RTP_EX_PENDING 128   /* WRs between wr_start and wr_complete held before an early commit */
+#define RTP_APPLY_MAX_WRS 64 /* longest WR chain apply mode copies */
+#define RTP_LAT_RING 64	     /* outstanding latency samples per QP */
+#define RTP_BATCH_BUCKETS 17 /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 */
 #define RTP_WC_STATUS 32
-#define RTP_POOL_SPARE 8          /* free slabs kept ready for threads that have not posted yet */
+#define RTP_POOL_SPARE 8 /* free slabs kept ready for threads that have not posted yet */
 
 enum { RTP_SEND, RTP_SEND_IMM, RTP_WRITE, RTP_WRITE_IMM, RTP_READ, RTP_ATOMIC, RTP_SEND_INV, RTP_OTHER, RTP_NOPS };
 static const char *const rtp_op_name[RTP_NOPS] = {
 	"send", "send_imm", "rdma_write", "rdma_write_imm", "rdma_read", "atomic", "send_inv", "other",
 };
 static const uint8_t rtp_op_of[16] = {
-	[IBV_WR_RDMA_WRITE] = RTP_WRITE, [IBV_WR_RDMA_WRITE_WITH_IMM] = RTP_WRITE_IMM, [IBV_WR_SEND] = RTP_SEND,
-	[IBV_WR_SEND_WITH_IMM] = RTP_SEND_IMM, [IBV_WR_RDMA_READ] = RTP_READ, [IBV_WR_ATOMIC_CMP_AND_SWP] = RTP_ATOMIC,
-	[IBV_WR_ATOMIC_FETCH_AND_ADD] = RTP_ATOMIC, [IBV_WR_LOCAL_INV] = RTP_OTHER, [IBV_WR_BIND_MW] = RTP_OTHER,
-	[IBV_WR_SEND_WITH_INV] = RTP_SEND_INV, [IBV_WR_TSO] = RTP_OTHER, [IBV_WR_DRIVER1] = RTP_OTHER, [12] = RTP_OTHER,
-	[13] = RTP_OTHER, [14] = RTP_OTHER, [IBV_WR_ATOMIC_WRITE] = RTP_ATOMIC,
+	[IBV_WR_RDMA_WRITE] = RTP_WRITE,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = RTP_WRITE_IMM,
+	[IBV_WR_SEND] = RTP_SEND,
+	[IBV_WR_SEND_WITH_IMM] = RTP_SEND_IMM,
+	[IBV_WR_RDMA_READ] = RTP_READ,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = RTP_ATOMIC,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = RTP_ATOMIC,
+	[IBV_WR_LOCAL_INV] = RTP_OTHER,
+	[IBV_WR_BIND_MW] = RTP_OTHER,
+	[IBV_WR_SEND_WITH_INV] = RTP_SEND_INV,
+	[IBV_WR_TSO] = RTP_OTHER,
+	[IBV_WR_DRIVER1] = RTP_OTHER,
+	[12] = RTP_OTHER,
+	[13] = RTP_OTHER,
+	[14] = RTP_OTHER,
+	[IBV_WR_ATOMIC_WRITE] = RTP_ATOMIC,
 };
 
 static inline unsigned rtp_op(unsigned opcode)
@@ -120,15 +131,15 @@ struct rtp_qp;
 
 struct rtp_slab {
 	_Atomic int owned;
-	struct rtp_slab *next;           /* all slabs, newest first; immutable once published */
+	struct rtp_slab *next; /* all slabs, newest first; immutable once published */
 	size_t map_bytes;
-	uint32_t sample_ctr;             /* signaled WRs since the last latency sample */
+	uint32_t sample_ctr; /* signaled WRs since the last latency sample */
 	/* one-entry cache of the last QP posted to */
 	void *c_key;
 	struct rtp_qp *c_q;
 	struct rtp_entry *c_e;
 	uint64_t c_epoch;
-	rt_ctr posts_no_entry;           /* posts on a tracked QP with this slab's entries all taken */
+	rt_ctr posts_no_entry; /* posts on a tracked QP with this slab's entries all taken */
 	struct ibv_send_wr wr_copy[RTP_APPLY_MAX_WRS];
 	struct ibv_send_wr *wr_orig[RTP_APPLY_MAX_WRS];
 	_Atomic uint16_t map[RTP_MAX_QPS]; /* QP slot -> entry index + 1 */
@@ -184,12 +195,12 @@ struct rtp_qp {
 	uint32_t qp_num;
 	enum ibv_qp_type type;
 	uint32_t max_inline_data, max_send_wr, max_send_sge, max_recv_wr;
-	uint32_t req_max_inline_data;    /* what the application asked for */
-	bool inline_raised;              /* apply mode raised max_inline_data at creation */
+	uint32_t req_max_inline_data; /* what the application asked for */
+	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
-	uint32_t apply_limit;            /* max of apply_lim: nonzero = apply mode on this QP */
-	uint32_t apply_lim[2];           /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
-	struct rtp_qp_stat agg;          /* folded from thread entries at destroy (under g_lock) */
+	uint32_t apply_limit;	/* max of apply_lim: nonzero = apply mode on this QP */
+	uint32_t apply_lim[2];	/* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
+	struct rtp_qp_stat agg; /* folded from thread entries at destroy (under g_lock) */
 	/* extended API */
 	struct ibv_qp_ex *qpx;
 	struct rtp_qpx_orig xo;
@@ -248,8 +259,8 @@ static ino_t g_out_ino;
 static char g_out_path[4096];
 static int g_out_errno;
 static char g_out_err_path[4096];
-static bool g_out_off;           /* set-user-ID/AT_SECURE process: never write a file */
-static int g_out_cfg_err;        /* RTUNE_PROBE_OUT unusable (too long): reported at exit, nothing written */
+static bool g_out_off;	  /* set-user-ID/AT_SECURE process: never write a file */
+static int g_out_cfg_err; /* RTUNE_PROBE_OUT unusable (too long): reported at exit, nothing written */
 static bool g_out_reported;
 static uint64_t g_writes;
 
@@ -353,7 +364,8 @@ static void pool_ensure(unsigned spare)
 		if (!atomic_load_explicit(&s->owned, memory_order_relaxed))
 			free_n++;
 	while (free_n < spare) {
-		void *p = mmap(NULL, sizeof(struct rtp_slab), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *p =
+			mmap(NULL, sizeof(struct rtp_slab), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		struct rtp_slab *s;
 
 		if (p == MAP_FAILED)
@@ -465,10 +477,10 @@ static void qp_sum(const struct rtp_qp *q, struct rtp_qp_stat *out)
 /* ---- recording ------------------------------------------------------------------------------------------------- */
 
 struct rtp_rec {
-	unsigned nsig;       /* signaled WRs recorded in this call */
+	unsigned nsig; /* signaled WRs recorded in this call */
 	unsigned nsamp;
-	unsigned samp_k[4];  /* 1-based index among this call's signaled WRs of each sampled WR */
-	bool timing;         /* t0 was taken: sampled WRs may be pushed */
+	unsigned samp_k[4]; /* 1-based index among this call's signaled WRs of each sampled WR */
+	bool timing;	    /* t0 was taken: sampled WRs may be pushed */
 };
 
 static inline uint32_t wr_bytes(const struct ibv_send_wr *w)
@@ -481,8 +493,8 @@ static inline uint32_t wr_bytes(const struct ibv_send_wr *w)
 }
 
 static inline __attribute__((always_inline)) void record_wr(const struct rtp_qp *q, struct rtp_entry *e,
-							     struct rtp_slab *s, unsigned op, uint32_t bytes, bool inl,
-							     bool sig, struct rtp_rec *rc, const bool sampling)
+							    struct rtp_slab *s, unsigned op, uint32_t bytes, bool inl,
+							    bool sig, struct rtp_rec *rc, const bool sampling)
 {
 	struct rtp_op_stat *st = &e->st.op[op];
 
@@ -681,8 +693,8 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
  * touched here (nothing called sets it), the provider's return value is returned as is.
  */
 static inline __attribute__((always_inline)) int post_send_rec(struct rtp_qp *q, struct rtp_entry *e,
-								struct rtp_slab *s, struct ibv_qp *qp,
-								struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+							       struct rtp_slab *s, struct ibv_qp *qp,
+							       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct ibv_send_wr *saved_bad, *w;
 	struct rtp_rec rc; /* only nsig is used without sampling */
@@ -714,7 +726,7 @@ static struct rtp_ctx *ctx_of(struct ibv_context *ctx)
 }
 
 static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr,
-						     struct ibv_send_wr **bad_wr)
+						      struct ibv_send_wr **bad_wr)
 {
 	struct rtp_slab *s = tls_slab;
 	struct rtp_qp *q = ht_get(&g_ht_qp, (uintptr_t)qp);
@@ -926,13 +938,13 @@ static inline struct rtp_pending *ex_cur(struct rtp_entry *e)
 	return e && e->npend ? &e->pend[e->npend - 1] : NULL;
 }
 
-#define EX_PROLOGUE(qx)                                              \
-	struct rtp_slab *s;                                          \
-	struct rtp_entry *e;                                         \
-	struct rtp_qp *q = ex_get((qx), &s, &e);                     \
-	if (unlikely(!q)) {                                          \
-		atomic_fetch_add(&g_ex_untracked, 1);                \
-		return;                                              \
+#define EX_PROLOGUE(qx)                               \
+	struct rtp_slab *s;                           \
+	struct rtp_entry *e;                          \
+	struct rtp_qp *q = ex_get((qx), &s, &e);      \
+	if (unlikely(!q)) {                           \
+		atomic_fetch_add(&g_ex_untracked, 1); \
+		return;                               \
 	}
 
 static void x_wr_start(struct ibv_qp_ex *qx)
@@ -1158,12 +1170,12 @@ static void x_wr_set_inline_data_list(struct ibv_qp_ex *qx, size_t num_buf, cons
 static void qpx_wrap(struct rtp_qp *q, struct ibv_qp_ex *qx)
 {
 	q->qpx = qx;
-#define WRAP(f)                                       \
-	do {                                          \
-		if (qx->f && qx->f != x_##f) {        \
-			q->xo.f = qx->f;              \
-			qx->f = x_##f;                \
-		}                                     \
+#define WRAP(f)                                \
+	do {                                   \
+		if (qx->f && qx->f != x_##f) { \
+			q->xo.f = qx->f;       \
+			qx->f = x_##f;         \
+		}                              \
 	} while (0)
 	WRAP(wr_atomic_cmp_swp);
 	WRAP(wr_atomic_fetch_add);
@@ -1331,8 +1343,8 @@ static bool apply_type_ok(enum ibv_qp_type t)
 #define RTP_MAX_PROF 64
 struct rtp_prof {
 	char device[64];
-	int op;   /* 0 send, 1 write */
-	int qpt;  /* 0 rc (RC, UC, XRC), 1 ud */
+	int op;	 /* 0 send, 1 write */
+	int qpt; /* 0 rc (RC, UC, XRC), 1 ud */
 	uint32_t thr, max_inline;
 };
 static struct rtp_prof g_prof[RTP_MAX_PROF];
@@ -2006,7 +2018,8 @@ static void jb_ops(struct jbuf *b, const struct rtp_qp_stat *st)
 
 		if (!CTR_GET(os->wrs))
 			continue;
-		jb_printf(b, "%s\"%s\":{\"wrs\":%llu,\"bytes\":%llu,\"inline_wrs\":%llu,\"inline_bytes\":%llu,"
+		jb_printf(b,
+			  "%s\"%s\":{\"wrs\":%llu,\"bytes\":%llu,\"inline_wrs\":%llu,\"inline_bytes\":%llu,"
 			  "\"signaled_wrs\":%llu,\"signaled_bytes\":%llu,\"hist\":",
 			  first ? "" : ",", rtp_op_name[o], (unsigned long long)CTR_GET(os->wrs),
 			  (unsigned long long)CTR_GET(os->bytes), (unsigned long long)CTR_GET(os->inl_wrs),
@@ -2066,7 +2079,8 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next)
 		no_entry += CTR_GET(s->posts_no_entry);
 
-	jb_printf(&b, "{\"format\":\"rtune-probe\",\"version\":1,\"rtune_version\":\"%s\",\"pid\":%ld,\"ppid\":%ld,"
+	jb_printf(&b,
+		  "{\"format\":\"rtune-probe\",\"version\":1,\"rtune_version\":\"%s\",\"pid\":%ld,\"ppid\":%ld,"
 		  "\"forked_child\":%s,\"final\":%s,\"exe\":",
 		  RTUNE_VERSION, (long)getpid(), (long)getppid(), g_forked_child ? "true" : "false",
 		  final ? "true" : "false");
@@ -2075,7 +2089,8 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 	jb_str(&b, host);
 	jb_printf(&b, ",\"cmdline\":");
 	jb_cmdline(&b);
-	jb_printf(&b, ",\"start_ns\":%llu,\"written_ns\":%llu,\"sample_every\":%u,"
+	jb_printf(&b,
+		  ",\"start_ns\":%llu,\"written_ns\":%llu,\"sample_every\":%u,"
 		  "\"hist_scheme\":{\"name\":\"log-linear\",\"sub_buckets\":%u,\"buckets\":%u},",
 		  (unsigned long long)g_start_ns, (unsigned long long)now_ns(), g_cfg.sample_every, RT_HIST_SUB,
 		  RT_HIST_BUCKETS);
@@ -2109,7 +2124,8 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 			any = true;
 		jb_printf(&b, "%s{\"id\":%u,\"device\":", i ? "," : "", q->slot);
 		jb_str(&b, q->ctx->dev_name);
-		jb_printf(&b, ",\"qp_num\":%u,\"qp_type\":\"%s\",\"max_inline_data\":%u,\"requested_max_inline_data\":%u,"
+		jb_printf(&b,
+			  ",\"qp_num\":%u,\"qp_type\":\"%s\",\"max_inline_data\":%u,\"requested_max_inline_data\":%u,"
 			  "\"inline_raised\":%s,\"max_send_wr\":%u,\"max_send_sge\":%u,\"max_recv_wr\":%u,"
 			  "\"sq_sig_all\":%s,\"created_via\":\"%s\",\"ex_api\":%s,\"destroyed\":%s,\"post_calls\":%llu,"
 			  "\"wrs_per_post\":[",
@@ -2128,28 +2144,35 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 				  k == RTP_BATCH_BUCKETS - 1 ? UINT32_MAX : 1u << k, (unsigned long long)c);
 			first = false;
 		}
-		jb_printf(&b, "],\"errors\":{\"sq_full\":%llu,\"enomem_inline_too_big\":%llu,"
+		jb_printf(&b,
+			  "],\"errors\":{\"sq_full\":%llu,\"enomem_inline_too_big\":%llu,"
 			  "\"enomem_too_many_sge\":%llu,\"enomem_other\":%llu,\"einval\":%llu,\"other\":%llu,"
 			  "\"bad_wr_unset\":%llu,\"wrs_not_posted\":%llu},",
-			  (unsigned long long)CTR_GET(sum->err_sq_full), (unsigned long long)CTR_GET(sum->err_inline_too_big),
+			  (unsigned long long)CTR_GET(sum->err_sq_full),
+			  (unsigned long long)CTR_GET(sum->err_inline_too_big),
 			  (unsigned long long)CTR_GET(sum->err_too_many_sge),
-			  (unsigned long long)CTR_GET(sum->err_enomem_other), (unsigned long long)CTR_GET(sum->err_einval),
-			  (unsigned long long)CTR_GET(sum->err_other), (unsigned long long)CTR_GET(sum->err_bad_wr_unset),
+			  (unsigned long long)CTR_GET(sum->err_enomem_other),
+			  (unsigned long long)CTR_GET(sum->err_einval), (unsigned long long)CTR_GET(sum->err_other),
+			  (unsigned long long)CTR_GET(sum->err_bad_wr_unset),
 			  (unsigned long long)CTR_GET(sum->wrs_not_posted));
-		jb_printf(&b, "\"apply\":{\"limit_send\":%u,\"limit_write\":%u,\"inline_set\":%llu,\"chain_too_long\":%llu},"
-			  "\"ex\":{\"early_commits\":%llu,\"complete_failed\":%llu,\"aborted\":%llu,\"rewraps\":%llu},",
-			  q->apply_lim[0], q->apply_lim[1], (unsigned long long)CTR_GET(sum->apply_inline_set),
-			  (unsigned long long)CTR_GET(sum->apply_chain_too_long),
-			  (unsigned long long)CTR_GET(sum->ex_early_commit),
-			  (unsigned long long)CTR_GET(sum->ex_complete_failed), (unsigned long long)CTR_GET(sum->ex_aborted),
-			  (unsigned long long)q->ex_rewraps);
+		jb_printf(
+			&b,
+			"\"apply\":{\"limit_send\":%u,\"limit_write\":%u,\"inline_set\":%llu,\"chain_too_long\":%llu},"
+			"\"ex\":{\"early_commits\":%llu,\"complete_failed\":%llu,\"aborted\":%llu,\"rewraps\":%llu},",
+			q->apply_lim[0], q->apply_lim[1], (unsigned long long)CTR_GET(sum->apply_inline_set),
+			(unsigned long long)CTR_GET(sum->apply_chain_too_long),
+			(unsigned long long)CTR_GET(sum->ex_early_commit),
+			(unsigned long long)CTR_GET(sum->ex_complete_failed),
+			(unsigned long long)CTR_GET(sum->ex_aborted), (unsigned long long)q->ex_rewraps);
 		jb_printf(&b, "\"ops\":");
 		jb_ops(&b, sum);
-		jb_printf(&b, ",\"latency\":{\"samples\":%llu,\"sum_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,"
+		jb_printf(&b,
+			  ",\"latency\":{\"samples\":%llu,\"sum_ns\":%llu,\"min_ns\":%llu,\"max_ns\":%llu,"
 			  "\"dropped\":%llu,\"stale\":%llu,\"hist\":",
 			  (unsigned long long)CTR_GET(q->lat_n), (unsigned long long)CTR_GET(q->lat_sum_ns),
 			  (unsigned long long)CTR_GET(q->lat_min_ns), (unsigned long long)CTR_GET(q->lat_max_ns),
-			  (unsigned long long)atomic_load(&q->lat_dropped), (unsigned long long)atomic_load(&q->lat_stale));
+			  (unsigned long long)atomic_load(&q->lat_dropped),
+			  (unsigned long long)atomic_load(&q->lat_stale));
 		jb_hist(&b, q->lat_hist);
 		jb_printf(&b, "},\"wc_errors\":{");
 		first = true;
@@ -2167,13 +2190,15 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 	}
 	jb_printf(&b, "],\"totals\":{\"post_calls\":%llu,\"ops\":", (unsigned long long)CTR_GET(tot->post_calls));
 	jb_ops(&b, tot);
-	jb_printf(&b, "},\"drops\":{\"posts_no_slab\":%llu,\"posts_no_entry\":%llu,\"posts_untracked_qp\":%llu,"
+	jb_printf(&b,
+		  "},\"drops\":{\"posts_no_slab\":%llu,\"posts_no_entry\":%llu,\"posts_untracked_qp\":%llu,"
 		  "\"qps_untracked\":%llu,\"contexts_untracked\":%llu,\"ex_calls_untracked\":%llu,"
 		  "\"wc_errors_untracked_qp\":%llu,\"latency_samples_dropped\":%llu,\"latency_samples_stale\":%llu},"
 		  "\"slabs\":%u,\"writes\":%llu}\n",
 		  (unsigned long long)atomic_load(&g_posts_no_slab), (unsigned long long)no_entry,
-		  (unsigned long long)atomic_load(&g_posts_untracked_qp), (unsigned long long)atomic_load(&g_qps_untracked),
-		  (unsigned long long)atomic_load(&g_ctx_untracked), (unsigned long long)atomic_load(&g_ex_untracked),
+		  (unsigned long long)atomic_load(&g_posts_untracked_qp),
+		  (unsigned long long)atomic_load(&g_qps_untracked), (unsigned long long)atomic_load(&g_ctx_untracked),
+		  (unsigned long long)atomic_load(&g_ex_untracked),
 		  (unsigned long long)atomic_load(&g_wc_err_untracked), (unsigned long long)lat_dropped,
 		  (unsigned long long)lat_stale, g_nslabs, (unsigned long long)g_writes + 1);
 	if (atomic_load(&g_posts_no_slab) || no_entry || atomic_load(&g_posts_untracked_qp))
@@ -2254,7 +2279,8 @@ static int write_locked(bool final, char *path_out, size_t path_len)
 		return EPERM; /* set-user-ID process: no file, and nothing said at exit */
 	if (g_out_cfg_err && !g_out_errno) {
 		g_out_errno = g_out_cfg_err;
-		snprintf(g_out_err_path, sizeof(g_out_err_path), "%.64s... (RTUNE_PROBE_OUT)", probe_env("RTUNE_PROBE_OUT"));
+		snprintf(g_out_err_path, sizeof(g_out_err_path), "%.64s... (RTUNE_PROBE_OUT)",
+			 probe_env("RTUNE_PROBE_OUT"));
 	}
 	ret = render_locked(final, &doc, &len, &has);
 	if (ret)

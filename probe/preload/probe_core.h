@@ -31,11 +31,11 @@ extern struct rt_probe_real rt_probe_real;
 
 /* Settings read from the environment at init (tests may set them with rt_probe_configure before any verb). */
 struct rt_probe_config {
-	uint32_t sample_every;       /* RTUNE_PROBE_SAMPLE: 1 in K signaled WRs timed; 0 = no latency sampling */
-	uint32_t apply_threshold;    /* inline WRs of <= this many bytes (0 = apply mode off) */
-	uint32_t apply_max_inline;   /* max_inline_data to request at QP creation (0 = leave) */
-	char apply_source[256];      /* "RTUNE_INLINE_THRESHOLD" or the profile path */
-	char out_pattern[4096];      /* RTUNE_PROBE_OUT ("" = ./rtune-probe.<pid>.json); "%p" is replaced by the pid */
+	uint32_t sample_every;	   /* RTUNE_PROBE_SAMPLE: 1 in K signaled WRs timed; 0 = no latency sampling */
+	uint32_t apply_threshold;  /* inline WRs of <= this many bytes (0 = apply mode off) */
+	uint32_t apply_max_inline; /* max_inline_data to request at QP creation (0 = leave) */
+	char apply_source[256];	   /* "RTUNE_INLINE_THRESHOLD" or the profile path */
+	char out_pattern[4096];	   /* RTUNE_PROBE_OUT ("" = ./rtune-probe.<pid>.json); "%p" is replaced by the pid */
 };
 
 /*

@@ -43,7 +43,8 @@ static int read_hist(json_t *arr, uint64_t *hist, struct rt_error *err, const ch
 		return 0;
 	if (!json_is_array(arr))
 		return rt_error_set(err, EINVAL, "probe file: '%s' histogram is not an array", what);
-	json_array_foreach(arr, i, t) {
+	json_array_foreach(arr, i, t)
+	{
 		json_t *lo = json_array_get(t, 0), *n = json_array_get(t, 2);
 
 		if (!json_is_array(t) || !json_is_integer(lo) || !json_is_integer(n) || json_integer_value(lo) < 0 ||
@@ -87,9 +88,8 @@ static uint64_t sum_values(json_t *obj)
 	json_t *v;
 	uint64_t s = 0;
 
-	json_object_foreach(obj, k, v)
-		if (json_is_integer(v) && json_integer_value(v) > 0)
-			s += (uint64_t)json_integer_value(v);
+	json_object_foreach(obj, k, v) if (json_is_integer(v) && json_integer_value(v) > 0) s +=
+		(uint64_t)json_integer_value(v);
 	return s;
 }
 
@@ -151,7 +151,8 @@ int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, 
 		goto out;
 	}
 	if (json_integer_value(ver) > RT_PROBE_FORMAT_VERSION || json_integer_value(ver) < 1) {
-		ret = rt_error_set(err, ENOTSUP, "probe file: format version %lld is not supported (this rtune reads %d)",
+		ret = rt_error_set(err, ENOTSUP,
+				   "probe file: format version %lld is not supported (this rtune reads %d)",
 				   (long long)json_integer_value(ver), RT_PROBE_FORMAT_VERSION);
 		goto out;
 	}
@@ -177,7 +178,8 @@ int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, 
 	}
 	if (json_is_object((v = json_object_get(root, "drops"))))
 		s->drops = sum_values(v);
-	json_array_foreach(qps, i, v) {
+	json_array_foreach(qps, i, v)
+	{
 		ret = read_qp(v, &s->qps[i], err);
 		if (ret)
 			goto out;

@@ -22,8 +22,15 @@
 
 /* Opcode classes, in the order and with the names of the JSON "ops" objects. */
 enum rt_probe_op {
-	RT_PROBE_OP_SEND, RT_PROBE_OP_SEND_IMM, RT_PROBE_OP_WRITE, RT_PROBE_OP_WRITE_IMM, RT_PROBE_OP_READ,
-	RT_PROBE_OP_ATOMIC, RT_PROBE_OP_SEND_INV, RT_PROBE_OP_OTHER, RT_PROBE_OP__COUNT
+	RT_PROBE_OP_SEND,
+	RT_PROBE_OP_SEND_IMM,
+	RT_PROBE_OP_WRITE,
+	RT_PROBE_OP_WRITE_IMM,
+	RT_PROBE_OP_READ,
+	RT_PROBE_OP_ATOMIC,
+	RT_PROBE_OP_SEND_INV,
+	RT_PROBE_OP_OTHER,
+	RT_PROBE_OP__COUNT
 };
 
 /* "send", "send_imm", "rdma_write", "rdma_write_imm", "rdma_read", "atomic", "send_inv", "other". */
@@ -31,33 +38,33 @@ const char *rt_probe_op_name(enum rt_probe_op op);
 
 struct rt_probe_op_summary {
 	uint64_t wrs, bytes, inline_wrs, inline_bytes, signaled_wrs, signaled_bytes;
-	uint64_t hist[RT_HIST_BUCKETS];   /* WR counts per rt_hist_bucket(bytes) */
+	uint64_t hist[RT_HIST_BUCKETS]; /* WR counts per rt_hist_bucket(bytes) */
 };
 
 struct rt_probe_qp_summary {
 	char device[64];
-	char qp_type[16];                 /* "RC", "UD", ... as the probe wrote it */
+	char qp_type[16]; /* "RC", "UD", ... as the probe wrote it */
 	uint32_t qp_num, max_inline_data, requested_max_inline_data, max_send_wr;
 	bool sq_sig_all, inline_raised, ex_api;
 	uint64_t post_calls;
 	uint64_t sq_full, enomem_other, einval, other_errors, wrs_not_posted; /* enomem_other: inline/sge/unknown */
 	uint64_t apply_inline_set, apply_chain_too_long;
 	uint64_t lat_samples, lat_sum_ns, lat_min_ns, lat_max_ns;
-	uint64_t wc_errors;               /* error completions, all statuses */
+	uint64_t wc_errors; /* error completions, all statuses */
 	struct rt_probe_op_summary op[RT_PROBE_OP__COUNT];
 };
 
 struct rt_probe_summary {
 	int version;
-	long pid;                         /* of the first file */
+	long pid; /* of the first file */
 	char exe[4096];
-	size_t n_files;                   /* files merged in */
+	size_t n_files; /* files merged in */
 	bool apply_enabled;
 	uint32_t apply_threshold;
 	uint32_t sample_every;
-	uint64_t drops;                   /* every drop counter of every file, summed */
+	uint64_t drops; /* every drop counter of every file, summed */
 	size_t n_qps;
-	struct rt_probe_qp_summary *qps;  /* owned */
+	struct rt_probe_qp_summary *qps; /* owned */
 };
 
 /*

@@ -156,8 +156,8 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 	if (e->cq_depth < 1 || e->cq_depth > RT_PROFILE_MAX_CQ_DEPTH)
 		return rt_error_set(err, EINVAL, "%s.cq_depth: %" PRIu32 " is out of range 1..%u", P(prefix),
 				    e->cq_depth, RT_PROFILE_MAX_CQ_DEPTH);
-	if (e->cq_moderation && (e->cq_mod_count > RT_PROFILE_MAX_CQ_MOD_COUNT ||
-				 e->cq_mod_period_us > RT_PROFILE_MAX_CQ_MOD_PERIOD_US))
+	if (e->cq_moderation &&
+	    (e->cq_mod_count > RT_PROFILE_MAX_CQ_MOD_COUNT || e->cq_mod_period_us > RT_PROFILE_MAX_CQ_MOD_PERIOD_US))
 		return rt_error_set(err, EINVAL, "%s.cq_moderation: count/period_us out of range 0..65535", P(prefix));
 	if (e->numa_node < -1 || e->numa_node > RT_PROFILE_MAX_NUMA)
 		return rt_error_set(err, EINVAL, "%s.numa_node: %d is out of range -1..%d", P(prefix), e->numa_node,
@@ -174,7 +174,7 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 /* ---- JSON field readers: each names the field on failure ---------------------------------------------------------- */
 
 struct ctx {
-	const char *name;               /* file name or NULL */
+	const char *name; /* file name or NULL */
 	struct rt_error *err;
 };
 
@@ -233,8 +233,10 @@ static int get_int(struct ctx *c, const char *where, json_t *obj, const char *ke
 	if (!json_is_integer(v))
 		return fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
 	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return fail(c, EINVAL, "%s.%s: %" JSON_INTEGER_FORMAT " is out of range %" JSON_INTEGER_FORMAT
-			    "..%" JSON_INTEGER_FORMAT, where, key, json_integer_value(v), lo, hi);
+		return fail(c, EINVAL,
+			    "%s.%s: %" JSON_INTEGER_FORMAT " is out of range %" JSON_INTEGER_FORMAT
+			    "..%" JSON_INTEGER_FORMAT,
+			    where, key, json_integer_value(v), lo, hi);
 	*out = json_integer_value(v);
 	return 0;
 }
@@ -628,14 +630,44 @@ const struct rt_profile_entry *rt_profile_select(const struct rt_profile *p, con
 	return best;
 }
 
-const char *rt_profile_hostname(const struct rt_profile *p) { return p->hostname; }
-const char *rt_profile_hw_signature(const struct rt_profile *p) { return p->hw_signature; }
-const char *rt_profile_rtune_version(const struct rt_profile *p) { return p->rtune_version; }
-int rt_profile_schema_minor(const struct rt_profile *p) { return p->schema_minor; }
+const char *rt_profile_hostname(const struct rt_profile *p)
+{
+	return p->hostname;
+}
+const char *rt_profile_hw_signature(const struct rt_profile *p)
+{
+	return p->hw_signature;
+}
+const char *rt_profile_rtune_version(const struct rt_profile *p)
+{
+	return p->rtune_version;
+}
+int rt_profile_schema_minor(const struct rt_profile *p)
+{
+	return p->schema_minor;
+}
 
-uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e) { return e->inline_threshold; }
-uint32_t rt_profile_max_inline_data(const struct rt_profile_entry *e) { return e->max_inline_data; }
-uint32_t rt_profile_signal_interval(const struct rt_profile_entry *e) { return e->signal_interval; }
-uint32_t rt_profile_sq_depth(const struct rt_profile_entry *e) { return e->sq_depth; }
-uint32_t rt_profile_cq_depth(const struct rt_profile_entry *e) { return e->cq_depth; }
-enum rt_profile_confidence rt_profile_confidence(const struct rt_profile_entry *e) { return e->confidence; }
+uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e)
+{
+	return e->inline_threshold;
+}
+uint32_t rt_profile_max_inline_data(const struct rt_profile_entry *e)
+{
+	return e->max_inline_data;
+}
+uint32_t rt_profile_signal_interval(const struct rt_profile_entry *e)
+{
+	return e->signal_interval;
+}
+uint32_t rt_profile_sq_depth(const struct rt_profile_entry *e)
+{
+	return e->sq_depth;
+}
+uint32_t rt_profile_cq_depth(const struct rt_profile_entry *e)
+{
+	return e->cq_depth;
+}
+enum rt_profile_confidence rt_profile_confidence(const struct rt_profile_entry *e)
+{
+	return e->confidence;
+}

@@ -117,8 +117,8 @@ static void test_document(void **state)
 	assert_int_equal(json_object_size(j), 2);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "node"), "numa_nodes")), 2);
 	assert_int_equal(json_array_size(json_object_get(j, "devices")), 2);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(j, "devices"), 1), "name")),
-			    "rxe0");
+	assert_string_equal(
+		json_string_value(json_object_get(json_array_get(json_object_get(j, "devices"), 1), "name")), "rxe0");
 	json_decref(j);
 	j = rt_devices_to_json(&node, d, 0);
 	assert_int_equal(json_array_size(json_object_get(j, "devices")), 0);

@@ -92,8 +92,8 @@ static void test_error(void **state)
 
 struct pool_check {
 	size_t n, window;
-	int *produced;                  /* times each item was produced */
-	size_t next_consume;            /* next index consume() expects */
+	int *produced;			 /* times each item was produced */
+	size_t next_consume;		 /* next index consume() expects */
 	size_t in_flight, max_in_flight; /* produced and not yet consumed */
 	pthread_mutex_t mu;
 	int out_of_order;
@@ -161,9 +161,9 @@ static void test_pool_ordered(void **state)
 	(void)state;
 	run_pool(0, 4, 0);
 	run_pool(1, 4, 0);
-	run_pool(1000, 0, 0);           /* on the calling thread */
-	run_pool(1000, 1, 1);           /* one worker, lock-step */
-	run_pool(5000, 3, 4);           /* a window much smaller than the work: workers wait for room */
+	run_pool(1000, 0, 0); /* on the calling thread */
+	run_pool(1000, 1, 1); /* one worker, lock-step */
+	run_pool(5000, 3, 4); /* a window much smaller than the work: workers wait for room */
 	run_pool(5000, 8, 0);
 	assert_true(rt_pool_workers(8) <= 8);
 }

@@ -116,8 +116,12 @@ static void test_median_ci_coverage(void **state)
 
 static void test_stop_rule(void **state)
 {
-	struct rt_stop_rule r = { .min_samples = 10, .max_samples = 100, .rel_tight = 0.02, .rel_loose = 0.10,
-				  .abs_floor_ns = 20, .level = 0.95 };
+	struct rt_stop_rule r = { .min_samples = 10,
+				  .max_samples = 100,
+				  .rel_tight = 0.02,
+				  .rel_loose = 0.10,
+				  .abs_floor_ns = 20,
+				  .level = 0.95 };
 	struct rt_summary a = { .n = 50, .median = 1000, .ci_lo = 995, .ci_hi = 1005 };
 	struct rt_summary b = { .n = 50, .median = 1000, .ci_lo = 955, .ci_hi = 1050 };
 	struct rt_summary c = { .n = 50, .median = 1500, .ci_lo = 1460, .ci_hi = 1540 };
@@ -128,9 +132,9 @@ static void test_stop_rule(void **state)
 	(void)state;
 	assert_int_equal(rt_stop_point(&r, &a), RT_STOP_TIGHT);
 	assert_int_equal(rt_stop_point(&r, &b), RT_STOP_CONTINUE);
-	assert_int_equal(rt_stop_point(&r, &few), RT_STOP_CONTINUE);  /* below min_samples */
+	assert_int_equal(rt_stop_point(&r, &few), RT_STOP_CONTINUE); /* below min_samples */
 	assert_int_equal(rt_stop_point(&r, &cap), RT_STOP_CAPPED);
-	assert_int_equal(rt_stop_point(&r, &tiny), RT_STOP_TIGHT);     /* 15 ns wide < 20 ns floor */
+	assert_int_equal(rt_stop_point(&r, &tiny), RT_STOP_TIGHT); /* 15 ns wide < 20 ns floor */
 	/* disjoint and each within 10 %: the decision is clear even though neither is tight */
 	assert_int_equal(rt_stop_pair(&r, &b, &c), RT_STOP_CLEAR);
 	/* overlapping: keep going until both are tight */
@@ -178,12 +182,12 @@ static void test_inline_end(void **state)
 	}
 	assert_int_equal(rt_sched_inline_end(inl, non, 4), -1); /* better all the way */
 	non[2] = inl[2];
-	assert_int_equal(rt_sched_inline_end(inl, non, 4), 1);  /* advantage ends between sizes 1 and 2 */
+	assert_int_equal(rt_sched_inline_end(inl, non, 4), 1); /* advantage ends between sizes 1 and 2 */
 	for (int i = 0; i < 4; i++)
 		non[i] = inl[i];
 	assert_int_equal(rt_sched_inline_end(inl, non, 4), -1); /* never different */
 	non[3] = (struct rt_summary){ .n = 10, .median = 80, .ci_lo = 75, .ci_hi = 85 };
-	assert_int_equal(rt_sched_inline_end(inl, non, 4), 2);  /* becomes a loss after size 2 */
+	assert_int_equal(rt_sched_inline_end(inl, non, 4), 2); /* becomes a loss after size 2 */
 }
 
 /* Synthetic device: inline = 1000 + s ns, non-inline = 1100 + s/2 ns: inline wins below 200 bytes, loses above. */
@@ -192,8 +196,8 @@ struct fake {
 	double noise;
 	struct rt_rng rng;
 	unsigned calls;
-	int fail_at;               /* return EINTR on this call (0 = never) */
-	char order[4096];          /* 'I'/'N' per call, for the block-order checks */
+	int fail_at;	  /* return EINTR on this call (0 = never) */
+	char order[4096]; /* 'I'/'N' per call, for the block-order checks */
 };
 
 static int fake_measure(void *ctx, const struct rt_sched_cell *c, size_t n, double *out, double *cpu)
@@ -220,8 +224,9 @@ static uint64_t fake_clock(void *ctx)
 	return ((struct fake *)ctx)->now;
 }
 
-static const struct rt_stop_rule rule = { .min_samples = 40, .max_samples = 2000, .rel_tight = 0.01,
-					  .rel_loose = 0.10, .abs_floor_ns = 5, .level = 0.95 };
+static const struct rt_stop_rule rule = {
+	.min_samples = 40, .max_samples = 2000, .rel_tight = 0.01, .rel_loose = 0.10, .abs_floor_ns = 5, .level = 0.95
+};
 
 static void plan(struct rt_sched *s, uint64_t seed)
 {
@@ -449,7 +454,12 @@ static void test_clock_tsc(void **state)
 #else
 	assert_false(c.tsc);
 #endif
-	(void)t0; (void)t1; (void)m0; (void)m1; (void)a; (void)b;
+	(void)t0;
+	(void)t1;
+	(void)m0;
+	(void)m1;
+	(void)a;
+	(void)b;
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------------------------ */
@@ -471,11 +481,20 @@ static void test_run_json(void **state)
 	snprintf(run.dev.name, sizeof(run.dev.name), "rxe0");
 	snprintf(run.params, sizeof(run.params), "{\"quick\":true}");
 	run.status = RT_RUN_INTERRUPTED;
-	lat[0] = (struct rt_lat_point){ .op = RT_OP_WRITE, .qpt = RT_QPT_RC, .kind = RT_LAT_POST_CQE, .msg_bytes = 64,
-					.inl = true, .n_samples = 3, .median_ns = 2.5, .p99_ns = 3.5, .p999_ns = NAN,
-					.n_kept = 3, .samples_ns = samples };
-	rate[0] = (struct rt_rate_point){ .op = RT_OP_SEND, .msg_bytes = 8, .signal_interval = 16, .reps = 3,
-					  .mops = 1.25, .msgs = 1000 };
+	lat[0] = (struct rt_lat_point){ .op = RT_OP_WRITE,
+					.qpt = RT_QPT_RC,
+					.kind = RT_LAT_POST_CQE,
+					.msg_bytes = 64,
+					.inl = true,
+					.n_samples = 3,
+					.median_ns = 2.5,
+					.p99_ns = 3.5,
+					.p999_ns = NAN,
+					.n_kept = 3,
+					.samples_ns = samples };
+	rate[0] = (struct rt_rate_point){
+		.op = RT_OP_SEND, .msg_bytes = 8, .signal_interval = 16, .reps = 3, .mops = 1.25, .msgs = 1000
+	};
 	run.lat = lat;
 	run.n_lat = 1;
 	run.rate = rate;

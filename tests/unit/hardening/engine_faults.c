@@ -26,25 +26,25 @@
 
 static int fails;
 
-#define CHECK(cond, ...)                                                                                               \
-	do {                                                                                                           \
-		if (!(cond)) {                                                                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                    \
-			printf(__VA_ARGS__);                                                                           \
-			putchar('\n');                                                                                 \
-			fails++;                                                                                       \
-		}                                                                                                      \
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		if (!(cond)) {                                      \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			putchar('\n');                              \
+			fails++;                                    \
+		}                                                   \
 	} while (0)
 
 /* ---- the fake provider ------------------------------------------------------------------------------------------ */
 
 static struct ibv_context fctx;
 static struct ibv_device fdev;
-static int live;            /* objects created and not yet destroyed */
-static int calls;           /* verbs calls that may fail, since the last reset */
-static int fail_at;         /* the call (1-based) that fails; 0 = none */
-static int fail_errno;      /* errno it leaves (0: NULL/-1 with errno untouched, as a sloppy provider might) */
-static const char *failed;  /* which call failed */
+static int live;	   /* objects created and not yet destroyed */
+static int calls;	   /* verbs calls that may fail, since the last reset */
+static int fail_at;	   /* the call (1-based) that fails; 0 = none */
+static int fail_errno;	   /* errno it leaves (0: NULL/-1 with errno untouched, as a sloppy provider might) */
+static const char *failed; /* which call failed */
 
 enum post_mode { POST_OK, POST_EINVAL_AT, POST_ENOMEM_ALWAYS };
 static enum post_mode post_mode;
@@ -53,7 +53,7 @@ static int poll_fails;
 
 struct fcq {
 	struct ibv_cq cq;
-	unsigned pending;   /* completions to hand out */
+	unsigned pending; /* completions to hand out */
 	uint64_t wr_id[4096];
 };
 
@@ -121,8 +121,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *ch)
 	return 0;
 }
 
-struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_comp_channel *ch,
-			     int vec)
+struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_comp_channel *ch, int vec)
 {
 	struct fcq *c;
 
@@ -287,8 +286,13 @@ static void fake_reset(void)
 
 /* ---- checks ------------------------------------------------------------------------------------------------------ */
 
-static const struct rt_ep_cfg cfg = { .max_msg = 4096, .max_inline = 64, .ud_max_inline = 64, .sq_depth = 64,
-				       .rq_depth = 64, .ud = true, .rc_qp = true };
+static const struct rt_ep_cfg cfg = { .max_msg = 4096,
+				      .max_inline = 64,
+				      .ud_max_inline = 64,
+				      .sq_depth = 64,
+				      .rq_depth = 64,
+				      .ud = true,
+				      .rc_qp = true };
 
 /* The whole set-up of one loopback endpoint (its QPs connected to themselves). */
 static int setup(struct rt_ep *ep, struct rt_error *err)
@@ -312,10 +316,14 @@ static const char *names(const char *call)
 	static const struct {
 		const char *call, *words;
 	} map[] = {
-		{ "ibv_alloc_pd", "protection domain" }, { "ibv_create_comp_channel", "completion channel" },
-		{ "ibv_create_cq", " cq" },               { "ibv_reg_mr", "memory region" },
-		{ "ibv_create_qp", " qp" },               { "ibv_modify_qp", " qp to " },
-		{ "ibv_create_ah", "address handle" },    { "ibv_post_recv", "receives" },
+		{ "ibv_alloc_pd", "protection domain" },
+		{ "ibv_create_comp_channel", "completion channel" },
+		{ "ibv_create_cq", " cq" },
+		{ "ibv_reg_mr", "memory region" },
+		{ "ibv_create_qp", " qp" },
+		{ "ibv_modify_qp", " qp to " },
+		{ "ibv_create_ah", "address handle" },
+		{ "ibv_post_recv", "receives" },
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -358,8 +366,8 @@ static void sweep(int err_no)
 		      err.text);
 		CHECK(strstr(err.text, strerror(want)) != NULL, "%s failing: the error does not give the reason: '%s'",
 		      failed, err.text);
-		CHECK(strchr(err.text, '\n') == NULL && err.text[0] && err.text[0] != ' ', "%s failing: not one line: '%s'",
-		      failed, err.text);
+		CHECK(strchr(err.text, '\n') == NULL && err.text[0] && err.text[0] != ' ',
+		      "%s failing: not one line: '%s'", failed, err.text);
 		rt_ep_destroy(&ep); /* what calibrate does after a failed connect; after a failed create: a no-op */
 		CHECK(live == 0, "%s failing (call %d): %d objects left alive", failed, k, live);
 		if (err_no == ENOMEM)
@@ -405,8 +413,8 @@ static void post_failures(void)
 	((struct fcq *)ep.scq)->pending = 0;
 	ep.sq_out = 0;
 	rc = rt_client_rate(&c, RT_OP_SEND, 64, true, 16, 5e9, &rep, &err);
-	CHECK(rc == ETIMEDOUT && rep.enomem > 0 && rep.msgs == 0, "rate with the SQ full forever: rc %d, %llu ENOMEM '%s'",
-	      rc, (unsigned long long)rep.enomem, err.text);
+	CHECK(rc == ETIMEDOUT && rep.enomem > 0 && rep.msgs == 0,
+	      "rate with the SQ full forever: rc %d, %llu ENOMEM '%s'", rc, (unsigned long long)rep.enomem, err.text);
 	printf("ok   post_send ENOMEM forever: %s (%llu ENOMEM counted)\n", err.text, (unsigned long long)rep.enomem);
 
 	/* the send CQ cannot be polled */

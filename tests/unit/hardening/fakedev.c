@@ -32,18 +32,29 @@
 #define FK_MAX_QPS 64
 
 enum fk_verb {
-	V_OPEN, V_QUERY_DEVICE, V_QUERY_PORT, V_ALLOC_PD, V_CHANNEL, V_CREATE_CQ, V_REG_MR, V_CREATE_QP, V_MODIFY_QP,
-	V_POST_RECV, V_POST_SEND, V_POLL_CQ, V__COUNT
+	V_OPEN,
+	V_QUERY_DEVICE,
+	V_QUERY_PORT,
+	V_ALLOC_PD,
+	V_CHANNEL,
+	V_CREATE_CQ,
+	V_REG_MR,
+	V_CREATE_QP,
+	V_MODIFY_QP,
+	V_POST_RECV,
+	V_POST_SEND,
+	V_POLL_CQ,
+	V__COUNT
 };
 static const char *const fk_names[V__COUNT] = {
-	"ibv_open_device", "ibv_query_device", "ibv_query_port", "ibv_alloc_pd", "ibv_create_comp_channel",
-	"ibv_create_cq", "ibv_reg_mr", "ibv_create_qp", "ibv_modify_qp", "ibv_post_recv", "ibv_post_send",
-	"ibv_poll_cq",
+	"ibv_open_device",	   "ibv_query_device", "ibv_query_port", "ibv_alloc_pd",
+	"ibv_create_comp_channel", "ibv_create_cq",    "ibv_reg_mr",	 "ibv_create_qp",
+	"ibv_modify_qp",	   "ibv_post_recv",    "ibv_post_send",	 "ibv_poll_cq",
 };
 
 struct fk_wc {
 	struct ibv_wc wc;
-	uint32_t retire;          /* send completions: SQ slots this completion frees */
+	uint32_t retire; /* send completions: SQ slots this completion frees */
 };
 
 struct fk_cq {
@@ -58,7 +69,7 @@ struct fk_recv {
 	uint32_t len;
 };
 
-struct fk_pend {                  /* a send or write waiting (in order) for a receive at its destination */
+struct fk_pend { /* a send or write waiting (in order) for a receive at its destination */
 	struct fk_pend *next;
 	struct fk_qp *src;
 	uint64_t wr_id, raddr;
@@ -382,8 +393,7 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	(void)nevents;
 }
 
-struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_comp_channel *ch,
-			     int vec)
+struct ibv_cq *ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_comp_channel *ch, int vec)
 {
 	struct fk_cq *c = NULL;
 
@@ -562,8 +572,9 @@ static void cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, uint32_t retire)
 
 static void send_done(struct fk_qp *src, uint64_t wr_id, enum ibv_wr_opcode op, bool signaled, uint32_t retire)
 {
-	struct ibv_wc wc = { .wr_id = wr_id, .status = IBV_WC_SUCCESS, .opcode = op == IBV_WR_RDMA_WRITE ?
-			     IBV_WC_RDMA_WRITE : IBV_WC_SEND };
+	struct ibv_wc wc = { .wr_id = wr_id,
+			     .status = IBV_WC_SUCCESS,
+			     .opcode = op == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE : IBV_WC_SEND };
 
 	if (!src || !signaled)
 		return;
@@ -648,8 +659,14 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 			*bad = wr;
 			break;
 		}
-		*p = (struct fk_pend){ .src = q, .wr_id = wr->wr_id, .raddr = wr->wr.rdma.remote_addr, .op = wr->opcode,
-				       .signaled = sig, .ud = qp->qp_type == IBV_QPT_UD, .imm = wr->imm_data, .len = len };
+		*p = (struct fk_pend){ .src = q,
+				       .wr_id = wr->wr_id,
+				       .raddr = wr->wr.rdma.remote_addr,
+				       .op = wr->opcode,
+				       .signaled = sig,
+				       .ud = qp->qp_type == IBV_QPT_UD,
+				       .imm = wr->imm_data,
+				       .len = len };
 		if (qp->qp_type == IBV_QPT_UD)
 			p->raddr = 0;
 		len = 0;

@@ -29,14 +29,14 @@
 
 static int fails;
 
-#define CHECK(cond, ...)                                                                                               \
-	do {                                                                                                           \
-		if (!(cond)) {                                                                                         \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                    \
-			printf(__VA_ARGS__);                                                                           \
-			putchar('\n');                                                                                 \
-			fails++;                                                                                       \
-		}                                                                                                      \
+#define CHECK(cond, ...)                                            \
+	do {                                                        \
+		if (!(cond)) {                                      \
+			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+			printf(__VA_ARGS__);                        \
+			putchar('\n');                              \
+			fails++;                                    \
+		}                                                   \
 	} while (0)
 
 /* ---- failing provider ---------------------------------------------------------------------------------------- */
@@ -58,8 +58,8 @@ static struct ibv_qp *failing_create_qp(struct ibv_pd *pd, struct ibv_qp_init_at
 	return NULL;
 }
 
-static struct ibv_cq *failing_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-					struct ibv_comp_channel *ch, int vec)
+static struct ibv_cq *failing_create_cq(struct ibv_context *ctx, int cqe, void *cq_context, struct ibv_comp_channel *ch,
+					int vec)
 {
 	(void)ctx;
 	(void)cqe;
@@ -112,8 +112,9 @@ static int post_one(struct ibv_qp *qp, uint32_t bytes, struct ibv_send_wr **bad)
 {
 	static char buf[4096];
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = bytes, .lkey = 1 };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED
+	};
 
 	*bad = NULL;
 	return ibv_post_send(qp, &wr, bad);
@@ -158,11 +159,13 @@ static void mode_faults(const char *outdir)
 	fk.vctx.create_qp_ex = failing_create_qp_ex;
 	{
 		/* with send_ops_flags the inline goes through verbs_context.create_qp_ex, as librdmacm's does */
-		struct ibv_qp_init_attr_ex ax = { .qp_type = IBV_QPT_RC, .pd = &fk.pd,
-						  .comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-						  .send_ops_flags = IBV_QP_EX_WITH_SEND,
-						  .cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-							   .max_recv_sge = 1 } };
+		struct ibv_qp_init_attr_ex ax = {
+			.qp_type = IBV_QPT_RC,
+			.pd = &fk.pd,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 }
+		};
 
 		errno = 0;
 		CHECK(ibv_create_qp_ex(ctx, &ax) == NULL && errno == EINVAL, "create_qp_ex: errno %d", errno);
@@ -189,7 +192,8 @@ static void mode_faults(const char *outdir)
 	fk.fail_at = 0;
 	fk.fail_ret = ENOMEM;
 	ret = post_one(qp, 32, &bad);
-	CHECK(ret == ENOMEM && bad != NULL && errno == FAKE_ERRNO_MARK, "post_send ENOMEM: ret %d errno %d", ret, errno);
+	CHECK(ret == ENOMEM && bad != NULL && errno == FAKE_ERRNO_MARK, "post_send ENOMEM: ret %d errno %d", ret,
+	      errno);
 	fk.fail_ret = EINVAL;
 	ret = post_one(qp, 32, &bad);
 	CHECK(ret == EINVAL && bad != NULL, "post_send EINVAL: ret %d", ret);
@@ -254,11 +258,13 @@ static void mode_secure(const char *dir)
 	CHECK(getauxval(AT_SECURE) != 0, "not running with AT_SECURE (run this mode set-user-ID as another user)");
 	CHECK(getenv("RTUNE_PROFILE") != NULL, "test set-up: RTUNE_PROFILE unset");
 	rc = rt_profile_load_env(&p, &err);
-	CHECK(rc == ENOENT, "set-user-ID process: librtune loaded $RTUNE_PROFILE (rc %d: %s)", rc, rc ? err.text : "ok");
+	CHECK(rc == ENOENT, "set-user-ID process: librtune loaded $RTUNE_PROFILE (rc %d: %s)", rc,
+	      rc ? err.text : "ok");
 	rt_profile_free(p);
 	activity();
 	rt_probe_fini();
-	CHECK(dir_entries(dir) == 0, "set-user-ID process: the probe wrote a file named by RTUNE_PROBE_OUT into %s", dir);
+	CHECK(dir_entries(dir) == 0, "set-user-ID process: the probe wrote a file named by RTUNE_PROBE_OUT into %s",
+	      dir);
 }
 
 static void mode_longenv(const char *dir)

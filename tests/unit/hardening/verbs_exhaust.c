@@ -35,8 +35,7 @@ static struct ibv_context *open_dev(const char *name)
 static int to_rts(struct ibv_qp *qp, struct ibv_context *ctx, uint32_t dest_qpn)
 {
 	struct ibv_port_attr pa;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qp_access_flags = IBV_ACCESS_LOCAL_WRITE };
 	union ibv_gid gid;
 	int gidx = -1;
 
@@ -61,7 +60,8 @@ static int to_rts(struct ibv_qp *qp, struct ibv_context *ctx, uint32_t dest_qpn)
 		a.ah_attr.grh.sgid_index = (uint8_t)gidx;
 		a.ah_attr.grh.hop_limit = 64;
 	}
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		return -1;
 	memset(&a, 0, sizeof(a));
@@ -70,8 +70,11 @@ static int to_rts(struct ibv_qp *qp, struct ibv_context *ctx, uint32_t dest_qpn)
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) ? -1 : 0;
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_MAX_QP_RD_ATOMIC)
+		       ? -1
+		       : 0;
 }
 
 static int mode_sq(struct ibv_context *ctx)
@@ -79,14 +82,20 @@ static int mode_sq(struct ibv_context *ctx)
 	static char buf[4096];
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
-	struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-				       .cap = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1,
-						.max_recv_sge = 1 } };
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 }
+	};
 	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	struct ibv_qp *qp = cq && mr ? ibv_create_qp(pd, &ia) : NULL;
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr ? mr->lkey : 0 };
-	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	struct ibv_send_wr wr = { .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad = NULL;
 	unsigned accepted = 0;
 	int ret = 0, err = 0;
 
@@ -104,7 +113,10 @@ static int mode_sq(struct ibv_context *ctx)
 		accepted++;
 	}
 	printf("sq %u: accepted %u, then ret %d (%s), errno %d, bad_wr %s\n", ia.cap.max_send_wr, accepted, ret,
-	       ret > 0 ? strerror(ret) : "-", err, bad == &wr ? "the refused wr" : bad ? "other" : "unset");
+	       ret > 0 ? strerror(ret) : "-", err,
+	       bad == &wr ? "the refused wr"
+	       : bad	  ? "other"
+			  : "unset");
 	ibv_destroy_qp(qp); /* with the sends outstanding */
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
@@ -126,9 +138,12 @@ static int mode_qp(struct ibv_context *ctx)
 		return 2;
 	}
 	for (; n < 4096; n++) {
-		struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-					       .cap = { .max_send_wr = 4096, .max_recv_wr = 1, .max_send_sge = 1,
-							.max_recv_sge = 1 } };
+		struct ibv_qp_init_attr ia = {
+			.send_cq = cq,
+			.recv_cq = cq,
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4096, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 }
+		};
 
 		errno = 0;
 		qps[n] = ibv_create_qp(pd, &ia);

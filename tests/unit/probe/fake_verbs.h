@@ -15,17 +15,17 @@
 
 #include "probe_core.h"
 
-#define FAKE_MAX_INLINE 256u  /* the fake device refuses larger max_inline_data */
+#define FAKE_MAX_INLINE 256u /* the fake device refuses larger max_inline_data */
 #define FAKE_LOG 8192u
-#define FAKE_ERRNO_MARK 4242  /* errno value the fake leaves behind, to check it survives the probe */
+#define FAKE_ERRNO_MARK 4242 /* errno value the fake leaves behind, to check it survives the probe */
 
 struct fake_state {
-	struct verbs_context vctx;  /* ends with the struct ibv_context the app sees */
+	struct verbs_context vctx; /* ends with the struct ibv_context the app sees */
 	struct ibv_device dev;
 	struct ibv_pd pd;
 	uint32_t next_qpn;
 	/* post_send behaviour */
-	int fail_at;               /* index in the chain where post_send fails, -1 = never */
+	int fail_at; /* index in the chain where post_send fails, -1 = never */
 	int fail_ret;
 	int leave_bad_unset;
 	/* log of what reached the "device" */
@@ -94,7 +94,11 @@ static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	return k;
 }
 
-static inline void fx_send(struct ibv_qp_ex *qx) { (void)qx; fk.ex_sends++; }
+static inline void fx_send(struct ibv_qp_ex *qx)
+{
+	(void)qx;
+	fk.ex_sends++;
+}
 static inline void fx_write(struct ibv_qp_ex *qx, uint32_t rkey, uint64_t ra)
 {
 	(void)qx;
@@ -110,8 +114,17 @@ static inline void fx_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t a, uint3
 	(void)l;
 	fk.ex_sge++;
 }
-static inline void fx_inline(struct ibv_qp_ex *qx, void *a, size_t l) { (void)qx; (void)a; (void)l; fk.ex_inline++; }
-static inline void fx_start(struct ibv_qp_ex *qx) { (void)qx; }
+static inline void fx_inline(struct ibv_qp_ex *qx, void *a, size_t l)
+{
+	(void)qx;
+	(void)a;
+	(void)l;
+	fk.ex_inline++;
+}
+static inline void fx_start(struct ibv_qp_ex *qx)
+{
+	(void)qx;
+}
 static inline int fx_complete(struct ibv_qp_ex *qx)
 {
 	(void)qx;
@@ -119,8 +132,17 @@ static inline int fx_complete(struct ibv_qp_ex *qx)
 	errno = FAKE_ERRNO_MARK;
 	return fk.fail_ret;
 }
-static inline int fx_complete2(struct ibv_qp_ex *qx) { (void)qx; fk.ex_complete2++; return 0; }
-static inline void fx_abort(struct ibv_qp_ex *qx) { (void)qx; fk.ex_abort++; }
+static inline int fx_complete2(struct ibv_qp_ex *qx)
+{
+	(void)qx;
+	fk.ex_complete2++;
+	return 0;
+}
+static inline void fx_abort(struct ibv_qp_ex *qx)
+{
+	(void)qx;
+	fk.ex_abort++;
+}
 
 static inline struct ibv_qp *fake_make_qp(struct ibv_context *ctx, struct ibv_pd *pd, enum ibv_qp_type t,
 					  struct ibv_qp_cap *cap)
@@ -192,8 +214,7 @@ static int fake_destroy_qp(struct ibv_qp *qp)
 }
 
 static inline struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-					    struct ibv_comp_channel *ch,
-				     int vec)
+					    struct ibv_comp_channel *ch, int vec)
 {
 	struct ibv_cq *cq = calloc(1, sizeof(*cq));
 
@@ -216,7 +237,8 @@ static int fake_destroy_cq(struct ibv_cq *cq)
 static int fake_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTS && fk.rewrite_on_rts)
-		((struct ibv_qp_ex *)qp)->wr_complete = fx_complete2; /* as providers that switch to a fast path at RTS */
+		((struct ibv_qp_ex *)qp)->wr_complete =
+			fx_complete2; /* as providers that switch to a fast path at RTS */
 	if (mask & IBV_QP_STATE)
 		qp->state = attr->qp_state;
 	return 0;
@@ -231,9 +253,14 @@ static inline struct ibv_qp_ex *fake_qp_to_qp_ex(struct ibv_qp *qp)
 static inline struct ibv_context *fake_setup(void)
 {
 	rt_probe_real = (struct rt_probe_real){
-		.open_device = fake_open_device, .close_device = fake_close_device, .create_qp = fake_create_qp,
-		.destroy_qp = fake_destroy_qp, .create_cq = fake_create_cq, .destroy_cq = fake_destroy_cq,
-		.modify_qp = fake_modify_qp, .qp_to_qp_ex = fake_qp_to_qp_ex,
+		.open_device = fake_open_device,
+		.close_device = fake_close_device,
+		.create_qp = fake_create_qp,
+		.destroy_qp = fake_destroy_qp,
+		.create_cq = fake_create_cq,
+		.destroy_cq = fake_destroy_cq,
+		.modify_qp = fake_modify_qp,
+		.qp_to_qp_ex = fake_qp_to_qp_ex,
 	};
 	strcpy(fk.dev.name, "fake0");
 	fk.next_qpn = 100;
@@ -246,7 +273,10 @@ static inline struct ibv_qp *fake_rc_qp(uint32_t max_inline, int sq_sig_all)
 	struct ibv_qp_init_attr a = {
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = sq_sig_all,
-		.cap = { .max_send_wr = 128, .max_recv_wr = 128, .max_send_sge = 2, .max_recv_sge = 1,
+		.cap = { .max_send_wr = 128,
+			 .max_recv_wr = 128,
+			 .max_send_sge = 2,
+			 .max_recv_sge = 1,
 			 .max_inline_data = max_inline },
 	};
 

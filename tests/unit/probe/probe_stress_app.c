@@ -48,13 +48,15 @@ static int connect_to(struct ibv_qp *qp, uint32_t dest)
 	at.path_mtu = IBV_MTU_1024;
 	at.ah_attr.dlid = 1;
 	at.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	if (ibv_modify_qp(qp, &at,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		return -1;
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTS;
-	return ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &at,
+			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 static int post_recvs(struct pair *p, int n)
@@ -71,9 +73,12 @@ static int post_recvs(struct pair *p, int n)
 static void *poster(void *arg)
 {
 	struct pair *p = arg;
-	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 32, .max_recv_wr = 64,
-								       .max_send_sge = 1, .max_recv_sge = 1,
-								       .max_inline_data = 64 } };
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 32,
+						.max_recv_wr = 64,
+						.max_send_sge = 1,
+						.max_recv_sge = 1,
+						.max_inline_data = 64 } };
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
 	struct ibv_wc wc[16];

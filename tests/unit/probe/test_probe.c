@@ -135,7 +135,8 @@ static void test_counts_and_buckets(void **state)
 static void test_bad_wr_and_enomem(void **state)
 {
 	struct ibv_qp *qp = fake_rc_qp(64, 0);
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 32 }, huge = { .addr = (uintptr_t)buf, .length = 1000 };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 32 },
+		       huge = { .addr = (uintptr_t)buf, .length = 1000 };
 	struct ibv_send_wr w[5], *bad = NULL, *app_bad = (struct ibv_send_wr *)0x77;
 	const struct rt_probe_qp_summary *r;
 
@@ -226,9 +227,9 @@ static void test_apply_mode(void **state)
 	assert_int_equal(fk.n_log - first, 4);
 	assert_true(fk.log_flags[first] & IBV_SEND_INLINE);
 	assert_int_equal(fk.log_flags[first] & IBV_SEND_SIGNALED, IBV_SEND_SIGNALED); /* signaling never changed */
-	assert_false(fk.log_flags[first + 1] & IBV_SEND_INLINE);                       /* 100 > threshold */
-	assert_true(fk.log_flags[first + 2] & IBV_SEND_INLINE);                        /* 64 <= threshold */
-	assert_false(fk.log_flags[first + 3] & IBV_SEND_INLINE);                       /* RDMA READ never */
+	assert_false(fk.log_flags[first + 1] & IBV_SEND_INLINE);		      /* 100 > threshold */
+	assert_true(fk.log_flags[first + 2] & IBV_SEND_INLINE);			      /* 64 <= threshold */
+	assert_false(fk.log_flags[first + 3] & IBV_SEND_INLINE);		      /* RDMA READ never */
 	assert_false(fk.log_flags[first + 3] & IBV_SEND_SIGNALED);
 	r = qp_rec(qp->qp_num);
 	assert_int_equal(r->apply_inline_set, 2);
@@ -260,8 +261,8 @@ static void test_apply_mode(void **state)
 
 	/* the device refuses the raised max_inline_data: retried with the app's attributes, limit = the QP's real one */
 	configure(0, 200, 512, NULL);
-	struct ibv_qp_init_attr b = { .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 64, .max_send_sge = 1,
-								 .max_inline_data = 0 } };
+	struct ibv_qp_init_attr b = { .qp_type = IBV_QPT_RC,
+				      .cap = { .max_send_wr = 64, .max_send_sge = 1, .max_inline_data = 0 } };
 	qp = rt_probe_create_qp(&fk.pd, &b);
 	assert_non_null(qp);
 	assert_int_equal(b.cap.max_inline_data, 16);
@@ -304,7 +305,7 @@ static void test_apply_profile(void **state)
 	assert_int_equal(a.cap.max_inline_data, 96);
 	w[0] = mkwr(&s40, 1, IBV_WR_SEND, 0);
 	w[1] = mkwr(&s40, 1, IBV_WR_RDMA_WRITE, 0); /* write threshold 0: never */
-	w[2] = mkwr(&s60, 1, IBV_WR_SEND, 0);       /* 60 > 48 */
+	w[2] = mkwr(&s60, 1, IBV_WR_SEND, 0);	    /* 60 > 48 */
 	chain(w, 3);
 	first = fk.n_log;
 	assert_int_equal(ibv_post_send(qp, w, &bad), 0);
@@ -330,7 +331,8 @@ static void test_apply_profile(void **state)
 static void test_ex_api(void **state)
 {
 	struct ibv_qp_init_attr_ex a = {
-		.qp_type = IBV_QPT_RC, .pd = &fk.pd,
+		.qp_type = IBV_QPT_RC,
+		.pd = &fk.pd,
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
 		.cap = { .max_send_wr = 64, .max_send_sge = 1, .max_inline_data = 64 },
@@ -438,10 +440,11 @@ static void test_latency_and_wc_errors(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
 	for (int i = 0; i < 3; i++)
-		fk.wc[fk.n_wc++] = (struct ibv_wc){ .wr_id = 7, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
-						    .qp_num = qp->qp_num };
-	fk.wc[fk.n_wc++] = (struct ibv_wc){ .wr_id = 9, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
-					    .qp_num = qp->qp_num };
+		fk.wc[fk.n_wc++] = (struct ibv_wc){
+			.wr_id = 7, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND, .qp_num = qp->qp_num
+		};
+	fk.wc[fk.n_wc++] =
+		(struct ibv_wc){ .wr_id = 9, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV, .qp_num = qp->qp_num };
 	fk.wc[fk.n_wc++] = (struct ibv_wc){ .status = IBV_WC_REM_ACCESS_ERR, .qp_num = qp->qp_num };
 	errno = 0;
 	assert_int_equal(ibv_poll_cq(cq, 8, wc), 5);
@@ -693,8 +696,9 @@ static void *stress_signaled(void *arg)
 	for (int i = 0; i < 2000; i++) {
 		if (ibv_post_send(qp, &w, &bad))
 			return (void *)2;
-		fk.wc[0] = (struct ibv_wc){ .wr_id = 7, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
-					    .qp_num = qp->qp_num };
+		fk.wc[0] = (struct ibv_wc){
+			.wr_id = 7, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND, .qp_num = qp->qp_num
+		};
 		fk.n_wc = 1;
 		if (ibv_poll_cq(cq, 8, wc) != 1)
 			return (void *)3;
@@ -961,7 +965,8 @@ static void test_early_exit(void **state)
 	snprintf(path, sizeof(path), "%s/out.%ld.json", dir, (long)pid);
 	assert_int_equal(rt_probe_read_file(path, &s, &err), 0);
 	{
-		size_t busy = 0; /* the child's two QPs (it also knows the parent's, with nothing recorded since the fork) */
+		size_t busy =
+			0; /* the child's two QPs (it also knows the parent's, with nothing recorded since the fork) */
 
 		for (size_t i = 0; i < s->n_qps; i++)
 			busy += s->qps[i].op[RT_PROBE_OP_SEND].wrs > 0;
@@ -1045,7 +1050,8 @@ static int run_app(const char *mode, const char *dir, char *out, size_t out_len,
 	fflush(NULL);
 	pid = fork();
 	if (pid == 0) {
-		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int o = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600),
+		    e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
 		if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
 			_exit(120);
@@ -1130,7 +1136,8 @@ static void test_reader_rejects(void **state)
 	const char *newer = "{\"format\":\"rtune-probe\",\"version\":99,\"qps\":[]}";
 	const char *other = "{\"format\":\"something\",\"version\":1}";
 	const char *broken = "{\"format\":\"rtune-probe\",";
-	const char *badhist = "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":[{\"ops\":{\"send\":{\"hist\":[[1]]}}}]}";
+	const char *badhist =
+		"{\"format\":\"rtune-probe\",\"version\":1,\"qps\":[{\"ops\":{\"send\":{\"hist\":[[1]]}}}]}";
 
 	(void)state;
 	assert_int_equal(rt_probe_parse(newer, strlen(newer), &s, &err), ENOTSUP);

@@ -20,19 +20,19 @@ const char *fg_cause_code(enum fg_cause c);
 
 struct fg_opts {
 	uint64_t seed;
-	int groups;                /* hardware groups (1..8) */
+	int groups; /* hardware groups (1..8) */
 	int nodes_per_group;
-	int outliers_per_group;    /* planted outliers per group, causes cycling through FG_REMOTE_NUMA..FG_STALE */
-	int64_t now;               /* seconds since the epoch */
-	bool with_hardware;        /* write the "hardware" object and "calibration" (else: signature only) */
-	int entries_per_node;      /* 1..4: send/write x rc/ud on mlx5_0 port 1 */
+	int outliers_per_group; /* planted outliers per group, causes cycling through FG_REMOTE_NUMA..FG_STALE */
+	int64_t now;		/* seconds since the epoch */
+	bool with_hardware;	/* write the "hardware" object and "calibration" (else: signature only) */
+	int entries_per_node;	/* 1..4: send/write x rc/ud on mlx5_0 port 1 */
 };
 
 struct fg_node {
 	char hostname[64];
 	int group;
 	enum fg_cause cause;
-	char *json;                /* the document (malloc'd) */
+	char *json; /* the document (malloc'd) */
 	size_t len;
 };
 
@@ -48,7 +48,6 @@ int fg_write_dir(const char *dir, const struct fg_node *v, size_t n);
  * chose a threshold far below the rest (when plant_remote); node 1 has 4 runs whose latest threshold drifted from
  * the 3 before (when plant_drift). Hostnames are "<prefix>-<i>". 0 or an errno (message on stderr).
  */
-int fg_write_store(const char *path, const char *prefix, int n_nodes, bool plant_remote, bool plant_drift,
-		   int64_t now);
+int fg_write_store(const char *path, const char *prefix, int n_nodes, bool plant_remote, bool plant_drift, int64_t now);
 
 #endif

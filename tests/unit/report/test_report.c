@@ -42,8 +42,13 @@ static struct rt_report *report_of(const struct fg_node *v, size_t n)
 /* Every planted outlier found with its cause; nothing else flagged; nodes in their planted group. */
 static void check_planted(uint64_t seed, int groups, int nodes, int outliers, int entries)
 {
-	struct fg_opts o = { .seed = seed, .groups = groups, .nodes_per_group = nodes, .outliers_per_group = outliers,
-			     .now = NOW, .with_hardware = true, .entries_per_node = entries };
+	struct fg_opts o = { .seed = seed,
+			     .groups = groups,
+			     .nodes_per_group = nodes,
+			     .outliers_per_group = outliers,
+			     .now = NOW,
+			     .with_hardware = true,
+			     .entries_per_node = entries };
 	struct fg_node *v;
 	struct rt_report *r;
 	size_t n, planted = 0;
@@ -57,7 +62,8 @@ static void check_planted(uint64_t seed, int groups, int nodes, int outliers, in
 		assert_non_null(gid);
 		/* same planted group <=> same report group */
 		for (size_t j = 0; j < n; j += 7)
-			assert_int_equal(strcmp(gid, rt_report_group_of(r, v[j].hostname)) == 0, v[i].group == v[j].group);
+			assert_int_equal(strcmp(gid, rt_report_group_of(r, v[j].hostname)) == 0,
+					 v[i].group == v[j].group);
 	}
 	for (size_t i = 0; i < n; i++) {
 		bool found = false;
@@ -70,8 +76,8 @@ static void check_planted(uint64_t seed, int groups, int nodes, int outliers, in
 				continue;
 			if (v[i].cause == FG_NONE)
 				fail_msg("seed %llu: clean node %s flagged: %s %g (median %g, z %.1f) cause %s",
-					 (unsigned long long)seed, ov.hostname, ov.metric, ov.value, ov.group_median, ov.robust_z,
-					 ov.causes);
+					 (unsigned long long)seed, ov.hostname, ov.metric, ov.value, ov.group_median,
+					 ov.robust_z, ov.causes);
 			if (strcmp(ov.cause, fg_cause_code(v[i].cause)))
 				fail_msg("seed %llu: %s planted %s, report says %s (%s)", (unsigned long long)seed,
 					 v[i].hostname, fg_cause_code(v[i].cause), ov.causes, ov.evidence);
@@ -109,8 +115,12 @@ static void test_clean_fleet(void **state)
 {
 	(void)state;
 	for (uint64_t seed = 200; seed < 260; seed++) {
-		struct fg_opts o = { .seed = seed, .groups = 1 + (int)(seed % 5), .nodes_per_group = 8 + (int)(seed % 50),
-				     .outliers_per_group = 0, .now = NOW, .with_hardware = seed % 2 == 0,
+		struct fg_opts o = { .seed = seed,
+				     .groups = 1 + (int)(seed % 5),
+				     .nodes_per_group = 8 + (int)(seed % 50),
+				     .outliers_per_group = 0,
+				     .now = NOW,
+				     .with_hardware = seed % 2 == 0,
 				     .entries_per_node = 1 + (int)(seed % 4) };
 		struct fg_node *v;
 		struct rt_report *r;
@@ -135,8 +145,13 @@ static void test_clean_fleet(void **state)
 /* Without the hardware object, nodes are grouped by signature; planted MPS/firmware nodes have their own. */
 static void test_signature_only(void **state)
 {
-	struct fg_opts o = { .seed = 7, .groups = 3, .nodes_per_group = 40, .outliers_per_group = 5, .now = NOW,
-			     .with_hardware = false, .entries_per_node = 1 };
+	struct fg_opts o = { .seed = 7,
+			     .groups = 3,
+			     .nodes_per_group = 40,
+			     .outliers_per_group = 5,
+			     .now = NOW,
+			     .with_hardware = false,
+			     .entries_per_node = 1 };
 	struct fg_node *v;
 	struct rt_report *r;
 	size_t n, big = 0;
@@ -194,8 +209,13 @@ static bool problem_has(const struct rt_report *r, const char *a, const char *b)
 
 static void test_bad_inputs(void **state)
 {
-	struct fg_opts o = { .seed = 3, .groups = 1, .nodes_per_group = 6, .outliers_per_group = 0, .now = NOW,
-			     .with_hardware = true, .entries_per_node = 1 };
+	struct fg_opts o = { .seed = 3,
+			     .groups = 1,
+			     .nodes_per_group = 6,
+			     .outliers_per_group = 0,
+			     .now = NOW,
+			     .with_hardware = true,
+			     .entries_per_node = 1 };
 	char dir[600], empty[600], store[600], sub[600];
 	struct rt_report *r = NULL;
 	struct fg_node *v;
@@ -329,14 +349,15 @@ static void test_store_input(void **state)
 {
 	(void)state;
 	check_store_input(256); /* per node, through the store API */
-	check_store_input(0);   /* in bulk */
+	check_store_input(0);	/* in bulk */
 }
 
 /* The same node from a store and from a JSON export counts once; the newer profile wins. */
 static void test_dedupe(void **state)
 {
-	struct fg_opts o = { .seed = 11, .groups = 1, .nodes_per_group = 5, .now = NOW, .with_hardware = true,
-			     .entries_per_node = 1 };
+	struct fg_opts o = {
+		.seed = 11, .groups = 1, .nodes_per_group = 5, .now = NOW, .with_hardware = true, .entries_per_node = 1
+	};
 	struct rt_report *r = NULL;
 	struct fg_node *v;
 	size_t n;
@@ -374,8 +395,13 @@ static char *capture(const struct rt_report *r, int (*fn)(const struct rt_report
 
 static void test_writers(void **state)
 {
-	struct fg_opts o = { .seed = 5, .groups = 2, .nodes_per_group = 20, .outliers_per_group = 2, .now = NOW,
-			     .with_hardware = true, .entries_per_node = 2 };
+	struct fg_opts o = { .seed = 5,
+			     .groups = 2,
+			     .nodes_per_group = 20,
+			     .outliers_per_group = 2,
+			     .now = NOW,
+			     .with_hardware = true,
+			     .entries_per_node = 2 };
 	struct fg_node *v;
 	struct rt_report *r;
 	json_error_t jerr;
@@ -463,12 +489,12 @@ static void test_stat_compute(void **state)
 			for (size_t i = 0; i < n; i++) {
 				seed = seed * 1103515245u + 12345u;
 				switch (kind) {
-				case 0: v[i] = (double)((seed >> 16) % 5) * 64; break;        /* few distinct values */
-				case 1: v[i] = (double)(seed >> 8) / 3.0; break;              /* all distinct */
-				case 2: v[i] = (double)i; break;                              /* sorted */
-				case 3: v[i] = (double)(n - i); break;                        /* reversed */
-				case 4: v[i] = 7.5; break;                                    /* constant */
-				default: v[i] = (double)((seed >> 16) % 100) - 50.25; break;  /* negatives, repeats */
+				case 0: v[i] = (double)((seed >> 16) % 5) * 64; break;	     /* few distinct values */
+				case 1: v[i] = (double)(seed >> 8) / 3.0; break;	     /* all distinct */
+				case 2: v[i] = (double)i; break;			     /* sorted */
+				case 3: v[i] = (double)(n - i); break;			     /* reversed */
+				case 4: v[i] = 7.5; break;				     /* constant */
+				default: v[i] = (double)((seed >> 16) % 100) - 50.25; break; /* negatives, repeats */
 				}
 				ref[i] = v[i];
 			}
@@ -489,8 +515,9 @@ static void test_stat_compute(void **state)
 				dev[i] = fabs(ref[i] - st.median);
 			qsort(dev, n, sizeof(*dev), cmp_dbl);
 			if (st.mad != ref_quantile(dev, n, 0.5))
-				fail_msg("kind %d n %zu: mad %.17g, expected %.17g", kind, n, st.mad, ref_quantile(dev, n, 0.5));
-next:
+				fail_msg("kind %d n %zu: mad %.17g, expected %.17g", kind, n, st.mad,
+					 ref_quantile(dev, n, 0.5));
+		next:
 			free(v);
 			free(ref);
 			free(dev);
@@ -503,8 +530,13 @@ next:
  * arrays), plus the final newline. */
 static void test_json_like_jansson(void **state)
 {
-	struct fg_opts o = { .seed = 9, .groups = 2, .nodes_per_group = 12, .outliers_per_group = 1, .now = NOW,
-			     .with_hardware = true, .entries_per_node = 2 };
+	struct fg_opts o = { .seed = 9,
+			     .groups = 2,
+			     .nodes_per_group = 12,
+			     .outliers_per_group = 1,
+			     .now = NOW,
+			     .with_hardware = true,
+			     .entries_per_node = 2 };
 	struct rt_report_opts ro = { .now = NOW };
 	char d[] = "/tmp/rtune-report-json.XXXXXX", path[160], cmd[200];
 	struct rt_report *r = NULL;
@@ -565,8 +597,13 @@ static void test_json_like_jansson(void **state)
  * document larger than the first read (padded with whitespace) is read whole. */
 static void test_directory_threads(void **state)
 {
-	struct fg_opts o = { .seed = 21, .groups = 3, .nodes_per_group = 40, .outliers_per_group = 2, .now = NOW,
-			     .with_hardware = true, .entries_per_node = 2 };
+	struct fg_opts o = { .seed = 21,
+			     .groups = 3,
+			     .nodes_per_group = 40,
+			     .outliers_per_group = 2,
+			     .now = NOW,
+			     .with_hardware = true,
+			     .entries_per_node = 2 };
 	struct rt_report_opts ro = { .now = NOW };
 	char d[] = "/tmp/rtune-report-dir.XXXXXX", cmd[200];
 	struct rt_report *r = NULL, *ref;
@@ -632,8 +669,9 @@ static void test_directory_threads(void **state)
  * is read, and so are the documents after it, on the calling thread and through the worker threads. */
 static void test_big_document(void **state)
 {
-	struct fg_opts o = { .seed = 4, .groups = 1, .nodes_per_group = 70, .now = NOW, .with_hardware = true,
-			     .entries_per_node = 1 };
+	struct fg_opts o = {
+		.seed = 4, .groups = 1, .nodes_per_group = 70, .now = NOW, .with_hardware = true, .entries_per_node = 1
+	};
 	char d[] = "/tmp/rtune-report-big.XXXXXX", cmd[200];
 	struct rt_report *r = NULL;
 	struct fg_node *v;

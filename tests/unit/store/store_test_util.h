@@ -86,7 +86,7 @@ static inline void tu_run(struct rt_run *r, const char *host, const char *dev, s
 		struct rt_lat_point *p = &r->lat[i];
 
 		p->op = (enum rt_opcode)(i % 2);
-		p->msg_bytes = 1u << ((i / 4) % 12);  /* each (op, size) inline and not, like the engine's grid */
+		p->msg_bytes = 1u << ((i / 4) % 12); /* each (op, size) inline and not, like the engine's grid */
 		p->inl = (i / 2) % 2;
 		p->n_samples = 1000;
 		p->median_ns = 1000.0 + 2.0 * (double)p->msg_bytes - (p->inl ? 100.0 : 0.0) + (double)i;
@@ -111,8 +111,8 @@ static inline void tu_run(struct rt_run *r, const char *host, const char *dev, s
 	snprintf(r->cqmod[0].reason, sizeof(r->cqmod[0].reason), "ibv_modify_cq: Operation not supported");
 }
 
-static inline void tu_entry(struct rt_profile_entry *e, const char *dev, enum rt_profile_opcode op,
-			    uint32_t threshold, uint32_t interval, const char *run_id, int64_t measured_at)
+static inline void tu_entry(struct rt_profile_entry *e, const char *dev, enum rt_profile_opcode op, uint32_t threshold,
+			    uint32_t interval, const char *run_id, int64_t measured_at)
 {
 	memset(e, 0, sizeof(*e));
 	snprintf(e->device, sizeof(e->device), "%s", dev);

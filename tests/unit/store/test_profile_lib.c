@@ -244,8 +244,8 @@ static void test_sendq_basics(void **state)
 /* Random posting and completion timing against an exact model of the hardware queue. */
 static void test_sendq_model(void **state)
 {
-	static const uint32_t shapes[][2] = { { 1, 1 }, { 2, 1 }, { 7, 3 }, { 16, 16 }, { 64, 8 }, { 100, 33 },
-					      { 256, 64 } };
+	static const uint32_t shapes[][2] = { { 1, 1 },	 { 2, 1 },    { 7, 3 },	  { 16, 16 },
+					      { 64, 8 }, { 100, 33 }, { 256, 64 } };
 	unsigned seed = 12345;
 
 	(void)state;

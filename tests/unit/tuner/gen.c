@@ -97,11 +97,12 @@ static void draw_samples(struct rt_rng *r, const struct lat_noise *nz, double mu
 			if (outliers && (j + phase) % period == 0)
 				x += unif(r, nz->outlier_lo, nz->outlier_hi);
 			if (drift) {
-				double t = t0 + 0.002 * j / per;   /* a block is short next to a round */
+				double t = t0 + 0.002 * j / per; /* a block is short next to a round */
 
 				x += nz->drift * t + nz->wobble * sin(6.283185307179586 * nz->cycles * t);
 			}
-			out[i] = (float)(x > 0.25 * mu ? x : 0.25 * mu);   /* no latency below a quarter of the true one */
+			out[i] =
+				(float)(x > 0.25 * mu ? x : 0.25 * mu); /* no latency below a quarter of the true one */
 		}
 	}
 }
@@ -133,7 +134,7 @@ static void summarize(struct rt_lat_point *p, float *s, uint32_t n, int keep_raw
 	p->min_ns = sorted[0];
 	free(sorted);
 	if (keep_raw) {
-		p->n_kept = n < keep_max ? n : keep_max;   /* the first n_kept: a subsample when bounded */
+		p->n_kept = n < keep_max ? n : keep_max; /* the first n_kept: a subsample when bounded */
 		p->samples_ns = s;
 	} else {
 		p->n_kept = 0;
@@ -160,12 +161,12 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 	m.g = hw ? unif(r, 60, 500) : unif(r, 300, 3000);
 	m.cn = unif(r, 0.02, 0.1);
 	u = rt_rng_uniform(r);
-	if (o->edges && u < 0.04) {                     /* inline never better */
+	if (o->edges && u < 0.04) { /* inline never better */
 		m.never = 1;
 		m.g = -unif(r, 40, 200);
 		m.k = unif(r, 0.05, 1.0);
 		sstar = 0;
-	} else if (o->edges && u < 0.08) {              /* better all the way */
+	} else if (o->edges && u < 0.08) { /* better all the way */
 		sstar = M * unif(r, 1.5, 4);
 		m.k = m.g / sstar;
 	} else {
@@ -184,7 +185,7 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 
 		while (lo * 2 <= sstar)
 			lo *= 2;
-		if (rt_rng_uniform(r) < 0.15)   /* calibrate bracketed a neighbour */
+		if (rt_rng_uniform(r) < 0.15) /* calibrate bracketed a neighbour */
 			lo = rt_rng_uniform(r) < 0.5 && lo > 1 ? lo / 2 : lo * 2;
 		for (uint32_t j = 1; j < 8; j++) {
 			uint32_t s = lo + (uint32_t)((uint64_t)lo * j / 8);
@@ -226,7 +227,7 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 	nz.period = 40 + rt_rng_below(r, 160);
 	nz.outlier_lo = 3000;
 	nz.outlier_hi = 30000;
-	nz.drift = nz.sigma * unif(r, 1, 4) * (rt_rng_uniform(r) < 0.5 ? -1 : 1);   /* sigma carries noise_mult */
+	nz.drift = nz.sigma * unif(r, 1, 4) * (rt_rng_uniform(r) < 0.5 ? -1 : 1); /* sigma carries noise_mult */
 	nz.wobble = nz.sigma * unif(r, 0, 1);
 	nz.cycles = unif(r, 0.5, 3);
 	raw = o->raw >= 0 ? o->raw : rt_rng_uniform(r) < 0.7;
@@ -237,7 +238,7 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 		uint32_t n = 100 + rt_rng_below(r, 300);
 
 		if (refine && (double)grid[i] > sstar / 2 && (double)grid[i] < sstar * 2)
-			n = n * 3 / 2;  /* adaptive sampling spends more near the crossover */
+			n = n * 3 / 2; /* adaptive sampling spends more near the crossover */
 		for (int inl = 0; inl < 2; inl++) {
 			struct rt_lat_point *p = &c->lat[c->n_lat++];
 			float *smp = malloc(n * sizeof(*smp));
@@ -284,7 +285,7 @@ static int make_rate(struct rt_rng *r, const struct gen_opts *o, struct gen_case
 	if (!c->rate)
 		return ENOMEM;
 	for (uint32_t s = 0; s < ns; s++) {
-		double a = a0 * (1 + 0.3 * s * unif(r, 0.5, 1.5));  /* larger / non-inline messages cost more */
+		double a = a0 * (1 + 0.3 * s * unif(r, 0.5, 1.5)); /* larger / non-inline messages cost more */
 		double cap = capped ? 1000.0 / a * unif(r, 0.85, 0.99) : INFINITY;
 		double best = 0;
 		uint32_t nstar = 0;
@@ -403,7 +404,7 @@ void gen_baseline(const struct gen_case *c, uint32_t *thr, uint32_t *n)
 	/* threshold: the knee of the median difference d(log2 size), concave decreasing */
 	for (size_t i = 0; i + 1 < c->n_lat; i += 2) {
 		x[ng] = log2(c->lat[i].msg_bytes);
-		y[ng] = c->lat[i].median_ns - c->lat[i + 1].median_ns;   /* non-inline first in each pair */
+		y[ng] = c->lat[i].median_ns - c->lat[i + 1].median_ns; /* non-inline first in each pair */
 		ng++;
 	}
 	*thr = 0;
@@ -418,7 +419,8 @@ void gen_baseline(const struct gen_case *c, uint32_t *thr, uint32_t *n)
 		size_t j = i, m = 0;
 		uint32_t kn;
 
-		while (j < c->n_rate && c->rate[j].msg_bytes == c->rate[i].msg_bytes && c->rate[j].inl == c->rate[i].inl) {
+		while (j < c->n_rate && c->rate[j].msg_bytes == c->rate[i].msg_bytes &&
+		       c->rate[j].inl == c->rate[i].inl) {
 			x[m] = log2(c->rate[j].signal_interval);
 			y[m] = c->rate[j].mops;
 			m++;
@@ -426,8 +428,10 @@ void gen_baseline(const struct gen_case *c, uint32_t *thr, uint32_t *n)
 		}
 		best = SIZE_MAX;
 		kn = c->rate[j - 1].signal_interval;
-		if (m >= 3 && rt_tuner_kneedle(x, y, m, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1.0, NULL, 0, &nk, &best,
-					       NULL) == 0 && best != SIZE_MAX)
+		if (m >= 3 &&
+		    rt_tuner_kneedle(x, y, m, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1.0, NULL, 0, &nk, &best, NULL) ==
+			    0 &&
+		    best != SIZE_MAX)
 			kn = c->rate[i + best].signal_interval;
 		*n = kn > *n ? kn : *n;
 		i = j;

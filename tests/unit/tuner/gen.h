@@ -17,29 +17,29 @@ enum gen_noise { GEN_GAUSS = 0, GEN_LOGNORMAL, GEN_OUTLIERS, GEN_DRIFT, GEN_MIXE
 
 /* What kind of case to draw; gen_opts_default() gives the randomized corpus mix. */
 struct gen_opts {
-	int noise;              /* enum gen_noise, or -1 = drawn per case */
-	double noise_mult;      /* scales every noise level (1 = the realistic range) */
-	int raw;                /* 1 = keep raw samples, 0 = medians/CIs only, -1 = drawn per case */
-	int refine;             /* 1 = refined sizes near the crossover, 0 = powers of two only, -1 = drawn */
-	int edges;              /* 1 = some cases plant "never better" or "better all the way" */
-	int with_rate;          /* 1 = include a signaling sweep */
+	int noise;	   /* enum gen_noise, or -1 = drawn per case */
+	double noise_mult; /* scales every noise level (1 = the realistic range) */
+	int raw;	   /* 1 = keep raw samples, 0 = medians/CIs only, -1 = drawn per case */
+	int refine;	   /* 1 = refined sizes near the crossover, 0 = powers of two only, -1 = drawn */
+	int edges;	   /* 1 = some cases plant "never better" or "better all the way" */
+	int with_rate;	   /* 1 = include a signaling sweep */
 };
 
 /* One synthetic run and its planted answers. */
 struct gen_case {
 	uint64_t seed;
 	enum gen_noise noise;
-	struct rt_lat_point *lat;       /* owned, samples_ns included */
+	struct rt_lat_point *lat; /* owned, samples_ns included */
 	size_t n_lat;
-	struct rt_rate_point *rate;     /* owned */
+	struct rt_rate_point *rate; /* owned */
 	size_t n_rate;
-	uint32_t *grid;                 /* measured sizes, ascending (owned) */
+	uint32_t *grid; /* measured sizes, ascending (owned) */
 	size_t n_grid;
-	uint32_t true_threshold;        /* largest grid size where true d > 0, 0 = none */
-	uint32_t true_n;                /* planted signal interval (after the sq_depth/4 cap) */
-	double true_d[64];              /* true d at each grid size (first 64) */
+	uint32_t true_threshold; /* largest grid size where true d > 0, 0 = none */
+	uint32_t true_n;	 /* planted signal interval (after the sq_depth/4 cap) */
+	double true_d[64];	 /* true d at each grid size (first 64) */
 	uint32_t max_inline, sq_depth;
-	struct rt_tuner_input in;       /* points at lat/rate above */
+	struct rt_tuner_input in; /* points at lat/rate above */
 };
 
 /* The randomized corpus mix: all noise models, raw and summary points, refined and plain grids, edge cases. */
@@ -59,11 +59,11 @@ void gen_baseline(const struct gen_case *c, uint32_t *thr, uint32_t *n);
 
 struct corpus_score {
 	size_t cases;
-	size_t thr_ok, n_ok;            /* tuner within one size step / one power of two */
+	size_t thr_ok, n_ok; /* tuner within one size step / one power of two */
 	size_t thr_exact, n_exact;
-	size_t base_thr_ok, base_n_ok;  /* the baseline, same criteria */
-	size_t conf[3];                 /* tuner confidence histogram (overall) */
-	double tuner_s;                 /* time spent in rt_tuner_run */
+	size_t base_thr_ok, base_n_ok; /* the baseline, same criteria */
+	size_t conf[3];		       /* tuner confidence histogram (overall) */
+	double tuner_s;		       /* time spent in rt_tuner_run */
 };
 
 /*

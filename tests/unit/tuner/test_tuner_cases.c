@@ -117,12 +117,12 @@ static void print_reasons(const struct rt_tuner_decision *d)
 		print_message("  [%s] %s\n", rt_reason_code_name(d->reasons[i].code), d->reasons[i].text);
 }
 
-#define assert_reason(d, code)                                                                                      \
-	do {                                                                                                        \
-		if (!has(d, code)) {                                                                                \
-			print_reasons(d);                                                                           \
-			fail_msg("missing reason %s", code);                                                       \
-		}                                                                                                   \
+#define assert_reason(d, code)                               \
+	do {                                                 \
+		if (!has(d, code)) {                         \
+			print_reasons(d);                    \
+			fail_msg("missing reason %s", code); \
+		}                                            \
 	} while (0)
 
 /* ---- degenerate cases: each has its named reason ---- */
@@ -139,7 +139,7 @@ static void test_inline_never_better(void **state)
 	d = run(&c, &res);
 	assert_int_equal(d->inline_threshold, 0);
 	assert_int_equal(d->max_inline_data, 0);
-	assert_int_equal(d->crossover_bytes, 0);    /* a loss already at 1 B */
+	assert_int_equal(d->crossover_bytes, 0); /* a loss already at 1 B */
 	assert_reason(d, "inline_never_better");
 	assert_int_equal(d->inline_confidence, RT_CONF_HIGH);
 	rt_tuner_result_free(&res);
@@ -153,7 +153,7 @@ static void test_limited_by_device_max_inline(void **state)
 
 	(void)state;
 	curve_init(&c, 256);
-	add_linear(&c, 256, 300, 0.2, 3);   /* still 250 ns better at 256 B */
+	add_linear(&c, 256, 300, 0.2, 3); /* still 250 ns better at 256 B */
 	d = run(&c, &res);
 	assert_int_equal(d->inline_threshold, 256);
 	assert_int_equal(d->max_inline_data, 256);
@@ -177,12 +177,12 @@ static void test_insufficient_data(void **state)
 
 	(void)state;
 	curve_init(&c, 256);
-	add_linear(&c, 256, 60, 60.0 / 64, 200);    /* a 60 ns effect under a 200 ns standard error */
+	add_linear(&c, 256, 60, 60.0 / 64, 200); /* a 60 ns effect under a 200 ns standard error */
 	d = run(&c, &res);
 	assert_reason(d, "insufficient_data");
 	assert_int_equal(d->inline_confidence, RT_CONF_LOW);
 	assert_true(d->budget_needed_s > 0);
-	assert_false(has(d, "inline_never_better"));  /* not claimed: the data cannot tell */
+	assert_false(has(d, "inline_never_better")); /* not claimed: the data cannot tell */
 	rt_tuner_result_free(&res);
 
 	/* rates whose repetitions spread over +-8 %: a 1.5 % tolerance cannot be resolved */
@@ -237,7 +237,7 @@ static void test_non_monotone_inline(void **state)
 		add_size(&c, s, 1500, dd[i], 3);
 	d = run(&c, &res);
 	assert_reason(d, "non_monotone");
-	assert_int_equal(d->crossover_bytes, 4);   /* the guard stops before the first loss at 8 B */
+	assert_int_equal(d->crossover_bytes, 4); /* the guard stops before the first loss at 8 B */
 	assert_int_equal(d->inline_threshold, 4);
 	assert_true(d->inline_confidence <= RT_CONF_MEDIUM);
 	rt_tuner_result_free(&res);
@@ -253,7 +253,7 @@ static void test_non_monotone_rate(void **state)
 	curve_init(&c, 256);
 	add_linear(&c, 256, 300, 2, 3);
 	add_series(&c, 8, true, 50, 100, 128, 0.002, 512);
-	c.rate[c.in.n_rate - 1].mops *= 0.8;        /* the rate collapses at N = 128 */
+	c.rate[c.in.n_rate - 1].mops *= 0.8; /* the rate collapses at N = 128 */
 	c.rate[c.in.n_rate - 1].mops_lo *= 0.8;
 	c.rate[c.in.n_rate - 1].mops_hi *= 0.8;
 	d = run(&c, &res);
@@ -335,7 +335,7 @@ static void test_rank_test_disagrees(void **state)
 	for (size_t i = 0; i < d->n_sizes; i++)
 		if (d->sizes[i].msg_bytes == 16) {
 			assert_true(d->sizes[i].from_raw);
-			assert_true(d->sizes[i].d_lo_ns > 0);          /* the bootstrap alone would call it a win */
+			assert_true(d->sizes[i].d_lo_ns > 0); /* the bootstrap alone would call it a win */
 			assert_int_not_equal(d->sizes[i].cls, RT_SIZE_WIN);
 		}
 	rt_tuner_result_free(&res);
@@ -438,8 +438,12 @@ static void test_cq_moderation(void **state)
 	assert_reason(d, "cq_moderation_unsupported");
 	rt_tuner_result_free(&res);
 
-	c.cqmod[RT_OP_SEND] = (struct rt_cq_moderation){ .measured = true, .supported = true, .best_count = 16,
-							 .best_period_us = 8, .mops_off = 10, .mops_best = 11 };
+	c.cqmod[RT_OP_SEND] = (struct rt_cq_moderation){ .measured = true,
+							 .supported = true,
+							 .best_count = 16,
+							 .best_period_us = 8,
+							 .mops_off = 10,
+							 .mops_best = 11 };
 	d = run(&c, &res);
 	assert_int_equal(d->cq_mod, RT_CQMOD_ON);
 	assert_int_equal(d->cq_mod_count, 16);
@@ -467,7 +471,7 @@ static void test_histogram_threshold(void **state)
 
 	(void)state;
 	curve_init(&c, 1024);
-	add_linear(&c, 1024, 300, 300.0 / 300, 3);  /* crossover near 300 B: guard 256 */
+	add_linear(&c, 1024, 300, 300.0 / 300, 3); /* crossover near 300 B: guard 256 */
 
 	/* an app of small messages only: the threshold covers them and no more */
 	counts[rt_hist_bucket(32)] = 1000;
@@ -552,7 +556,7 @@ static void test_api_errors(void **state)
 	c.in.app[RT_OP_SEND].n_bins = 0;
 	assert_int_equal(rt_tuner_run(&c.in, &o, &res, &err), 0);
 	rt_tuner_result_free(&res);
-	rt_tuner_result_free(&res);     /* harmless twice */
+	rt_tuner_result_free(&res); /* harmless twice */
 	rt_tuner_result_free(NULL);
 	assert_string_equal(rt_confidence_name((enum rt_confidence)9), "unknown");
 	assert_string_equal(rt_reason_code_name(RT_R_IMPLAUSIBLE_GAIN), "implausible_gain");
@@ -672,10 +676,12 @@ static void test_hostile_inputs(void **state)
 		rt_rng_seed(&c.rng, 1000 + (uint64_t)it);
 		c.in.limits.hardware = it % 2;
 		for (uint32_t i = 0, n = rt_rng_below(&c.rng, 40); i < n; i++) {
-			double ln = rt_rng_uniform(&c.rng) < 0.1 ? odd[rt_rng_below(&c.rng, 7)] : 500 + 2000 * rt_rng_uniform(&c.rng);
+			double ln = rt_rng_uniform(&c.rng) < 0.1 ? odd[rt_rng_below(&c.rng, 7)]
+								 : 500 + 2000 * rt_rng_uniform(&c.rng);
 
 			add_size(&c, rt_rng_below(&c.rng, 5) ? 1u << rt_rng_below(&c.rng, 12) : rt_rng_below(&c.rng, 3),
-				 ln, 400 * rt_rng_normal(&c.rng), rt_rng_uniform(&c.rng) < 0.1 ? 0 : 50 * rt_rng_uniform(&c.rng));
+				 ln, 400 * rt_rng_normal(&c.rng),
+				 rt_rng_uniform(&c.rng) < 0.1 ? 0 : 50 * rt_rng_uniform(&c.rng));
 		}
 		for (size_t i = 0; i < c.in.n_lat; i++) {
 			struct rt_lat_point *p = &c.lat[i];
@@ -685,15 +691,17 @@ static void test_hostile_inputs(void **state)
 				p->n_kept = rt_rng_below(&c.rng, 65);
 				p->samples_ns = samples[i];
 				for (uint32_t k = 0; k < p->n_kept; k++)
-					samples[i][k] = rt_rng_uniform(&c.rng) < 0.02 ? (float)odd[rt_rng_below(&c.rng, 7)]
-										    : (float)(p->median_ns + 30 * rt_rng_normal(&c.rng));
+					samples[i][k] = rt_rng_uniform(&c.rng) < 0.02
+								? (float)odd[rt_rng_below(&c.rng, 7)]
+								: (float)(p->median_ns + 30 * rt_rng_normal(&c.rng));
 			}
 			if (rt_rng_uniform(&c.rng) < 0.05)
 				p->n_samples = 0;
 		}
 		for (uint32_t i = 0, n = rt_rng_below(&c.rng, 3); i < n; i++)
-			add_series(&c, 8 * (i + 1), i % 2, 20 + 100 * rt_rng_uniform(&c.rng), 200 * rt_rng_uniform(&c.rng),
-				   1u << rt_rng_below(&c.rng, 10), rt_rng_uniform(&c.rng) < 0.2 ? 0 : 0.01,
+			add_series(&c, 8 * (i + 1), i % 2, 20 + 100 * rt_rng_uniform(&c.rng),
+				   200 * rt_rng_uniform(&c.rng), 1u << rt_rng_below(&c.rng, 10),
+				   rt_rng_uniform(&c.rng) < 0.2 ? 0 : 0.01,
 				   rt_rng_below(&c.rng, 4) ? 1u << rt_rng_below(&c.rng, 12) : 0);
 		for (size_t i = 0; i < c.in.n_rate; i++)
 			if (rt_rng_uniform(&c.rng) < 0.05)
@@ -733,34 +741,41 @@ static void test_kneedle(void **state)
 		x[i] = i + 1;
 		y[i] = 1 - 1 / x[i];
 	}
-	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, knees, 4, &nk, &best, NULL), 0);
+	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, knees, 4, &nk, &best, NULL),
+			 0);
 	assert_int_equal(nk, 1);
 	assert_true(best >= 1 && best <= 4);
 	/* the same shape mirrored (concave decreasing) puts the knee at the mirrored place */
 	for (int i = 0; i < 20; i++)
 		y[i] = 1 - 1 / (21.0 - x[i]);
-	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_DECREASING, 1, knees, 4, &nk, &best, NULL), 0);
+	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_DECREASING, 1, knees, 4, &nk, &best, NULL),
+			 0);
 	assert_int_equal(nk, 1);
 	assert_true(best >= 15 && best <= 18);
 	/* convex decreasing: y = 1/x */
 	for (int i = 0; i < 20; i++)
 		y[i] = 1 / x[i];
-	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONVEX, RT_KNEE_DECREASING, 1, knees, 4, &nk, &best, NULL), 0);
+	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONVEX, RT_KNEE_DECREASING, 1, knees, 4, &nk, &best, NULL),
+			 0);
 	assert_true(best >= 1 && best <= 4);
 	/* convex increasing: y = x^3 has its knee late */
 	for (int i = 0; i < 20; i++)
 		y[i] = x[i] * x[i] * x[i];
-	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONVEX, RT_KNEE_INCREASING, 1, knees, 4, &nk, &best, NULL), 0);
+	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONVEX, RT_KNEE_INCREASING, 1, knees, 4, &nk, &best, NULL),
+			 0);
 	assert_true(best >= 10 && best <= 16);
 	/* a straight line has none; bad input is refused */
 	for (int i = 0; i < 20; i++)
 		y[i] = x[i];
-	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, knees, 4, &nk, &best, NULL), 0);
+	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, knees, 4, &nk, &best, NULL),
+			 0);
 	assert_int_equal(nk, 0);
 	assert_true(best == SIZE_MAX);
 	x[5] = x[4];
-	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, NULL, 0, &nk, NULL, NULL), EINVAL);
-	assert_int_equal(rt_tuner_kneedle(x, y, 2, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, NULL, 0, &nk, NULL, NULL), EINVAL);
+	assert_int_equal(rt_tuner_kneedle(x, y, 20, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, NULL, 0, &nk, NULL, NULL),
+			 EINVAL);
+	assert_int_equal(rt_tuner_kneedle(x, y, 2, RT_KNEE_CONCAVE, RT_KNEE_INCREASING, 1, NULL, 0, &nk, NULL, NULL),
+			 EINVAL);
 }
 
 static void test_mann_whitney(void **state)
@@ -776,7 +791,7 @@ static void test_mann_whitney(void **state)
 	p = rt_tuner_mann_whitney(a, 100, b, 100, &z);
 	assert_true(p > 0.99 && fabs(z) < 1e-9);
 	for (int i = 0; i < 100; i++)
-		a[i] = (float)i + 30;   /* a shifted up by 0.3 of its range */
+		a[i] = (float)i + 30; /* a shifted up by 0.3 of its range */
 	p = rt_tuner_mann_whitney(a, 100, b, 100, &z);
 	assert_true(z > 3 && p < 1e-3);
 	p = rt_tuner_mann_whitney(b, 100, a, 100, &z);

@@ -33,11 +33,13 @@ static void test_corpus_accuracy(void **state)
 	n = (double)s.n_ok / (double)s.cases;
 	bthr = (double)s.base_thr_ok / (double)s.cases;
 	bn = (double)s.base_n_ok / (double)s.cases;
-	print_message("corpus of %zu cases: threshold within one step %.1f %% (exact %.1f %%), N within one power of two "
-		      "%.1f %% (exact %.1f %%); Kneedle-only baseline %.1f %% / %.1f %%; confidence low/medium/high "
-		      "%zu/%zu/%zu; tuner %.2f ms per case\n", s.cases, 100 * thr,
-		      100.0 * (double)s.thr_exact / (double)s.cases, 100 * n, 100.0 * (double)s.n_exact / (double)s.cases,
-		      100 * bthr, 100 * bn, s.conf[0], s.conf[1], s.conf[2], 1e3 * s.tuner_s / (double)s.cases);
+	print_message(
+		"corpus of %zu cases: threshold within one step %.1f %% (exact %.1f %%), N within one power of two "
+		"%.1f %% (exact %.1f %%); Kneedle-only baseline %.1f %% / %.1f %%; confidence low/medium/high "
+		"%zu/%zu/%zu; tuner %.2f ms per case\n",
+		s.cases, 100 * thr, 100.0 * (double)s.thr_exact / (double)s.cases, 100 * n,
+		100.0 * (double)s.n_exact / (double)s.cases, 100 * bthr, 100 * bn, s.conf[0], s.conf[1], s.conf[2],
+		1e3 * s.tuner_s / (double)s.cases);
 	assert_true(thr >= 0.97);
 	assert_true(n >= 0.97);
 	assert_true(thr > bthr);
@@ -56,8 +58,8 @@ static void test_each_noise_model(void **state)
 		go.noise = nz;
 		assert_int_equal(corpus_run(100000 + 1000 * (uint64_t)nz, 200, &go, NULL, &s), 0);
 		print_message("noise model %d: threshold %.1f %%, N %.1f %% (baseline %.1f %% / %.1f %%)\n", nz,
-			      100.0 * (double)s.thr_ok / 200, 100.0 * (double)s.n_ok / 200, 100.0 * (double)s.base_thr_ok / 200,
-			      100.0 * (double)s.base_n_ok / 200);
+			      100.0 * (double)s.thr_ok / 200, 100.0 * (double)s.n_ok / 200,
+			      100.0 * (double)s.base_thr_ok / 200, 100.0 * (double)s.base_n_ok / 200);
 		assert_true(s.thr_ok >= 194);
 		assert_true(s.n_ok >= 194);
 	}
@@ -158,7 +160,8 @@ static void test_invariance_time_unit_and_offset(void **state)
 		gen_free(&c);
 	}
 	print_message("invariance: decisions identical in all %zu transformed runs; confidence identical in %zu of %zu "
-		      "unit changes and %zu of %zu offsets\n", 2 * total, conf_same_unit, total, conf_same_off, total);
+		      "unit changes and %zu of %zu offsets\n",
+		      2 * total, conf_same_unit, total, conf_same_off, total);
 	/* the confidence may move with an offset: the noise floor's 1 %-of-median part grows with the latency, so a
 	   size next to the threshold can turn from inconclusive to not-worse; the decisions themselves do not move */
 	assert_int_equal(conf_same_unit, total);
@@ -199,9 +202,10 @@ static void test_noise_lowers_confidence(void **state)
 			rt_tuner_result_free(&res);
 			gen_free(&c);
 		}
-		print_message("noise x%-4g mean inline confidence %.2f (0 low .. 2 high); high-confidence answers %3.0f, "
-			      "%.1f %% of them within one step\n", mult[m], mean_conf[m], high[m],
-			      high[m] ? 100 * high_ok[m] / high[m] : 100.0);
+		print_message(
+			"noise x%-4g mean inline confidence %.2f (0 low .. 2 high); high-confidence answers %3.0f, "
+			"%.1f %% of them within one step\n",
+			mult[m], mean_conf[m], high[m], high[m] ? 100 * high_ok[m] / high[m] : 100.0);
 	}
 	print_message("answers more than two steps off: %zu, of which with high confidence: %zu\n", far, far_confident);
 	for (int m = 1; m < 4; m++)
