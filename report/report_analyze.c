@@ -610,11 +610,10 @@ again:
 		if (s->rec_interval > s->rec_sq_depth)
 			s->rec_interval = s->rec_sq_depth;
 		spread = (th[k - 1 - (k - 1) / 10] + 8.0) / (th[(k - 1) / 10] + 8.0);
-		if (use_low)
-			s->rec_confidence = "low";
-		else if (k >= 5 && spread <= 1.5)
+		/* low when the group's entries are themselves low-confidence, or too few to agree on anything */
+		if (!use_low && k >= 5 && spread <= 1.5)
 			s->rec_confidence = "high";
-		else if (k >= 3)
+		else if (!use_low && k >= 3)
 			s->rec_confidence = "medium";
 		else
 			s->rec_confidence = "low";
