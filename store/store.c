@@ -144,6 +144,17 @@ static int make_parent_dirs(const char *path, mode_t mode, struct rt_error *err)
 	return 0;
 }
 
+/* EACCES with "cannot write store '<path>': read-only for this user (<why>check its owner and permissions, or use
+ * --db PATH)"; why is "" or a clause ending in "; ". */
+static int read_only_error(struct rt_store *st, struct rt_error *err, const char *why)
+{
+	return rt_error_set(
+		err, EACCES,
+		"cannot write store '%s': read-only for this user (%scheck its owner and permissions, or use "
+		"--db PATH)",
+		st->path, why);
+}
+
 int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *err)
 {
 	int code = sqlite3_errcode(st->db), e;
@@ -162,10 +173,7 @@ int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *e
 	default: e = EIO; break;
 	}
 	if (e == EACCES && (code & 0xff) == SQLITE_READONLY)
-		return rt_error_set(err, e,
-				    "cannot write store '%s': read-only for this user (check its owner and "
-				    "permissions, or use --db PATH)",
-				    st->path);
+		return read_only_error(st, err, "");
 	return rt_error_set(err, e, "store '%s': %s: %s", st->path, what, sqlite3_errmsg(st->db));
 }
 
@@ -480,10 +488,7 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	if ((rc = check_readonly_dir(st, err)))
 		goto out;
 	if (st->readonly && create) {
-		rc = rt_error_set(err, EACCES,
-				  "cannot write store '%s': read-only for this user (its directory is not "
-				  "writable; check its owner and permissions, or use --db PATH)",
-				  st->path);
+		rc = read_only_error(st, err, "its directory is not writable; ");
 		goto out;
 	}
 	if (st->readonly) {
@@ -503,10 +508,7 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	if ((rc = check_identity(st, err)))
 		goto out;
 	if (create && sqlite3_db_readonly(st->db, "main") == 1) {
-		rc = rt_error_set(err, EACCES,
-				  "cannot write store '%s': read-only for this user (check its owner and "
-				  "permissions, or use --db PATH)",
-				  st->path);
+		rc = read_only_error(st, err, "");
 		goto out;
 	}
 	if (st->readonly) {
