@@ -314,17 +314,27 @@ static int open_failed(struct rt_store *st, struct rt_error *err, int code, cons
 static int check_identity(struct rt_store *st, struct rt_error *err)
 {
 	int version = 0, app_id = 0, tables = 0;
+	bool in_txn;
 
+	/* the three reads in one read transaction: another process may be creating this store right now, and its tables,
+	 * version and id must be seen together (all or none), never "tables but no id yet" */
+	in_txn = sqlite3_exec(st->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
 	if (pragma_int(st, "PRAGMA user_version", &version, NULL) ||
 	    pragma_int(st, "PRAGMA application_id", &app_id, NULL) ||
 	    pragma_int(st, "SELECT count(*) FROM sqlite_master", &tables, NULL)) {
 		int code = sqlite3_errcode(st->db);
+		char msg[RT_ERROR_TEXT_LEN];
 
+		snprintf(msg, sizeof(msg), "%s", sqlite3_errmsg(st->db));
+		if (in_txn)
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
 			return open_failed(st, err, EINVAL, "not a database");
 		return rt_error_set(err, code == SQLITE_BUSY ? EBUSY : EIO, "cannot open store '%s': %s", st->path,
-				    sqlite3_errmsg(st->db));
+				    msg);
 	}
+	if (in_txn)
+		sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
 	if (app_id != RT_STORE_APP_ID && (app_id != 0 || tables != 0))
 		return open_failed(st, err, EINVAL, "not an rtune store (an SQLite database of another program)");
 	if (version > RT_STORE_SCHEMA_VERSION)
