@@ -445,6 +445,24 @@ static int check_readonly_dir(struct rt_store *st, struct rt_error *err)
 	return 0;
 }
 
+/* Switches the store to WAL. While another process holds the file (creating the same new store at the same moment),
+ * SQLite refuses the switch with "database is locked" at once, without its busy handler (that could deadlock): retry
+ * for up to the busy timeout, in 20 ms steps. */
+static int set_wal(struct rt_store *st, struct rt_error *err)
+{
+	int rc = 0;
+
+	for (int waited_ms = 0; waited_ms <= BUSY_TIMEOUT_MS; waited_ms += 20) {
+		if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) == SQLITE_OK)
+			return 0;
+		if ((sqlite3_errcode(st->db) & 0xff) != SQLITE_BUSY)
+			break;
+		usleep(20000);
+	}
+	rc = rt_store_sql_error(st, "set WAL", err);
+	return rc;
+}
+
 static int do_open(const char *path, bool create, struct rt_store **out, struct rt_error *err)
 {
 	struct rt_store *st;
@@ -533,8 +551,7 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 		return 0;
 	}
 	/* only now, knowing it is ours and not newer, may anything be written */
-	if ((rc = exec(st, "PRAGMA journal_mode=WAL", "set WAL", err)) ||
-	    (rc = exec(st, "PRAGMA synchronous=NORMAL", "set synchronous", err)) ||
+	if ((rc = set_wal(st, err)) || (rc = exec(st, "PRAGMA synchronous=NORMAL", "set synchronous", err)) ||
 	    (rc = exec(st, "PRAGMA foreign_keys=ON", "enable foreign keys", err)) ||
 	    (rc = exec(st, "PRAGMA temp_store=MEMORY", "keep temporary journals in memory", err)) ||
 	    (rc = migrate(st, err)))
