@@ -893,55 +893,6 @@ out:
 	return rc;
 }
 
-/* Reads path whole (a regular file of at most RT_PROFILE_MAX_BYTES, never blocking on a FIFO); 0 and *buf, *len
- * (malloc'd, NUL-terminated), or an errno + err naming the file. */
-static int read_profile_file(const char *path, char **buf, size_t *len, struct rt_error *err)
-{
-	struct stat sb;
-	size_t got = 0;
-	int fd, rc = 0;
-
-	*buf = NULL;
-	*len = 0;
-	/* O_NONBLOCK: a FIFO must not block us (non-regular files are refused below) */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return rt_error_set(err, errno, "cannot open profile '%s': %s", path, strerror(errno));
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		rc = rt_error_set(err, EINVAL, "cannot read profile '%s': not a regular file", path);
-		goto out;
-	}
-	if ((uint64_t)sb.st_size > RT_PROFILE_MAX_BYTES) {
-		rc = rt_error_set(err, EFBIG, "profile '%s': larger than %u bytes", path, RT_PROFILE_MAX_BYTES);
-		goto out;
-	}
-	*buf = malloc((size_t)sb.st_size + 1);
-	if (!*buf) {
-		rc = rt_error_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	while (got < (size_t)sb.st_size) {
-		ssize_t r = read(fd, *buf + got, (size_t)sb.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			rc = rt_error_set(err, errno, "cannot read profile '%s': %s", path, strerror(errno));
-			free(*buf);
-			*buf = NULL;
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	(*buf)[got] = '\0';
-	*len = got;
-out:
-	close(fd);
-	return rc;
-}
-
 static int prepare_file(const char *path, struct prepared **out, struct rt_error *err)
 {
 	char *buf;
@@ -949,7 +900,7 @@ static int prepare_file(const char *path, struct prepared **out, struct rt_error
 	int rc;
 
 	*out = NULL;
-	if ((rc = read_profile_file(path, &buf, &len, err)))
+	if ((rc = rt_profile_read_file(path, &buf, &len, err)))
 		return rc;
 	rc = prepare_text(path, buf, len, out, err);
 	free(buf);

@@ -526,18 +526,15 @@ int rt_profile_parse(const char *text, size_t len, struct rt_profile **out, stru
 	return rt_profile_parse_named(text, len, NULL, out, err);
 }
 
-int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *err)
+int rt_profile_read_file(const char *path, char **buf_out, size_t *len_out, struct rt_error *err)
 {
 	struct stat sb;
 	char *buf = NULL;
 	size_t got = 0;
-	int fd, rc;
+	int fd, rc = 0;
 
-	if (!out)
-		return rt_error_set(err, EINVAL, "profile: no output pointer");
-	*out = NULL;
-	if (!path || !*path)
-		return rt_error_set(err, EINVAL, "profile: no path");
+	*buf_out = NULL;
+	*len_out = 0;
 	/* O_NONBLOCK: a FIFO must not block us (non-regular files are refused below) */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -572,10 +569,31 @@ int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *
 			break;
 		got += (size_t)r;
 	}
-	rc = rt_profile_parse_named(buf, got, path, out, err);
+	buf[got] = '\0';
+	*buf_out = buf;
+	*len_out = got;
+	buf = NULL;
 out:
 	free(buf);
 	close(fd);
+	return rc;
+}
+
+int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *err)
+{
+	char *buf;
+	size_t len;
+	int rc;
+
+	if (!out)
+		return rt_error_set(err, EINVAL, "profile: no output pointer");
+	*out = NULL;
+	if (!path || !*path)
+		return rt_error_set(err, EINVAL, "profile: no path");
+	if ((rc = rt_profile_read_file(path, &buf, &len, err)))
+		return rc;
+	rc = rt_profile_parse_named(buf, len, path, out, err);
+	free(buf);
 	return rc;
 }
 

@@ -42,6 +42,10 @@ int rt_profile_parse_named(const char *text, size_t len, const char *name, struc
 int rt_profile_parse_root(const char *text, size_t len, const char *name, struct rt_profile **out, json_t **root_out,
 			  struct rt_error *err);
 
+/* Reads the profile file path whole: a regular file of at most RT_PROFILE_MAX_BYTES, opened without blocking on a
+ * FIFO. 0 and *buf (malloc'd, NUL-terminated, len bytes before the NUL), or an errno + err naming the file. */
+int rt_profile_read_file(const char *path, char **buf, size_t *len, struct rt_error *err);
+
 /* Validates one entry; 0 or EINVAL with "<what>: ..." in err (prefix may be NULL). Sets nothing. */
 int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix, struct rt_error *err);
 
