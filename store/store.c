@@ -450,8 +450,6 @@ static int check_readonly_dir(struct rt_store *st, struct rt_error *err)
  * for up to the busy timeout, in 20 ms steps. */
 static int set_wal(struct rt_store *st, struct rt_error *err)
 {
-	int rc = 0;
-
 	for (int waited_ms = 0; waited_ms <= BUSY_TIMEOUT_MS; waited_ms += 20) {
 		if (sqlite3_exec(st->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) == SQLITE_OK)
 			return 0;
@@ -459,8 +457,7 @@ static int set_wal(struct rt_store *st, struct rt_error *err)
 			break;
 		usleep(20000);
 	}
-	rc = rt_store_sql_error(st, "set WAL", err);
-	return rc;
+	return rt_store_sql_error(st, "set WAL", err);
 }
 
 static int do_open(const char *path, bool create, struct rt_store **out, struct rt_error *err)
