@@ -25,12 +25,20 @@ struct pool {
 	void **result;	 /* [window] */
 	bool *done;	 /* [window] */
 	rt_pool_produce_fn produce;
+	rt_pool_scratch_free_fn scratch_free;
 	void *ctx;
 };
+
+static void scratch_release(rt_pool_scratch_free_fn scratch_free, void *scratch)
+{
+	if (scratch_free)
+		scratch_free(scratch);
+}
 
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
+	void *scratch = NULL;
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
@@ -43,7 +51,7 @@ static void *worker(void *arg)
 			break;
 		i = p->next++;
 		pthread_mutex_unlock(&p->mu);
-		r = p->produce(p->ctx, i);
+		r = p->produce(p->ctx, &scratch, i);
 		pthread_mutex_lock(&p->mu);
 		p->result[i % p->window] = r;
 		p->done[i % p->window] = true;
@@ -51,27 +59,33 @@ static void *worker(void *arg)
 			pthread_cond_signal(&p->ready);
 	}
 	pthread_mutex_unlock(&p->mu);
+	scratch_release(p->scratch_free, scratch);
 	return NULL;
 }
 
-static void run_inline(size_t n, rt_pool_produce_fn produce, rt_pool_consume_fn consume, void *ctx)
+static void run_inline(size_t n, rt_pool_produce_fn produce, rt_pool_consume_fn consume,
+		       rt_pool_scratch_free_fn scratch_free, void *ctx)
 {
+	void *scratch = NULL;
+
 	for (size_t i = 0; i < n; i++)
-		consume(ctx, i, produce(ctx, i));
+		consume(ctx, i, produce(ctx, &scratch, i));
+	scratch_release(scratch_free, scratch);
 }
 
 int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce, rt_pool_consume_fn consume,
-		    void *ctx)
+		    rt_pool_scratch_free_fn scratch_free, void *ctx)
 {
 	pthread_t tid[RT_POOL_MAX_WORKERS];
-	struct pool p = { .n = n, .produce = produce, .ctx = ctx };
+	struct pool p = { .n = n, .produce = produce, .scratch_free = scratch_free, .ctx = ctx };
+	void *scratch = NULL; /* the calling thread's, when it produces (no worker started) */
 	unsigned started = 0;
 	int rc = 0;
 
 	if (workers > RT_POOL_MAX_WORKERS)
 		workers = RT_POOL_MAX_WORKERS;
 	if (workers == 0 || n < 2) {
-		run_inline(n, produce, consume, ctx);
+		run_inline(n, produce, consume, scratch_free, ctx);
 		return 0;
 	}
 	p.window = window ? window : 64u * workers;
@@ -80,7 +94,7 @@ int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_f
 	if (!p.result || !p.done) {
 		free(p.result);
 		free(p.done);
-		run_inline(n, produce, consume, ctx);
+		run_inline(n, produce, consume, scratch_free, ctx);
 		return ENOMEM;
 	}
 	pthread_mutex_init(&p.mu, NULL);
@@ -102,7 +116,7 @@ int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_f
 			/* no worker at all: produce it here */
 			p.next++;
 			pthread_mutex_unlock(&p.mu);
-			r = produce(ctx, i);
+			r = produce(ctx, &scratch, i);
 			pthread_mutex_lock(&p.mu);
 		} else {
 			while (!p.done[i % p.window])
@@ -117,6 +131,7 @@ int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_f
 	}
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
+	scratch_release(scratch_free, scratch);
 	pthread_cond_destroy(&p.room);
 	pthread_cond_destroy(&p.ready);
 	pthread_mutex_destroy(&p.mu);

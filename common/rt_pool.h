@@ -10,8 +10,12 @@
 
 #include <stddef.h>
 
-/* Prepares item i; returns its result (may be NULL) for consume(). Runs on a worker thread: thread-safe. */
-typedef void *(*rt_pool_produce_fn)(void *ctx, size_t i);
+/* Prepares item i; returns its result (may be NULL) for consume(). Runs on a worker thread: thread-safe. *scratch is
+ * the producing thread's own slot (NULL before its first item) for state reused from item to item (buffers, an
+ * arena); the pool hands it to scratch_free() once the thread has produced its last item. */
+typedef void *(*rt_pool_produce_fn)(void *ctx, void **scratch, size_t i);
+/* Releases a producing thread's scratch (called with NULL too). */
+typedef void (*rt_pool_scratch_free_fn)(void *scratch);
 /* Takes item i's result, on the calling thread, in order of i. */
 typedef void (*rt_pool_consume_fn)(void *ctx, size_t i, void *result);
 
@@ -23,7 +27,7 @@ typedef void (*rt_pool_consume_fn)(void *ctx, size_t i, void *result);
  * Returns 0, or the errno of a failed pthread_create (the work is still complete: fewer threads did it).
  */
 int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce, rt_pool_consume_fn consume,
-		    void *ctx);
+		    rt_pool_scratch_free_fn scratch_free, void *ctx);
 
 /* Worker threads worth starting beside a busy calling thread: the online CPUs, at most max; 0 on one CPU. */
 unsigned rt_pool_workers(unsigned max);

@@ -377,9 +377,9 @@ static void read_calibration(json_t *je, struct rp_entry *o)
  * nothing shared, so several workers may parse at once. One jansson parse per document (a fleet is 100,000 of them):
  * the tree is validated by librtune's own converter, so what the report accepts is exactly what applications accept,
  * and the report's extra fields ("hardware", per-entry "calibration", the machine-id) are read from the same tree.
- * The tree is built in the calling thread's arena a (rp_arena_begin) and dropped with it before returning.
+ * The tree is built in the calling thread's arena a (rt_json_arena_begin) and dropped with it before returning.
  */
-static int parse_json_doc(struct rp_arena *a, const char *name, const char *text, size_t len, struct rp_node *n,
+static int parse_json_doc(struct rt_json_arena *a, const char *name, const char *text, size_t len, struct rp_node *n,
 			  char *problem, size_t plen)
 {
 	struct rt_profile *p = NULL;
@@ -391,7 +391,7 @@ static int parse_json_doc(struct rp_arena *a, const char *name, const char *text
 	memset(n, 0, sizeof(*n));
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		rp_arena_reset(a);
+		rt_json_arena_reset(a);
 		snprintf(problem, plen, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);
 		return 0;
 	}
@@ -399,7 +399,7 @@ static int parse_json_doc(struct rp_arena *a, const char *name, const char *text
 		/* librtune's messages start with "profile: " when no name is given */
 		const char *why = strncmp(err.text, "profile: ", 9) == 0 ? err.text + 9 : err.text;
 
-		rp_arena_reset(a);
+		rt_json_arena_reset(a);
 		if (err.code == ENOMEM)
 			return -ENOMEM;
 		snprintf(problem, plen, "%s: %s", name, why);
@@ -422,7 +422,7 @@ static int parse_json_doc(struct rp_arena *a, const char *name, const char *text
 	entries = json_object_get(root, "entries");
 	n->entries = cnt ? calloc(cnt, sizeof(*n->entries)) : NULL;
 	if (!n->hostname || !n->node_key || !n->source || !n->cpu_model || (cnt && !n->entries)) {
-		rp_arena_reset(a);
+		rt_json_arena_reset(a);
 		rt_profile_free(p);
 		rp_node_release(n);
 		return -ENOMEM;
@@ -435,7 +435,7 @@ static int parse_json_doc(struct rp_arena *a, const char *name, const char *text
 		if (o->measured_at > n->newest)
 			n->newest = o->measured_at;
 	}
-	rp_arena_reset(a);
+	rt_json_arena_reset(a);
 	rt_profile_free(p);
 	if (n->n_entries == 0) {
 		snprintf(problem, plen, "%s: profile of '%s' has no entries", name, n->hostname);
@@ -464,13 +464,13 @@ static long take_result(struct rt_report *r, int rc, struct rp_node *n, const ch
 long rt_report_add_json_text(struct rt_report *r, const char *name, const char *text, size_t len)
 {
 	char problem[1024];
-	struct rp_arena a;
+	struct rt_json_arena a = { 0 };
 	struct rp_node n;
 	int rc;
 
-	rp_arena_begin(&a);
+	rt_json_arena_begin(&a);
 	rc = parse_json_doc(&a, name, text, len, &n, problem, sizeof(problem));
-	rp_arena_end(&a);
+	rt_json_arena_end(&a);
 	return take_result(r, rc, &n, problem);
 }
 
@@ -550,7 +550,7 @@ __attribute__((format(printf, 2, 3))) static void job_problem(struct job *j, con
  * buffer - a read that does not fill it has met the end of the regular file - then closed: three calls. Files named
  * on the command line, and files that fill the buffer, are fstat'ed first (type, size limit, the rest of the file).
  */
-static void run_job(struct job *j, struct rbuf *b, struct rp_arena *a)
+static void run_job(struct job *j, struct rbuf *b, struct rt_json_arena *a)
 {
 	char problem[1024];
 	struct stat sb;
@@ -646,13 +646,13 @@ static void *worker(void *arg)
 {
 	struct pool *p = arg;
 	struct rbuf b = { 0 };
-	struct rp_arena a;
+	struct rt_json_arena a = { 0 };
 	size_t i;
 
-	rp_arena_begin(&a);
+	rt_json_arena_begin(&a);
 	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
 		run_job(&p->jobs[i], &b, &a);
-	rp_arena_end(&a);
+	rt_json_arena_end(&a);
 	free(b.p);
 	return NULL;
 }

@@ -12,6 +12,7 @@
 #include <stdarg.h>
 
 #include "rt_buf.h"
+#include "rt_json_arena.h"
 #include "rt_report.h"
 
 #define RP_MAX_DEVS 16
@@ -159,21 +160,6 @@ void rp_node_release(struct rp_node *n);
 char *rp_strdup(const char *s);
 const char *rp_metric_name(enum rp_metric m);
 uint64_t rp_fnv1a(uint64_t h, const char *s);
-
-/* ---- report_arena.c: a per-thread arena for jansson's allocations while a document is parsed ---- */
-struct rp_arena_chunk;
-struct rp_arena {
-	struct rp_arena_chunk *head;
-};
-/* Makes a the calling thread's arena: jansson allocates from it until rp_arena_end() (installs the report's jansson
- * allocation hooks once per process; allocations on other threads, and after rp_arena_end, go to the allocator that
- * was installed before). Never fails: when a chunk cannot be allocated, jansson sees an allocation failure. */
-void rp_arena_begin(struct rp_arena *a);
-/* Drops everything allocated from a (every jansson value built since the last reset, no json_decref needed), keeping
- * one chunk for reuse. Values from a must not be used afterwards. */
-void rp_arena_reset(struct rp_arena *a);
-/* Releases a and detaches it from the thread. */
-void rp_arena_end(struct rp_arena *a);
 
 /* ---- report_store.c: stores (the store API plus read-only SQL for node and device facts) ---- */
 /* Reads every node of the store at path; problems recorded; returns nodes added or -ENOMEM. */

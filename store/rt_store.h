@@ -7,7 +7,8 @@
  * Every function returns 0 or an errno value and, on failure, fills the caller's struct rt_error (may be NULL) with one
  * lowercase line naming the thing that failed. Writes happen in transactions: a failure or a kill -9 leaves the store
  * as it was before the call (a run begun with rt_store_run_begin() stays, marked "running", and is shown as interrupted
- * once its process is gone).
+ * once its process is gone). A store handle is used by one thread at a time (SQLite's connection mutex is off); two
+ * threads, or processes, that write at once each open their own.
  */
 #ifndef RT_STORE_H
 #define RT_STORE_H

@@ -7,11 +7,13 @@
 #include "store_internal.h"
 #include "rt_pool.h"
 #include "rt_buf.h"
+#include "rt_json_arena.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -72,12 +74,14 @@ static void reasons_from_json(const char *text, struct rt_profile_entry *e)
  * entry's reasons already serialised (else they are serialised here); cal, when not NULL, where each entry's
  * calibration ran (an imported entry: its run is not in this store). */
 static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
-			  char *const *reasons_json, const struct rt_cal *cal, size_t *added, struct rt_error *err)
+			  const char *const *reasons_json, const struct rt_cal *cal, size_t *added,
+			  struct rt_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &entries[i];
 		sqlite3_stmt *s;
-		char *reasons;
+		char *own = NULL; /* reasons serialised here */
+		const char *reasons;
 		int rc;
 
 		s = rt_store_stmt(
@@ -93,7 +97,7 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			err);
 		if (!s)
 			return err ? err->code : EIO;
-		reasons = reasons_json ? reasons_json[i] : reasons_to_json(e);
+		reasons = reasons_json ? reasons_json[i] : (own = reasons_to_json(e));
 		if (!reasons)
 			return rt_error_set(err, ENOMEM, "out of memory");
 		sqlite3_bind_int64(s, 1, node_id);
@@ -114,13 +118,12 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		sqlite3_bind_int(s, 14, e->numa_node);
 		sqlite3_bind_text(s, 15, e->cpus, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 16, rt_profile_confidence_name(e->confidence), -1, SQLITE_STATIC);
-		/* the one bind that copies (allocates): unchecked, an out-of-memory left reasons NULL and INSERT OR IGNORE
-		 * then dropped the entry silently, counted as "already present" */
-		rc = sqlite3_bind_text(s, 17, reasons, -1, SQLITE_TRANSIENT);
-		if (!reasons_json)
-			free(reasons);
-		if (rc != SQLITE_OK)
+		/* checked: unchecked, a failed bind left reasons NULL and INSERT OR IGNORE then dropped the entry silently,
+		 * counted as "already present" */
+		if (sqlite3_bind_text(s, 17, reasons, -1, SQLITE_STATIC) != SQLITE_OK) {
+			free(own);
 			return rt_store_sql_error(st, "store profile", err);
+		}
 		sqlite3_bind_int64(s, 18, e->measured_at);
 		sqlite3_bind_text(s, 19, e->run_id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 20, e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION, -1, SQLITE_STATIC);
@@ -130,11 +133,17 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			sqlite3_bind_int(s, 23, cal[i].cpu_numa_node);
 		if (cal && cal[i].numa_local >= 0)
 			sqlite3_bind_int(s, 24, cal[i].numa_local);
-		if (sqlite3_step(s) != SQLITE_DONE)
-			return rt_store_sql_error(st, "store profile", err);
-		if (added)
+		rc = sqlite3_step(s);
+		if (rc == SQLITE_DONE && added)
 			*added += (size_t)sqlite3_changes(st->db);
-		sqlite3_reset(s);
+		if (rc != SQLITE_DONE)
+			rc = rt_store_sql_error(st, "store profile", err);
+		else
+			rc = 0;
+		sqlite3_reset(s); /* reasons is bound SQLITE_STATIC: released only after the reset */
+		free(own);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -754,13 +763,31 @@ out:
 
 /* ---- import ------------------------------------------------------------------------------------------------------ */
 
-/* A profile document parsed and validated off the store, each entry's reasons already serialised: all an import needs
- * but the writes. Built on any thread (no store involved). */
+/* What a document's "hardware" object says about one device: the fields the store keeps for an imported node. */
+struct import_dev {
+	char name[RT_NAME_LEN];
+	char guid[24];
+	char fw_ver[RT_NAME_LEN];
+	char link_layer[16];
+	char pcie_speed[32];
+	uint32_t vendor_id, vendor_part_id;
+	int numa_node, active_mtu_bytes, pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes;
+	bool has_pcie;
+};
+
+/* Most devices taken from one document's "hardware" object (more are ignored). */
+#define IMPORT_MAX_DEVS 64
+
+/*
+ * A profile document parsed and validated off the store, each entry's reasons already serialised: all an import needs
+ * but the writes. Built on any thread (no store involved). One allocation besides the profile: the arrays and the
+ * reasons texts follow the struct, so the writer thread that frees it frees two blocks, not a dozen.
+ */
 struct prepared {
 	struct rt_profile *p;
-	char **reasons;		     /* [p->n_entries] */
-	struct rt_cal *cal;	     /* [p->n_entries]: each entry's "calibration" object */
-	struct rt_device_info *devs; /* the document's "hardware" devices (NULL when absent) */
+	const char **reasons;	 /* [p->n_entries]: each entry's reasons as JSON text */
+	struct rt_cal *cal;	 /* [p->n_entries]: each entry's "calibration" object */
+	struct import_dev *devs; /* [n_devs]: the document's "hardware" devices */
 	size_t n_devs;
 };
 
@@ -768,17 +795,37 @@ static void prepared_free(struct prepared *pr)
 {
 	if (!pr)
 		return;
-	for (size_t i = 0; pr->p && pr->reasons && i < pr->p->n_entries; i++)
-		free(pr->reasons[i]);
-	free(pr->reasons);
-	free(pr->cal);
-	free(pr->devs);
 	rt_profile_free(pr->p);
 	free(pr);
 }
 
-/* Most devices taken from one document's "hardware" object (more are ignored). */
-#define IMPORT_MAX_DEVS 64
+/*
+ * A producing thread's state, reused from file to file: the file buffer, the arena that holds each document's
+ * jansson tree (dropped whole once its fields are copied out), the reasons texts and devices of the document in
+ * progress.
+ */
+struct import_scratch {
+	char *buf;
+	size_t cap;
+	struct rt_json_arena arena;
+	struct rt_buf reasons; /* the entries' reasons texts, each NUL-terminated */
+	size_t *reason_off;    /* [reason_cap]: where each entry's text starts in reasons */
+	size_t reason_cap;
+	struct import_dev devs[IMPORT_MAX_DEVS];
+};
+
+static void import_scratch_free(void *scratch)
+{
+	struct import_scratch *sc = scratch;
+
+	if (!sc)
+		return;
+	free(sc->buf);
+	free(sc->reasons.p);
+	free(sc->reason_off);
+	rt_json_arena_end(&sc->arena);
+	free(sc);
+}
 
 static void copy_json_text(char *dst, size_t len, json_t *o, const char *key)
 {
@@ -798,118 +845,214 @@ static int json_int_in(json_t *o, const char *key, long long lo, long long hi, i
 }
 
 /*
- * Reads the optional "hardware" object (docs/profile-schema.md) into device records, so that an imported node keeps
- * what `rtune report` groups by and `rtune export` writes back. Lenient like every reader of optional fields: a
- * malformed object or device is skipped, out-of-range numbers read as unknown. Returns 0, or ENOMEM.
+ * Reads the optional "hardware" object (docs/profile-schema.md) into sc->devs, so that an imported node keeps what
+ * `rtune report` groups by and `rtune export` writes back. Lenient like every reader of optional fields: a malformed
+ * object or device is skipped, out-of-range numbers read as unknown. Returns the number of devices read.
  */
-static int hardware_from_json(json_t *hw, struct prepared *pr)
+static size_t hardware_from_json(json_t *hw, struct import_scratch *sc)
 {
 	json_t *devs = json_object_get(hw, "devices");
-	size_t cnt = json_is_array(devs) ? json_array_size(devs) : 0;
+	size_t cnt = json_is_array(devs) ? json_array_size(devs) : 0, n = 0;
 
-	if (!json_is_object(hw) || cnt == 0)
+	if (!json_is_object(hw))
 		return 0;
 	if (cnt > IMPORT_MAX_DEVS)
 		cnt = IMPORT_MAX_DEVS;
-	pr->devs = calloc(cnt, sizeof(*pr->devs));
-	if (!pr->devs)
-		return ENOMEM;
 	for (size_t i = 0; i < cnt; i++) {
 		json_t *d = json_array_get(devs, i), *pcie = json_object_get(d, "pcie");
-		struct rt_device_info *o = &pr->devs[pr->n_devs];
+		struct import_dev *o = &sc->devs[n];
 
 		if (!json_is_object(d) || !json_is_string(json_object_get(d, "name")))
 			continue;
 		copy_json_text(o->name, sizeof(o->name), d, "name");
 		if (!o->name[0])
 			continue;
-		copy_json_text(o->node_guid, sizeof(o->node_guid), d, "guid");
+		copy_json_text(o->guid, sizeof(o->guid), d, "guid");
 		copy_json_text(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
 		o->vendor_id = (uint32_t)json_int_in(d, "vendor_id", 0, UINT32_MAX >> 1, 0);
 		o->vendor_part_id = (uint32_t)json_int_in(d, "vendor_part_id", 0, UINT32_MAX >> 1, 0);
 		o->numa_node = json_int_in(d, "numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
-		o->max_inline_rc = o->max_inline_ud = -1;
-		o->port_count = 1;
-		o->ports[0].port_num = 1;
-		copy_json_text(o->ports[0].link_layer, sizeof(o->ports[0].link_layer), d, "link_layer");
-		o->ports[0].active_mtu_bytes = json_int_in(d, "active_mtu", 0, 65536, 0);
-		if (json_is_object(pcie)) {
+		copy_json_text(o->link_layer, sizeof(o->link_layer), d, "link_layer");
+		o->active_mtu_bytes = json_int_in(d, "active_mtu", 0, 65536, 0);
+		o->has_pcie = json_is_object(pcie);
+		o->pcie_speed[0] = '\0';
+		o->pcie_width = o->pcie_max_payload_bytes = o->pcie_max_read_req_bytes = 0;
+		if (o->has_pcie) {
 			copy_json_text(o->pcie_speed, sizeof(o->pcie_speed), pcie, "speed");
 			o->pcie_width = json_int_in(pcie, "width", 0, 64, 0);
 			o->pcie_max_payload_bytes = json_int_in(pcie, "max_payload_bytes", 0, 4096, 0);
 			o->pcie_max_read_req_bytes = json_int_in(pcie, "max_read_request_bytes", 0, 4096, 0);
 		}
-		pr->n_devs++;
+		n++;
 	}
-	return 0;
+	return n;
 }
 
-/* Reads each entry's optional "calibration" object ({"cpu_numa_node": n|null, "numa_local": bool}). */
-static void calibration_from_json(json_t *root, struct prepared *pr)
+/* Reads each entry's optional "calibration" object ({"cpu_numa_node": n|null, "numa_local": bool}) into cal. */
+static void calibration_from_json(json_t *root, size_t n, struct rt_cal *cal)
 {
 	json_t *entries = json_object_get(root, "entries");
 
-	for (size_t i = 0; i < pr->p->n_entries; i++) {
-		json_t *cal = json_object_get(json_array_get(entries, i), "calibration");
-		json_t *local = json_object_get(cal, "numa_local");
+	for (size_t i = 0; i < n; i++) {
+		json_t *c = json_object_get(json_array_get(entries, i), "calibration");
+		json_t *local = json_object_get(c, "numa_local");
 
-		pr->cal[i].cpu_numa_node = json_int_in(cal, "cpu_numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
-		pr->cal[i].numa_local = json_is_boolean(local) ? json_is_true(local) : -1;
+		cal[i].cpu_numa_node = json_int_in(c, "cpu_numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
+		cal[i].numa_local = json_is_boolean(local) ? json_is_true(local) : -1;
 	}
 }
 
-/* Parses and validates text (name for messages); 0 and *out, or an errno + err. */
-static int prepare_text(const char *name, const char *text, size_t len, struct prepared **out, struct rt_error *err)
+/* Appends entry e's reasons, as the JSON text the store keeps, and a NUL to b (json_dumpb: no allocation of its own,
+ * the array is built in the thread's arena). 0 or ENOMEM. */
+static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 {
-	struct prepared *pr = calloc(1, sizeof(*pr));
+	json_t *a = json_array();
+	size_t need;
+
+	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++)
+		if (json_array_append_new(
+			    a, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text)))
+			return ENOMEM;
+	if (!a)
+		return ENOMEM;
+	/* into the room left; when it does not fit (json_dumpb then only tells the size), grow and dump again */
+	need = json_dumpb(a, b->p ? b->p + b->len : NULL, b->cap - b->len, JSON_COMPACT);
+	if (need == 0)
+		return ENOMEM;
+	if (b->len + need >= b->cap) {
+		while (b->len + need >= b->cap) {
+			char *n = rt_array_reserve(b->p, b->len + need, &b->cap, 1);
+
+			if (!n)
+				return ENOMEM;
+			b->p = n;
+		}
+		if (json_dumpb(a, b->p + b->len, b->cap - b->len, JSON_COMPACT) != need)
+			return ENOMEM;
+	}
+	b->len += need;
+	b->p[b->len++] = '\0';
+	return 0;
+}
+
+/*
+ * Parses and validates text (name for messages) with the scratch's buffers and arena; 0 and *out, or an errno + err.
+ * The document's jansson tree lives in the arena only while its fields are copied out.
+ */
+static int prepare_text(struct import_scratch *sc, const char *name, const char *text, size_t len,
+			struct prepared **out, struct rt_error *err)
+{
+	struct rt_profile *p = NULL;
+	struct prepared *pr;
+	struct rt_cal cal_stack[16], *cal = cal_stack;
 	json_t *root = NULL;
+	size_t n, n_devs, size, off_cal, off_devs, off_text;
+	unsigned char *block;
 	int rc;
 
 	*out = NULL;
-	if (!pr)
-		return rt_error_set(err, ENOMEM, "out of memory");
-	if ((rc = rt_profile_parse_root(text, len, name, &pr->p, &root, err)))
+	rt_json_arena_begin(&sc->arena);
+	if ((rc = rt_profile_parse_root(text, len, name, &p, &root, err)))
 		goto out;
-	pr->reasons = calloc(pr->p->n_entries ? pr->p->n_entries : 1, sizeof(*pr->reasons));
-	pr->cal = calloc(pr->p->n_entries ? pr->p->n_entries : 1, sizeof(*pr->cal));
-	if (!pr->reasons || !pr->cal || hardware_from_json(json_object_get(root, "hardware"), pr)) {
+	n = p->n_entries;
+	if (n > sizeof(cal_stack) / sizeof(cal_stack[0]) && !(cal = calloc(n, sizeof(*cal)))) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	calibration_from_json(root, pr);
-	json_decref(root);
-	root = NULL;
-	for (size_t i = 0; i < pr->p->n_entries; i++) {
-		if (!(pr->reasons[i] = reasons_to_json(&pr->p->entries[i]))) {
+	if (n > sc->reason_cap) {
+		size_t *o = realloc(sc->reason_off, n * sizeof(*o));
+
+		if (!o) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+		sc->reason_off = o;
+		sc->reason_cap = n;
+	}
+	n_devs = hardware_from_json(json_object_get(root, "hardware"), sc);
+	calibration_from_json(root, n, cal);
+	sc->reasons.len = 0;
+	for (size_t i = 0; i < n; i++) {
+		sc->reason_off[i] = sc->reasons.len;
+		if (reasons_append(&sc->reasons, &p->entries[i])) {
 			rc = rt_error_set(err, ENOMEM, "out of memory");
 			goto out;
 		}
 	}
+	/* one block: struct, reasons pointers, calibrations, devices, texts (each part's alignment divides the sizes
+	 * before it: pointers first, then 4-byte structs, then bytes) */
+	off_cal = sizeof(*pr) + n * sizeof(char *);
+	off_devs = off_cal + n * sizeof(struct rt_cal);
+	off_text = off_devs + n_devs * sizeof(struct import_dev);
+	size = off_text + sc->reasons.len;
+	if (!(block = malloc(size))) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	pr = (struct prepared *)(void *)block;
+	pr->p = p;
+	pr->reasons = (const char **)(void *)(block + sizeof(*pr));
+	pr->cal = (struct rt_cal *)(void *)(block + off_cal);
+	pr->devs = (struct import_dev *)(void *)(block + off_devs);
+	pr->n_devs = n_devs;
+	memcpy(pr->cal, cal, n * sizeof(*cal));
+	memcpy(pr->devs, sc->devs, n_devs * sizeof(*pr->devs));
+	memcpy(block + off_text, sc->reasons.p, sc->reasons.len);
+	for (size_t i = 0; i < n; i++)
+		pr->reasons[i] = (const char *)block + off_text + sc->reason_off[i];
+	p = NULL;
 	*out = pr;
-	return 0;
 out:
-	json_decref(root);
-	prepared_free(pr);
+	/* the tree is in the arena: dropped whole, no json_decref walk */
+	rt_json_arena_leave(&sc->arena);
+	if (cal != cal_stack)
+		free(cal);
+	rt_profile_free(p);
 	return rc;
 }
 
-static int prepare_file(const char *path, struct prepared **out, struct rt_error *err)
+/* Reads and prepares the file at path with the scratch's buffers; 0 and *out, or an errno + err. */
+static int prepare_file(struct import_scratch *sc, const char *path, struct prepared **out, struct rt_error *err)
 {
-	char *buf;
 	size_t len;
 	int rc;
 
 	*out = NULL;
-	if ((rc = rt_profile_read_file(path, &buf, &len, err)))
+	if ((rc = rt_profile_read_file_into(path, &sc->buf, &sc->cap, &len, err)))
 		return rc;
-	rc = prepare_text(path, buf, len, out, err);
-	free(buf);
-	return rc;
+	return prepare_text(sc, path, sc->buf, len, out, err);
 }
 
-/* Writes a prepared document as one transaction (a savepoint in batch mode); counts entries added and skipped. */
-static int write_prepared(struct rt_store *st, const struct prepared *pr, size_t *added, size_t *skipped,
-			  struct rt_error *err)
+/* Fills d, the writer's device record, from an imported device (everything a device upsert reads is set). */
+static void device_from_import(struct rt_device_info *d, const struct import_dev *o)
+{
+	/* the fixed part and port 1; the ports' GID tables are never read for a port without GIDs */
+	memset(d, 0, offsetof(struct rt_device_info, ports));
+	memset(&d->ports[0], 0, offsetof(struct rt_port_info, gids));
+	memcpy(d->name, o->name, sizeof(d->name));
+	memcpy(d->node_guid, o->guid, sizeof(d->node_guid));
+	memcpy(d->fw_ver, o->fw_ver, sizeof(d->fw_ver));
+	d->vendor_id = o->vendor_id;
+	d->vendor_part_id = o->vendor_part_id;
+	d->numa_node = o->numa_node;
+	d->max_inline_rc = d->max_inline_ud = -1;
+	memcpy(d->pcie_speed, o->pcie_speed, sizeof(d->pcie_speed));
+	d->pcie_width = o->pcie_width;
+	d->pcie_max_payload_bytes = o->pcie_max_payload_bytes;
+	d->pcie_max_read_req_bytes = o->pcie_max_read_req_bytes;
+	d->port_count = 1;
+	d->ports[0].port_num = 1;
+	memcpy(d->ports[0].link_layer, o->link_layer, sizeof(d->ports[0].link_layer));
+	d->ports[0].active_mtu_bytes = o->active_mtu_bytes;
+}
+
+/*
+ * Writes a prepared document inside the caller's open transaction (node, devices, entries); counts entries added and
+ * skipped. dev is the caller's scratch device record. On failure the transaction holds part of the document: the
+ * caller rolls back.
+ */
+static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_device_info *dev, size_t *added,
+		      size_t *skipped, struct rt_error *err)
 {
 	const struct rt_profile *p = pr->p;
 	struct rt_node_info node;
@@ -924,60 +1067,78 @@ static int write_prepared(struct rt_store *st, const struct prepared *pr, size_t
 	snprintf(node.kernel, sizeof(node.kernel), "%s", p->kernel);
 	node.cpu_count = p->cpu_count;
 	node.numa_nodes = p->numa_nodes;
-	if ((rc = rt_store_begin(st, err)))
-		return rc;
 	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)))
-		goto fail;
+		return rc;
 	for (size_t i = 0; i < pr->n_devs; i++) {
 		int64_t dev_id;
 
-		if ((rc = rt_store_device_upsert(st, node_id, &pr->devs[i], &dev_id, err)))
-			goto fail;
+		device_from_import(dev, &pr->devs[i]);
+		if ((rc = rt_store_device_upsert(st, node_id, dev, &dev_id, err)))
+			return rc;
 	}
-	if ((rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, pr->cal, &cnt, err)) ||
-	    (rc = rt_store_commit(st, err)))
-		goto fail;
-	if (added)
-		*added = cnt;
-	if (skipped)
-		*skipped = p->n_entries - cnt;
+	if ((rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, pr->cal, &cnt, err)))
+		return rc;
+	*added = cnt;
+	*skipped = p->n_entries - cnt;
 	return 0;
-fail:
-	rt_store_rollback(st);
+}
+
+/* Imports one prepared document as one transaction (a savepoint in batch mode). */
+static int write_prepared(struct rt_store *st, const struct prepared *pr, size_t *added, size_t *skipped,
+			  struct rt_error *err)
+{
+	struct rt_device_info *dev = malloc(sizeof(*dev));
+	int rc;
+
+	if (!dev)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	if ((rc = rt_store_begin(st, err)))
+		goto out;
+	if ((rc = write_rows(st, pr, dev, added, skipped, err)) || (rc = rt_store_commit(st, err)))
+		rt_store_rollback(st);
+out:
+	free(dev);
+	return rc;
+}
+
+/* The import of one document from text (name) or from the file at path: prepared here, then written. */
+static int import_one(struct rt_store *st, const char *name, const char *text, size_t len, const char *path,
+		      size_t *added, size_t *skipped, struct rt_error *err)
+{
+	struct import_scratch *sc = calloc(1, sizeof(*sc));
+	struct prepared *pr = NULL;
+	int rc;
+
+	if (added)
+		*added = 0;
+	if (skipped)
+		*skipped = 0;
+	if (!sc)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	rc = path ? prepare_file(sc, path, &pr, err) : prepare_text(sc, name, text, len, &pr, err);
+	if (!rc) {
+		size_t a = 0, k = 0;
+
+		rc = write_prepared(st, pr, &a, &k, err);
+		if (!rc && added)
+			*added = a;
+		if (!rc && skipped)
+			*skipped = k;
+	}
+	prepared_free(pr);
+	import_scratch_free(sc);
 	return rc;
 }
 
 int rt_store_import_text(struct rt_store *st, const char *name, const char *text, size_t len, size_t *added,
 			 size_t *skipped, struct rt_error *err)
 {
-	struct prepared *pr;
-	int rc;
-
-	if (added)
-		*added = 0;
-	if (skipped)
-		*skipped = 0;
-	if ((rc = prepare_text(name, text, len, &pr, err)))
-		return rc;
-	rc = write_prepared(st, pr, added, skipped, err);
-	prepared_free(pr);
-	return rc;
+	return import_one(st, name, text, len, NULL, added, skipped, err);
 }
 
 int rt_store_import_file(struct rt_store *st, const char *path, size_t *added, size_t *skipped, struct rt_error *err)
 {
-	struct prepared *pr;
-	int rc;
-
-	if (added)
-		*added = 0;
-	if (skipped)
-		*skipped = 0;
-	if ((rc = prepare_file(path, &pr, err)))
-		return rc;
-	rc = write_prepared(st, pr, added, skipped, err);
-	prepared_free(pr);
-	return rc;
+	return import_one(st, NULL, NULL, 0, path, added, skipped, err);
 }
 
 /* ---- many files: parsed on worker threads, written in order on the caller's ---------------------------------- */
@@ -989,44 +1150,103 @@ struct job {
 	struct rt_error err;
 };
 
+/* A file written in the open transaction: its result, told once the transaction commits, and its document, kept until
+ * then in case a later file fails and the batch must be written again without it. */
+struct held {
+	struct rt_import_result r;
+	struct prepared *pr;
+};
+
 struct import_many {
 	struct rt_store *st;
 	const char *const *paths;
 	size_t batch; /* files per transaction */
 	rt_store_import_done_fn done;
 	void *ctx;
-	struct rt_import_result *held; /* [batch]: files written in the open transaction, told once it commits */
+	struct held *held; /* [batch] */
 	size_t n_held;
+	bool in_txn;		    /* a transaction is open (it holds exactly the held files) */
+	struct rt_device_info *dev; /* the writer's scratch device record */
 	int first_rc;
 };
 
-static void *produce(void *arg, size_t i)
+static void *produce(void *arg, void **scratch, size_t i)
 {
 	struct import_many *m = arg;
+	struct import_scratch *sc = *scratch;
 	struct job *j = calloc(1, sizeof(*j));
 
-	if (j)
-		j->rc = prepare_file(m->paths[i], &j->pr, &j->err);
+	if (!j)
+		return NULL;
+	if (!sc && !(sc = *scratch = calloc(1, sizeof(*sc)))) {
+		j->rc = rt_error_set(&j->err, ENOMEM, "out of memory");
+		return j;
+	}
+	j->rc = prepare_file(sc, m->paths[i], &j->pr, &j->err);
 	return j;
+}
+
+/* Ends the held files' transaction: committed, or (rc set: a failure ended it) all told failed with err. */
+static void tell_held(struct import_many *m, int rc, const struct rt_error *err)
+{
+	for (size_t k = 0; k < m->n_held; k++) {
+		if (rc) {
+			m->held[k].r.rc = rc;
+			m->held[k].r.err = *err;
+			m->held[k].r.added = m->held[k].r.skipped = 0;
+		}
+		prepared_free(m->held[k].pr);
+		m->held[k].pr = NULL;
+	}
+	if (rc && !m->first_rc)
+		m->first_rc = rc;
+	for (size_t k = 0; k < m->n_held; k++)
+		m->done(m->ctx, &m->held[k].r, 1);
+	m->n_held = 0;
 }
 
 /* Commits the open transaction and tells its files: imported, or all failed with the commit's error. */
 static void commit_held(struct import_many *m)
 {
 	struct rt_error err;
-	int rc = rt_store_batch_flush(m->st, &err);
+	int rc = 0;
 
-	if (rc) {
-		for (size_t k = 0; k < m->n_held; k++) {
-			m->held[k].rc = rc;
-			m->held[k].err = err;
-		}
-		if (!m->first_rc)
-			m->first_rc = rc;
+	if (m->in_txn) {
+		m->in_txn = false;
+		if ((rc = rt_store_commit(m->st, &err)))
+			rt_store_rollback(m->st);
 	}
-	if (m->n_held)
-		m->done(m->ctx, m->held, m->n_held);
-	m->n_held = 0;
+	tell_held(m, rc, &err);
+}
+
+/*
+ * A file failed to write inside the batch's transaction, which then holds part of it: the transaction is rolled back
+ * and the files before it in the batch are written again, without it, in a new one. What fails now (the store itself:
+ * full disk, I/O) fails them all, with its error.
+ */
+static void write_failed(struct import_many *m)
+{
+	struct rt_error err;
+	int rc = 0;
+
+	rt_store_rollback(m->st);
+	m->in_txn = false;
+	if (!m->n_held)
+		return;
+	if ((rc = rt_store_begin(m->st, &err))) {
+		tell_held(m, rc, &err);
+		return;
+	}
+	for (size_t k = 0; k < m->n_held && !rc; k++) {
+		struct held *h = &m->held[k];
+
+		rc = write_rows(m->st, h->pr, m->dev, &h->r.added, &h->r.skipped, &err);
+	}
+	if (!rc)
+		rc = rt_store_commit(m->st, &err);
+	if (rc)
+		rt_store_rollback(m->st);
+	tell_held(m, rc, &err);
 }
 
 static void consume(void *arg, size_t i, void *result)
@@ -1040,24 +1260,32 @@ static void consume(void *arg, size_t i, void *result)
 	} else if (j->rc) {
 		r.rc = j->rc;
 		r.err = j->err;
+	} else if (!m->in_txn && (r.rc = rt_store_begin(m->st, &r.err))) {
+		/* cannot even begin: told below */
 	} else {
-		r.rc = write_prepared(m->st, j->pr, &r.added, &r.skipped, &r.err);
+		m->in_txn = true;
+		/* no savepoint per file: a failure (rare: the store itself) rolls back the batch and writes it again */
+		r.rc = write_rows(m->st, j->pr, m->dev, &r.added, &r.skipped, &r.err);
+		if (!r.rc) {
+			m->held[m->n_held].r = r;
+			m->held[m->n_held++].pr = j->pr;
+			free(j);
+			if (m->n_held == m->batch)
+				commit_held(m);
+			return;
+		}
+		r.added = r.skipped = 0;
+		write_failed(m);
 	}
 	if (j) {
 		prepared_free(j->pr);
 		free(j);
 	}
-	if (r.rc) {
-		if (!m->first_rc)
-			m->first_rc = r.rc;
-		/* the failure commits what the batch holds at once, so what was stored before it is told exactly */
-		commit_held(m);
-		m->done(m->ctx, &r, 1);
-		return;
-	}
-	m->held[m->n_held++] = r;
-	if (m->n_held == m->batch)
-		commit_held(m);
+	if (!m->first_rc)
+		m->first_rc = r.rc;
+	/* the failure ends the batch at once, so what was stored before it is told exactly */
+	commit_held(m);
+	m->done(m->ctx, &r, 1);
 }
 
 int rt_store_import_files(struct rt_store *st, const char *const *paths, size_t n, unsigned workers, size_t batch,
@@ -1068,21 +1296,34 @@ int rt_store_import_files(struct rt_store *st, const char *const *paths, size_t 
 	bool was_batch = st->batch;
 
 	m.held = calloc(m.batch, sizeof(*m.held));
-	if (!m.held) {
+	m.dev = malloc(sizeof(*m.dev));
+	if (!m.held || !m.dev) {
 		struct rt_import_result r = { .path = n ? paths[0] : "", .rc = ENOMEM };
 
+		free(m.held);
+		free(m.dev);
 		rt_error_set(&r.err, ENOMEM, "out of memory");
 		if (n)
 			done(ctx, &r, 1);
 		return ENOMEM;
 	}
-	json_object_seed(0); /* jansson's hash seed, set before any worker can race to set it */
-	if (!was_batch)
+	/* the caller's open batch ends first: this import runs its own transactions */
+	if (was_batch && (m.first_rc = rt_store_batch(st, false, &err))) {
+		struct rt_import_result r = { .path = n ? paths[0] : "", .rc = m.first_rc, .err = err };
+
+		if (n)
+			done(ctx, &r, 1);
 		rt_store_batch(st, true, NULL);
-	rt_pool_ordered(n, workers, 0, produce, consume, &m);
+		free(m.held);
+		free(m.dev);
+		return m.first_rc;
+	}
+	json_object_seed(0); /* jansson's hash seed, set before any worker can race to set it */
+	rt_pool_ordered(n, workers, 0, produce, consume, import_scratch_free, &m);
 	commit_held(&m);
-	if (!was_batch && rt_store_batch(st, false, &err) && !m.first_rc)
-		m.first_rc = err.code;
+	if (was_batch)
+		rt_store_batch(st, true, NULL);
 	free(m.held);
+	free(m.dev);
 	return m.first_rc;
 }

@@ -218,7 +218,8 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 		return err ? err->code : EIO;
 	for (int i = 0; i < d->port_count && i < RT_MAX_PORTS; i++) {
 		const struct rt_port_info *p = &d->ports[i];
-		char *gids = gids_to_json(p);
+		/* no GIDs (an imported device's port): no JSON to build */
+		char *gids = p->gid_count > 0 ? gids_to_json(p) : NULL;
 
 		sqlite3_reset(s);
 		sqlite3_bind_int64(s, 1, *dev_id);
@@ -229,6 +230,10 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 		sqlite3_bind_int(s, 6, p->max_mtu_bytes);
 		sqlite3_bind_int(s, 7, p->lid);
 		sqlite3_bind_int(s, 8, p->gid_tbl_len);
+		if (p->gid_count > 0 && !gids) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			break;
+		}
 		sqlite3_bind_text(s, 9, gids ? gids : "[]", -1, SQLITE_TRANSIENT);
 		free(gids);
 		if ((rc = step_done(st, s, "store port", err)))

@@ -526,14 +526,12 @@ int rt_profile_parse(const char *text, size_t len, struct rt_profile **out, stru
 	return rt_profile_parse_named(text, len, NULL, out, err);
 }
 
-int rt_profile_read_file(const char *path, char **buf_out, size_t *len_out, struct rt_error *err)
+int rt_profile_read_file_into(const char *path, char **buf, size_t *cap, size_t *len_out, struct rt_error *err)
 {
 	struct stat sb;
-	char *buf = NULL;
-	size_t got = 0;
+	size_t got = 0, need;
 	int fd, rc = 0;
 
-	*buf_out = NULL;
 	*len_out = 0;
 	/* O_NONBLOCK: a FIFO must not block us (non-regular files are refused below) */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -551,13 +549,19 @@ int rt_profile_read_file(const char *path, char **buf_out, size_t *len_out, stru
 		rc = rt_error_set(err, EFBIG, "profile '%s': larger than %u bytes", path, RT_PROFILE_MAX_BYTES);
 		goto out;
 	}
-	buf = malloc((size_t)sb.st_size + 1);
-	if (!buf) {
-		rc = rt_error_set(err, ENOMEM, "profile '%s': out of memory", path);
-		goto out;
+	need = (size_t)sb.st_size + 1;
+	if (!*buf || *cap < need) {
+		char *n = realloc(*buf, need);
+
+		if (!n) {
+			rc = rt_error_set(err, ENOMEM, "profile '%s': out of memory", path);
+			goto out;
+		}
+		*buf = n;
+		*cap = need;
 	}
 	while (got < (size_t)sb.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
+		ssize_t r = read(fd, *buf + got, (size_t)sb.st_size - got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -569,13 +573,23 @@ int rt_profile_read_file(const char *path, char **buf_out, size_t *len_out, stru
 			break;
 		got += (size_t)r;
 	}
-	buf[got] = '\0';
-	*buf_out = buf;
+	(*buf)[got] = '\0';
 	*len_out = got;
-	buf = NULL;
 out:
-	free(buf);
 	close(fd);
+	return rc;
+}
+
+int rt_profile_read_file(const char *path, char **buf_out, size_t *len_out, struct rt_error *err)
+{
+	size_t cap = 0;
+	int rc;
+
+	*buf_out = NULL;
+	if ((rc = rt_profile_read_file_into(path, buf_out, &cap, len_out, err))) {
+		free(*buf_out);
+		*buf_out = NULL;
+	}
 	return rc;
 }
 

@@ -46,6 +46,10 @@ int rt_profile_parse_root(const char *text, size_t len, const char *name, struct
  * FIFO. 0 and *buf (malloc'd, NUL-terminated, len bytes before the NUL), or an errno + err naming the file. */
 int rt_profile_read_file(const char *path, char **buf, size_t *len, struct rt_error *err);
 
+/* As rt_profile_read_file(), into a buffer reused from file to file: *buf (NULL or malloc'd, *cap bytes) grows with
+ * realloc when the file needs more. On failure *buf and *cap stay valid (still the caller's to free) and *len is 0. */
+int rt_profile_read_file_into(const char *path, char **buf, size_t *cap, size_t *len, struct rt_error *err);
+
 /* Validates one entry; 0 or EINVAL with "<what>: ..." in err (prefix may be NULL). Sets nothing. */
 int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix, struct rt_error *err);
 

@@ -97,12 +97,50 @@ struct pool_check {
 	size_t in_flight, max_in_flight; /* produced and not yet consumed */
 	pthread_mutex_t mu;
 	int out_of_order;
+	int scratch_misuse;	  /* a scratch seen on a thread other than its own */
+	size_t scratch_items;	  /* items counted by the scratches released */
+	unsigned scratches_freed; /* scratches released */
 };
 
-static void *pc_produce(void *ctx, size_t i)
+/* One producing thread's scratch: whose it is and how many items it served. */
+struct pc_scratch {
+	struct pool_check *c;
+	pthread_t owner;
+	size_t items;
+};
+
+static void pc_scratch_free(void *scratch)
+{
+	struct pc_scratch *s = scratch;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->c->mu);
+	s->c->scratch_items += s->items;
+	s->c->scratches_freed++;
+	pthread_mutex_unlock(&s->c->mu);
+	free(s);
+}
+
+static void *pc_produce(void *ctx, void **scratch, size_t i)
 {
 	struct pool_check *c = ctx;
+	struct pc_scratch *s = *scratch;
 	size_t *r = malloc(sizeof(*r));
+
+	if (!s && (s = calloc(1, sizeof(*s)))) {
+		s->c = c;
+		s->owner = pthread_self();
+		*scratch = s;
+	}
+	if (s) {
+		if (!pthread_equal(s->owner, pthread_self())) {
+			pthread_mutex_lock(&c->mu);
+			c->scratch_misuse++;
+			pthread_mutex_unlock(&c->mu);
+		}
+		s->items++;
+	}
 
 	if (i % 7 == 0) { /* uneven work, so later items often finish first */
 		struct timespec ts = { 0, 20000 };
@@ -140,8 +178,13 @@ static void run_pool(size_t n, unsigned workers, size_t window)
 	c.produced = calloc(n ? n : 1, sizeof(*c.produced));
 	assert_non_null(c.produced);
 	pthread_mutex_init(&c.mu, NULL);
-	assert_int_equal(rt_pool_ordered(n, workers, window, pc_produce, pc_consume, &c), 0);
+	assert_int_equal(rt_pool_ordered(n, workers, window, pc_produce, pc_consume, pc_scratch_free, &c), 0);
 	assert_int_equal(c.out_of_order, 0);
+	/* every thread's scratch stayed its own and was released once: together they served every item */
+	assert_int_equal(c.scratch_misuse, 0);
+	assert_int_equal(c.scratch_items, n);
+	assert_true(c.scratches_freed <= workers + 1);
+	assert_true(n == 0 || c.scratches_freed >= 1);
 	assert_int_equal(c.next_consume, n);
 	for (size_t i = 0; i < n; i++)
 		assert_int_equal(c.produced[i], 1);

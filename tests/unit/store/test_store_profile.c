@@ -3,7 +3,7 @@
  * Unit tests of profiles: stored entries (validated, idempotent by node + run id, the latest measurement current),
  * the round trip store -> JSON profile -> librtune, the env and Prometheus exports, atomic export (no partial file, a
  * symlink at the target replaced and never followed, a failed export leaves the old file), and import from other nodes
- * (idempotent, several nodes need --node).
+ * (idempotent, several nodes need --node), also of many files at once (told in order, a failing file alone lost).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "store_test_util.h"
 
@@ -374,6 +375,153 @@ static void test_batch(void **state)
 	rt_store_close(st);
 }
 
+/* Writes node k's profile document to d/nodeKK.json: one entry on device dev, its "hardware" naming the device. */
+static void write_node_doc(const char *d, int k, const char *dev, char *out, size_t len)
+{
+	FILE *f;
+
+	snprintf(out, len, "%s/node%02d.json", d, k);
+	f = fopen(out, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.1\"}, \"rtune_version\": \"0.1.0\","
+		" \"generated_at\": \"2026-11-29T14:00:00Z\", \"node\": {\"hostname\": \"node%02d\", \"machine_id\": \"m%02d\","
+		" \"cpu_model\": \"Test CPU\", \"kernel\": \"6.1\", \"cpu_count\": 8, \"numa_nodes\": 1,"
+		" \"hardware_signature\": \"fnv1a64:00000000000000%02x\"}, \"entries\": [{\"device\": \"%s\", \"guid\": \"\","
+		" \"port\": 1, \"opcode\": \"send\", \"qp_type\": \"rc\", \"inline_threshold\": %d, \"max_inline_data\": 220,"
+		" \"signal_interval\": 16, \"sq_depth\": 256, \"cq_depth\": 512, \"cq_moderation\": null, \"numa_node\": 0,"
+		" \"cpus\": \"0\", \"confidence\": \"high\", \"reasons\": [{\"code\": \"crossover\", \"text\": \"t\"}],"
+		" \"measured_at\": \"2026-11-29T13:00:00Z\", \"run_id\": \"%08x-1111-4222-8333-000000000000\","
+		" \"app\": null, \"calibration\": {\"cpu_numa_node\": 0, \"numa_local\": true}}],"
+		" \"hardware\": {\"cpu_model\": \"Test CPU\", \"numa_nodes\": 1, \"devices\": [{\"name\": \"%s\","
+		" \"guid\": \"\", \"vendor_id\": 713, \"vendor_part_id\": 4123, \"fw_ver\": \"1.0\", \"link_layer\":"
+		" \"Ethernet\", \"active_mtu\": 4096, \"numa_node\": 0}]}}\n",
+		k, k, k, dev, 32 + k, (unsigned)k, dev);
+	fclose(f);
+}
+
+#define IMPORT_FILES 40
+
+struct told {
+	int times[IMPORT_FILES]; /* how often each file was told */
+	int rc[IMPORT_FILES];
+	char text[IMPORT_FILES][RT_ERROR_TEXT_LEN];
+	int last;     /* index of the file told last */
+	int disorder; /* files told before one with a lower index */
+	size_t added;
+	const char *const *paths;
+};
+
+static void told_cb(void *ctx, const struct rt_import_result *res, size_t n)
+{
+	struct told *t = ctx;
+
+	for (size_t i = 0; i < n; i++) {
+		int k = -1;
+
+		for (int j = 0; j < IMPORT_FILES; j++)
+			if (res[i].path == t->paths[j])
+				k = j;
+		assert_true(k >= 0);
+		if (k <= t->last)
+			t->disorder++;
+		t->last = k;
+		t->times[k]++;
+		t->rc[k] = res[i].rc;
+		snprintf(t->text[k], sizeof(t->text[k]), "%s", res[i].err.text);
+		t->added += res[i].added;
+	}
+}
+
+static long count_rows(struct rt_store *st, const char *sql)
+{
+	sqlite3_stmt *s = NULL;
+	long n = -1;
+
+	assert_int_equal(sqlite3_prepare_v2(rt_store_sqlite(st), sql, -1, &s, NULL), SQLITE_OK);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return n;
+}
+
+/*
+ * Many files at once, batches of 5, with and without parse workers: file 7 is not JSON (fails to parse), which ends
+ * its batch at once (batches then begin at 8, 13, 18, 23); file 26 fails inside the batch's transaction after its node
+ * and device rows were written (a planted trigger refuses its entry), so the batch is rolled back and files 23-25 are
+ * written again without it. Every file is told exactly once, in
+ * order; the two failures are stored not at all, every other file whole.
+ */
+static void test_import_files(void **state)
+{
+	char *paths[IMPORT_FILES], p[1300], db[1300];
+
+	(void)state;
+	for (int k = 0; k < IMPORT_FILES; k++) {
+		write_node_doc(dir, k, k == 26 ? "planted0" : "mlx5_0", p, sizeof(p));
+		paths[k] = strdup(p);
+		assert_non_null(paths[k]);
+	}
+	{
+		FILE *f = fopen(paths[7], "w");
+
+		assert_non_null(f);
+		fputs("{\"schema\": ", f);
+		fclose(f);
+	}
+	for (unsigned workers = 0; workers <= 2; workers += 2) {
+		struct told t = { .last = -1, .paths = (const char *const *)paths };
+		struct rt_store *st = NULL;
+		struct rt_error err;
+		int rc;
+
+		snprintf(db, sizeof(db), "%s/many%u.db", dir, workers);
+		assert_int_equal(rt_store_open(db, &st, &err), 0);
+		assert_int_equal(
+			sqlite3_exec(rt_store_sqlite(st),
+				     "CREATE TEMP TRIGGER planted BEFORE INSERT ON main.profiles"
+				     " WHEN NEW.device = 'planted0' BEGIN SELECT RAISE(ABORT, 'planted failure'); END",
+				     NULL, NULL, NULL),
+			SQLITE_OK);
+		rc = rt_store_import_files(st, (const char *const *)paths, IMPORT_FILES, workers, 5, told_cb, &t);
+		assert_int_equal(rc, EINVAL); /* the first failure: file 7's parse error */
+		assert_int_equal(t.disorder, 0);
+		for (int k = 0; k < IMPORT_FILES; k++) {
+			assert_int_equal(t.times[k], 1);
+			assert_int_equal(t.rc[k] != 0, k == 7 || k == 26);
+		}
+		assert_non_null(strstr(t.text[7], "node07.json"));
+		assert_non_null(strstr(t.text[26], "planted failure"));
+		assert_int_equal(t.added, IMPORT_FILES - 2);
+		/* stored: every other node whole (its device, port and entry), nothing of the two failures */
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes"), IMPORT_FILES - 2);
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM devices"), IMPORT_FILES - 2);
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM ports"), IMPORT_FILES - 2);
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM profiles WHERE reasons LIKE '%crossover%'"
+						" AND cal_numa_local = 1"),
+				 IMPORT_FILES - 2);
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes WHERE hostname IN ('node07', 'node26')"),
+				 0);
+		assert_int_equal(
+			count_rows(st, "SELECT count(*) FROM nodes WHERE hostname IN ('node23', 'node24', 'node25')"),
+			3);
+		assert_int_equal(rt_store_check(st, &err), 0);
+		/* again: idempotent, nothing added, the same two fail */
+		memset(&t, 0, sizeof(t));
+		t.last = -1;
+		t.paths = (const char *const *)paths;
+		assert_int_equal(
+			rt_store_import_files(st, (const char *const *)paths, IMPORT_FILES, workers, 5, told_cb, &t),
+			EINVAL);
+		assert_int_equal(t.added, 0);
+		assert_int_equal(t.rc[26] != 0, 1);
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM profiles"), IMPORT_FILES - 2);
+		rt_store_close(st);
+	}
+	for (int k = 0; k < IMPORT_FILES; k++)
+		free(paths[k]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +531,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomic_export, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
 	};
 

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A per-thread arena for jansson's allocations while a document is parsed and read (json_arena.c). Readers of many
+ * documents (`rtune import`, `rtune report`) parse each into a tree of a few hundred small values that lives only until
+ * its fields are copied out; from an arena those trees cost no malloc/free per value and are dropped without a walk.
+ */
+#ifndef RT_JSON_ARENA_H
+#define RT_JSON_ARENA_H
+
+struct rt_json_arena_chunk;
+struct rt_json_arena {
+	struct rt_json_arena_chunk *head;
+};
+
+/* Makes a (zero-initialised, or left with rt_json_arena_leave()) the calling thread's arena: jansson allocates from it until rt_json_arena_end() (installs rtune's jansson
+ * allocation hooks once per process; allocations on other threads, and after rt_json_arena_end, go to the allocator
+ * that was installed before). Never fails: when a chunk cannot be allocated, jansson sees an allocation failure.
+ * Anything jansson hands out for the caller to free() (json_dumps' string) must not be made while the arena is
+ * active: it would come from the arena. */
+void rt_json_arena_begin(struct rt_json_arena *a);
+/* Drops everything allocated from a (every jansson value built since the last reset, no json_decref needed), keeping
+ * one chunk for reuse. Values from a must not be used afterwards. */
+void rt_json_arena_reset(struct rt_json_arena *a);
+/* Resets a and detaches it from the thread, keeping its chunk for the next rt_json_arena_begin() (on any thread). */
+void rt_json_arena_leave(struct rt_json_arena *a);
+/* Releases a and detaches it from the thread. */
+void rt_json_arena_end(struct rt_json_arena *a);
+
+#endif
