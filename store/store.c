@@ -710,27 +710,10 @@ void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_devi
 	snprintf(out, 32, "fnv1a64:%016" PRIx64, h);
 }
 
-int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
-			 int64_t *node_id, struct rt_error *err)
+/* Binds the node's columns ?1..?9 (node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,
+ * hw_signature, updated_ns) to s. */
+static void bind_node(sqlite3_stmt *s, const struct rt_node_info *node, const char *hw_signature)
 {
-	sqlite3_stmt *s = rt_store_stmt(
-		st, STMT_NODE_UPSERT,
-		"INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
-		" hw_signature,"
-		" updated_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(node_key) DO UPDATE SET"
-		" hostname = excluded.hostname, machine_id = excluded.machine_id,"
-		" cpu_model = coalesce(nullif(excluded.cpu_model, ''), cpu_model),"
-		" kernel = coalesce(nullif(excluded.kernel, ''), kernel),"
-		" cpu_count = CASE WHEN excluded.cpu_count > 0 THEN excluded.cpu_count ELSE cpu_count END,"
-		" numa_nodes = excluded.numa_nodes,"
-		" hw_signature = coalesce(nullif(excluded.hw_signature, ''), hw_signature),"
-		" updated_ns = excluded.updated_ns RETURNING id",
-		err);
-
-	if (!s)
-		return err ? err->code : EIO;
-	if (!node->hostname[0] && !node->machine_id[0])
-		return rt_error_set(err, EINVAL, "node has neither hostname nor machine-id");
 	sqlite3_bind_text(s, 1, rt_store_node_key(node), -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, node->hostname, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, node->machine_id, -1, SQLITE_STATIC);
@@ -740,6 +723,66 @@ int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, c
 	sqlite3_bind_int(s, 7, node->numa_nodes > 0 ? node->numa_nodes : 1);
 	sqlite3_bind_text(s, 8, hw_signature ? hw_signature : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 9, rt_store_now_ns());
+}
+
+/*
+ * A node new to the store is inserted plainly (no upsert, no RETURNING: in a fleet import, most nodes are new and
+ * the upsert machinery was a fifth of the writer's time); a known one, or one another process inserted in between,
+ * goes through the upsert, which keeps what the new facts leave empty.
+ */
+int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			 int64_t *node_id, bool *created, struct rt_error *err)
+{
+	sqlite3_stmt *s;
+	int step;
+
+	if (created)
+		*created = false;
+	if (!node->hostname[0] && !node->machine_id[0])
+		return rt_error_set(err, EINVAL, "node has neither hostname nor machine-id");
+	s = rt_store_stmt(st, STMT_NODE_FIND, "SELECT id FROM nodes WHERE node_key = ?1", err);
+	if (!s)
+		return err ? err->code : EIO;
+	sqlite3_bind_text(s, 1, rt_store_node_key(node), -1, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (step == SQLITE_DONE) {
+		s = rt_store_stmt(st, STMT_NODE_INSERT,
+				  "INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count,"
+				  " numa_nodes, hw_signature, updated_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+				  " ON CONFLICT(node_key) DO NOTHING",
+				  err);
+		if (!s)
+			return err ? err->code : EIO;
+		bind_node(s, node, hw_signature);
+		step = sqlite3_step(s);
+		sqlite3_reset(s);
+		if (step != SQLITE_DONE)
+			return rt_store_sql_error(st, "store node", err);
+		if (sqlite3_changes(st->db) == 1) {
+			*node_id = sqlite3_last_insert_rowid(st->db);
+			if (created)
+				*created = true;
+			return 0;
+		}
+	} else if (step != SQLITE_ROW) {
+		return rt_store_sql_error(st, "store node", err);
+	}
+	s = rt_store_stmt(st, STMT_NODE_UPSERT,
+			  "INSERT INTO nodes(node_key, hostname, machine_id, cpu_model, kernel, cpu_count, numa_nodes,"
+			  " hw_signature,"
+			  " updated_ns) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(node_key) DO UPDATE SET"
+			  " hostname = excluded.hostname, machine_id = excluded.machine_id,"
+			  " cpu_model = coalesce(nullif(excluded.cpu_model, ''), cpu_model),"
+			  " kernel = coalesce(nullif(excluded.kernel, ''), kernel),"
+			  " cpu_count = CASE WHEN excluded.cpu_count > 0 THEN excluded.cpu_count ELSE cpu_count END,"
+			  " numa_nodes = excluded.numa_nodes,"
+			  " hw_signature = coalesce(nullif(excluded.hw_signature, ''), hw_signature),"
+			  " updated_ns = excluded.updated_ns RETURNING id",
+			  err);
+	if (!s)
+		return err ? err->code : EIO;
+	bind_node(s, node, hw_signature);
 	if (sqlite3_step(s) != SQLITE_ROW)
 		return rt_store_sql_error(st, "store node", err);
 	*node_id = sqlite3_column_int64(s, 0);

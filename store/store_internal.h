@@ -12,6 +12,8 @@
 
 enum rt_stmt_id {
 	STMT_NODE_UPSERT,
+	STMT_NODE_FIND,
+	STMT_NODE_INSERT,
 	STMT_PROFILE_INSERT,
 	STMT_HIST_LATEST_ID,
 	STMT_BEGIN,
@@ -21,6 +23,8 @@ enum rt_stmt_id {
 	STMT_RELEASE,
 	STMT_ROLLBACK_TO,
 	STMT_DEVICE_UPSERT,
+	STMT_DEVICE_FIND,
+	STMT_DEVICE_INSERT,
 	STMT_PORT_UPSERT,
 	STMT__COUNT
 };
@@ -45,12 +49,14 @@ int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *e
 int rt_store_begin(struct rt_store *st, struct rt_error *err);
 int rt_store_commit(struct rt_store *st, struct rt_error *err);
 void rt_store_rollback(struct rt_store *st);
-/* Upserts node (by rt_store_node_key) inside the caller's transaction, setting hw_signature when not NULL/"". */
+/* Upserts node (by rt_store_node_key) inside the caller's transaction, setting hw_signature when not NULL/"";
+ * *created (may be NULL) tells whether the row is new. */
 int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
-			 int64_t *node_id, struct rt_error *err);
-/* Upserts device d of node_id (by name and GUID) and its ports inside the caller's transaction; *dev_id its row. */
-int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, int64_t *dev_id,
-			   struct rt_error *err);
+			 int64_t *node_id, bool *created, struct rt_error *err);
+/* Upserts device d of node_id (by name and GUID) and its ports inside the caller's transaction; *dev_id its row.
+ * node_created: node_id was created in this transaction, so it has no devices yet (no lookup needed). */
+int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, bool node_created,
+			   int64_t *dev_id, struct rt_error *err);
 /* Now, CLOCK_REALTIME, in ns. */
 int64_t rt_store_now_ns(void);
 

@@ -194,7 +194,7 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 			return rc;
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
-	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, err)) ||
+	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, NULL, err)) ||
 	    (replace && (rc = delete_superseded(st, node_id, entries, n, err))) ||
 	    (rc = insert_entries(st, node_id, entries, n, NULL, NULL, &cnt, err)) || (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
@@ -1058,6 +1058,7 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 	struct rt_node_info node;
 	size_t cnt = 0;
 	int64_t node_id;
+	bool created;
 	int rc;
 
 	memset(&node, 0, sizeof(node));
@@ -1067,13 +1068,13 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 	snprintf(node.kernel, sizeof(node.kernel), "%s", p->kernel);
 	node.cpu_count = p->cpu_count;
 	node.numa_nodes = p->numa_nodes;
-	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, err)))
+	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, &created, err)))
 		return rc;
 	for (size_t i = 0; i < pr->n_devs; i++) {
 		int64_t dev_id;
 
 		device_from_import(dev, &pr->devs[i]);
-		if ((rc = rt_store_device_upsert(st, node_id, dev, &dev_id, err)))
+		if ((rc = rt_store_device_upsert(st, node_id, dev, created, &dev_id, err)))
 			return rc;
 	}
 	if ((rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, pr->cal, &cnt, err)))

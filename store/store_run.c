@@ -153,33 +153,9 @@ static int prepare(struct rt_store *st, const char *sql, sqlite3_stmt **s, struc
 	return 0;
 }
 
-int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, int64_t *dev_id,
-			   struct rt_error *err)
+/* Binds the device's columns ?1..?23 (node_id, name, node_guid, transport, ... pcie_max_read_req_bytes) to s. */
+static void bind_device(sqlite3_stmt *s, int64_t node_id, const struct rt_device_info *d)
 {
-	sqlite3_stmt *s;
-	int rc = 0;
-
-	s = rt_store_stmt(
-		st, STMT_DEVICE_UPSERT,
-		"INSERT INTO devices(node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver,"
-		" max_qp,"
-		" max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node,"
-		" local_cpus,"
-		" pci_addr, pcie_speed, pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes)"
-		" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
-		" ON CONFLICT(node_id, name, node_guid) DO UPDATE SET transport=excluded.transport,"
-		" fw_ver=excluded.fw_ver,"
-		" vendor_id=excluded.vendor_id, vendor_part_id=excluded.vendor_part_id, hw_ver=excluded.hw_ver,"
-		" max_qp=excluded.max_qp, max_qp_wr=excluded.max_qp_wr, max_sge=excluded.max_sge,"
-		" max_cqe=excluded.max_cqe,"
-		" max_qp_rd_atom=excluded.max_qp_rd_atom, max_mr=excluded.max_mr, max_inline_rc=excluded.max_inline_rc,"
-		" max_inline_ud=excluded.max_inline_ud, numa_node=excluded.numa_node, local_cpus=excluded.local_cpus,"
-		" pci_addr=excluded.pci_addr, pcie_speed=excluded.pcie_speed, pcie_width=excluded.pcie_width,"
-		" pcie_max_payload_bytes=excluded.pcie_max_payload_bytes,"
-		" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id",
-		err);
-	if (!s)
-		return err ? err->code : EIO;
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_text(s, 2, d->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, d->node_guid, -1, SQLITE_STATIC);
@@ -203,13 +179,82 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 	sqlite3_bind_int(s, 21, d->pcie_width);
 	sqlite3_bind_int(s, 22, d->pcie_max_payload_bytes);
 	sqlite3_bind_int(s, 23, d->pcie_max_read_req_bytes);
-	if (sqlite3_step(s) != SQLITE_ROW) {
-		rc = rt_store_sql_error(st, "store device", err);
+}
+
+#define DEVICE_COLUMNS                                                                                                 \
+	"node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver, max_qp, max_qp_wr, max_sge,"  \
+	" max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node, local_cpus, pci_addr, pcie_speed," \
+	" pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes"
+
+/* As rt_store_node_upsert(): a device new to the store is inserted plainly (without even a lookup when its node is
+ * new), a known one goes through the upsert. */
+int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, bool node_created,
+			   int64_t *dev_id, struct rt_error *err)
+{
+	sqlite3_stmt *s;
+	int rc = 0, step = SQLITE_DONE;
+	bool have_id = false;
+
+	if (!node_created) {
+		s = rt_store_stmt(st, STMT_DEVICE_FIND,
+				  "SELECT id FROM devices WHERE node_id = ?1 AND name = ?2 AND node_guid = ?3", err);
+		if (!s)
+			return err ? err->code : EIO;
+		sqlite3_bind_int64(s, 1, node_id);
+		sqlite3_bind_text(s, 2, d->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 3, d->node_guid, -1, SQLITE_STATIC);
+		step = sqlite3_step(s);
 		sqlite3_reset(s);
-		return rc;
 	}
-	*dev_id = sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
+	if (step == SQLITE_DONE) {
+		s = rt_store_stmt(
+			st, STMT_DEVICE_INSERT,
+			"INSERT INTO devices(" DEVICE_COLUMNS ")"
+			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
+			" ON CONFLICT(node_id, name, node_guid) DO NOTHING",
+			err);
+		if (!s)
+			return err ? err->code : EIO;
+		bind_device(s, node_id, d);
+		step = sqlite3_step(s);
+		sqlite3_reset(s);
+		if (step != SQLITE_DONE)
+			return rt_store_sql_error(st, "store device", err);
+		if (sqlite3_changes(st->db) == 1) {
+			*dev_id = sqlite3_last_insert_rowid(st->db);
+			have_id = true;
+		}
+	} else if (step != SQLITE_ROW) {
+		return rt_store_sql_error(st, "store device", err);
+	}
+	if (!have_id) {
+		s = rt_store_stmt(
+			st, STMT_DEVICE_UPSERT,
+			"INSERT INTO devices(" DEVICE_COLUMNS ")"
+			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
+			" ON CONFLICT(node_id, name, node_guid) DO UPDATE SET transport=excluded.transport,"
+			" fw_ver=excluded.fw_ver,"
+			" vendor_id=excluded.vendor_id, vendor_part_id=excluded.vendor_part_id, hw_ver=excluded.hw_ver,"
+			" max_qp=excluded.max_qp, max_qp_wr=excluded.max_qp_wr, max_sge=excluded.max_sge,"
+			" max_cqe=excluded.max_cqe,"
+			" max_qp_rd_atom=excluded.max_qp_rd_atom, max_mr=excluded.max_mr,"
+			" max_inline_rc=excluded.max_inline_rc,"
+			" max_inline_ud=excluded.max_inline_ud, numa_node=excluded.numa_node, local_cpus=excluded.local_cpus,"
+			" pci_addr=excluded.pci_addr, pcie_speed=excluded.pcie_speed, pcie_width=excluded.pcie_width,"
+			" pcie_max_payload_bytes=excluded.pcie_max_payload_bytes,"
+			" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id",
+			err);
+		if (!s)
+			return err ? err->code : EIO;
+		bind_device(s, node_id, d);
+		if (sqlite3_step(s) != SQLITE_ROW) {
+			rc = rt_store_sql_error(st, "store device", err);
+			sqlite3_reset(s);
+			return rc;
+		}
+		*dev_id = sqlite3_column_int64(s, 0);
+		sqlite3_reset(s);
+	}
 	s = rt_store_stmt(st, STMT_PORT_UPSERT,
 			  "INSERT OR REPLACE INTO ports(device_id, port_num, state, link_layer,"
 			  " active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len, gids) VALUES(?,?,?,?,?,?,?,?,?)",
@@ -274,6 +319,7 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 	sqlite3_stmt *s = NULL;
 	char host[256] = "";
 	char *env = NULL, *cqmod = NULL;
+	bool created;
 	int rc;
 
 	if (!run->uuid[0] && (rc = make_uuid(run->uuid, err)))
@@ -282,8 +328,8 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 		return rt_error_set(err, EINVAL, "run has no device name");
 	if (!run->started_ns)
 		run->started_ns = rt_store_now_ns();
-	if ((rc = rt_store_node_upsert(st, &run->node, NULL, &node_id, err)) ||
-	    (rc = rt_store_device_upsert(st, node_id, &run->dev, &dev_id, err)) ||
+	if ((rc = rt_store_node_upsert(st, &run->node, NULL, &node_id, &created, err)) ||
+	    (rc = rt_store_device_upsert(st, node_id, &run->dev, created, &dev_id, err)) ||
 	    (rc = update_signature(st, node_id, &run->node, err)))
 		return rc;
 	env = env_to_json(&run->env);
@@ -896,7 +942,7 @@ int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node,
 			blob[b * 8 + i] = (unsigned char)(h->buckets[b] >> (8 * i)); /* little-endian u64 */
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
-	if ((rc = rt_store_node_upsert(st, node, NULL, &node_id, err)))
+	if ((rc = rt_store_node_upsert(st, node, NULL, &node_id, NULL, err)))
 		goto out;
 	if ((rc = prepare(st,
 			  "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
