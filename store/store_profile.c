@@ -909,10 +909,16 @@ static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 	json_t *a = json_array();
 	size_t need;
 
-	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++)
-		if (json_array_append_new(
-			    a, json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text)))
+	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++) {
+		/* built directly (json_pack parses its format string for every reason); the texts are valid UTF-8 (from
+		 * a parsed document, cut by librtune at a character boundary), so NULL here is out of memory */
+		json_t *o = json_object();
+
+		if (!o || json_object_set_new_nocheck(o, "code", json_string(e->reasons[i].code)) ||
+		    json_object_set_new_nocheck(o, "text", json_string(e->reasons[i].text)) ||
+		    json_array_append_new(a, o))
 			return ENOMEM;
+	}
 	if (!a)
 		return ENOMEM;
 	/* into the room left; when it does not fit (json_dumpb then only tells the size), grow and dump again */

@@ -272,7 +272,8 @@ static int parse_version(const char *s, int *major, int *minor)
 	return 0;
 }
 
-/* Reads a string field into buf; too long is an error unless truncate; null accepted (as "") when nullable. */
+/* Reads a string field into buf; too long is an error unless truncate (then cut at a UTF-8 character boundary); null
+ * accepted (as "") when nullable. */
 static int get_str(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, bool nullable,
 		   bool truncate, char *buf, size_t len)
 {
@@ -291,8 +292,15 @@ static int get_str(struct ctx *c, const char *where, json_t *obj, const char *ke
 	n = json_string_length(v);
 	if (n >= len && !truncate)
 		return fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
-	if (n >= len)
+	if (n >= len) {
+		const unsigned char *t = (const unsigned char *)json_string_value(v);
+
+		/* cut at a character boundary: the kept text stays valid UTF-8 (jansson refuses to build, or write back,
+		 * a string ending inside a character) */
 		n = len - 1;
+		while (n > 0 && (t[n] & 0xC0) == 0x80)
+			n--;
+	}
 	memcpy(buf, json_string_value(v), n);
 	buf[n] = '\0';
 	return 0;

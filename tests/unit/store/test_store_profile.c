@@ -522,6 +522,44 @@ static void test_import_files(void **state)
 		free(paths[k]);
 }
 
+/* A reason longer than librtune keeps, in multi-byte characters, is cut at a character boundary: the import stores it
+ * (it used to fail as "out of memory", jansson refusing the half character) and it reads back as valid text. */
+static void test_import_long_utf8_reason(void **state)
+{
+	char doc[8192], text[1024] = "", code[256] = "";
+	struct rt_store *st = NULL;
+	struct rt_profile_entry *v = NULL;
+	struct rt_error err;
+	size_t added = 0, skipped = 0, n = 0;
+
+	(void)state;
+	for (int i = 0; i < 200; i++)
+		strcat(text, "\xc3\xa9"); /* é: 2 bytes */
+	for (int i = 0; i < 30; i++)
+		strcat(code, "\xe2\x82\xac"); /* €: 3 bytes */
+	snprintf(doc, sizeof(doc),
+		 "{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.0\"}, \"rtune_version\": \"0.1.0\","
+		 " \"node\": {\"hostname\": \"utf8-host\"}, \"entries\": [{\"device\": \"mlx5_0\", \"port\": 1,"
+		 " \"opcode\": \"send\", \"qp_type\": \"rc\", \"inline_threshold\": 64, \"max_inline_data\": 64,"
+		 " \"signal_interval\": 16, \"sq_depth\": 128, \"cq_depth\": 128, \"confidence\": \"low\","
+		 " \"reasons\": [{\"code\": \"%s\", \"text\": \"%s\"}], \"measured_at\": \"2026-11-29T13:00:00Z\","
+		 " \"run_id\": \"6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab\"}]}",
+		 code, text);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_import_text(st, "utf8.json", doc, strlen(doc), &added, &skipped, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(rt_store_get_profile(st, "utf8-host", NULL, &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].n_reasons, 1);
+	/* 255 bytes would end inside an é: 127 of them (254 bytes); 47 inside a €: 15 of them (45 bytes) */
+	assert_int_equal(strlen(v[0].reasons[0].text), 254);
+	assert_memory_equal(v[0].reasons[0].text, text, 254);
+	assert_int_equal(strlen(v[0].reasons[0].code), 45);
+	assert_memory_equal(v[0].reasons[0].code, code, 45);
+	free(v);
+	rt_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -532,6 +570,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_long_utf8_reason, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
 	};
 
