@@ -19,11 +19,14 @@
 
 #include <jansson.h>
 
+#include "rt_json_arena.h"
 #include "rt_pool.h"
 #include "rt_store.h"
 
 #define NODES 10000
 #define LOADS 1000
+/* larger than any benchmark profile (about 4.9 KB) */
+#define RT_BENCH_MAX_FILE (64u << 10)
 
 /* nftw callback: removes one entry of the scratch tree (children first, FTW_DEPTH); returns remove()'s result. */
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -206,7 +209,7 @@ int main(void)
 	static char *paths[NODES];
 	struct import_run runs[RUNS], one, re;
 	struct rt_error err;
-	double t0, c0, t_parse, c_parse, *loads, l1 = -1;
+	double t0, c0, t_parse, c_parse, c_jansson, *loads, l1 = -1;
 	struct rt_profile *p = NULL;
 	unsigned workers = rt_pool_workers(8);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -247,6 +250,42 @@ int main(void)
 	}
 	t_parse = now_s() - t0;
 	c_parse = cpu_s() - c0;
+	/* jansson's json_loadb alone on the same files, from memory, in a jansson arena as the import's workers parse:
+	 * the part of the work the issue's "parsed with jansson only" fixes */
+	{
+		struct rt_json_arena a = { 0 };
+		const size_t cap = RT_BENCH_MAX_FILE;
+		char *buf = malloc(cap);
+		double cpu = 0;
+
+		if (!buf) {
+			perror("malloc");
+			return 1;
+		}
+		for (int i = 0; i < NODES; i++) {
+			FILE *f = fopen(paths[i], "r");
+			json_error_t jerr;
+			size_t len;
+			double c1;
+
+			if (!f || (len = fread(buf, 1, cap, f)) == 0 || len == cap) {
+				fprintf(stderr, "bench_store: cannot read %s\n", paths[i]);
+				return 1;
+			}
+			fclose(f);
+			c1 = cpu_s();
+			rt_json_arena_begin(&a);
+			if (!json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr)) {
+				fprintf(stderr, "bench_store: %s: %s\n", paths[i], jerr.text);
+				return 1;
+			}
+			rt_json_arena_leave(&a);
+			cpu += cpu_s() - c1;
+		}
+		rt_json_arena_end(&a);
+		free(buf);
+		c_jansson = cpu / NODES;
+	}
 	load_avg(&l1);
 	{
 		const struct import_run *m;
@@ -279,6 +318,11 @@ int main(void)
 		printf("of which reading + parsing + validating alone (rt_profile_load of each file, one thread): %.1f us "
 		       "per profile (CPU %.1f us)\n",
 		       t_parse / NODES * 1e6, c_parse / NODES * 1e6);
+		/* what this machine allows at most, whatever the rest costs: every CPU busy, each profile needing at
+		 * least jansson's parse and the writer's share */
+		printf("of which jansson's json_loadb alone: %.1f us per profile; ceiling on %ld CPUs with only parse + "
+		       "writer: %.0f profiles/s\n",
+		       c_jansson * 1e6, cpus, cpus / (c_jansson + m->writer_cpu_s / NODES));
 		if (l1 >= 0)
 			printf("(load average during the run: %.2f, on %ld CPUs)\n", l1, cpus);
 	}
