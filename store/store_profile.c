@@ -1003,7 +1003,8 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 	pr->n_devs = n_devs;
 	memcpy(pr->cal, cal, n * sizeof(*cal));
 	memcpy(pr->devs, sc->devs, n_devs * sizeof(*pr->devs));
-	memcpy(block + off_text, sc->reasons.p, sc->reasons.len);
+	if (sc->reasons.len) /* no entries: nothing (and maybe no buffer) to copy */
+		memcpy(block + off_text, sc->reasons.p, sc->reasons.len);
 	for (size_t i = 0; i < n; i++)
 		pr->reasons[i] = (const char *)block + off_text + sc->reason_off[i];
 	p = NULL;

@@ -560,6 +560,27 @@ static void test_import_long_utf8_reason(void **state)
 	rt_store_close(st);
 }
 
+/* A document without entries imports its node and hardware and adds nothing. */
+static void test_import_no_entries(void **state)
+{
+	static const char doc[] =
+		"{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.1\"}, \"rtune_version\": \"0.1.0\","
+		" \"node\": {\"hostname\": \"empty-host\"}, \"entries\": [], \"hardware\": {\"devices\":"
+		" [{\"name\": \"mlx5_0\", \"guid\": \"\", \"link_layer\": \"InfiniBand\"}]}}";
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	size_t added = 1, skipped = 1;
+
+	(void)state;
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_import_text(st, "empty.json", doc, strlen(doc), &added, &skipped, &err), 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(skipped, 0);
+	assert_int_equal(count_rows(st, "SELECT count(*) FROM nodes WHERE hostname = 'empty-host'"), 1);
+	assert_int_equal(count_rows(st, "SELECT count(*) FROM ports WHERE link_layer = 'InfiniBand'"), 1);
+	rt_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -571,6 +592,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_long_utf8_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_no_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
 	};
 
