@@ -921,8 +921,11 @@ static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 	}
 	if (!a)
 		return ENOMEM;
-	/* into the room left; when it does not fit (json_dumpb then only tells the size), grow and dump again */
-	need = json_dumpb(a, b->p ? b->p + b->len : NULL, b->cap - b->len, JSON_COMPACT);
+	/* into the room left (a buffer is made first); when the text does not fit, json_dumpb only tells its size: grow
+	 * and dump again */
+	if (!b->p && !(b->p = rt_array_reserve(NULL, 0, &b->cap, 1)))
+		return ENOMEM;
+	need = json_dumpb(a, b->p + b->len, b->cap - b->len, JSON_COMPACT);
 	if (need == 0)
 		return ENOMEM;
 	if (b->len + need >= b->cap) {
