@@ -4,6 +4,7 @@
  * the profile document in store_profile.c).
  */
 #include "rt_store_json.h"
+#include "store_internal.h"
 #include "lib/profile_internal.h"
 
 static json_t *iso_or_null(int64_t ns)
@@ -75,4 +76,11 @@ json_t *rt_store_run_summary_json(const struct rt_store_run_summary *r)
 			 "latency_points", (json_int_t)r->n_lat, "rate_points", (json_int_t)r->n_rate,
 			 "inline_threshold", r->has_profile ? json_integer(r->inline_threshold) : json_null(),
 			 "signal_interval", r->has_profile ? json_integer(r->signal_interval) : json_null());
+}
+
+void rt_store_json_copy_str(char *dst, size_t len, json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	snprintf(dst, len, "%s", v ? v : "");
 }

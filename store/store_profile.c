@@ -827,13 +827,6 @@ static void import_scratch_free(void *scratch)
 	free(sc);
 }
 
-static void copy_json_text(char *dst, size_t len, json_t *o, const char *key)
-{
-	const char *v = json_string_value(json_object_get(o, key));
-
-	snprintf(dst, len, "%s", v ? v : "");
-}
-
 /* An integer member in lo..hi, else dflt. */
 static int json_int_in(json_t *o, const char *key, long long lo, long long hi, int dflt)
 {
@@ -864,21 +857,21 @@ static size_t hardware_from_json(json_t *hw, struct import_scratch *sc)
 
 		if (!json_is_object(d) || !json_is_string(json_object_get(d, "name")))
 			continue;
-		copy_json_text(o->name, sizeof(o->name), d, "name");
+		rt_store_json_copy_str(o->name, sizeof(o->name), d, "name");
 		if (!o->name[0])
 			continue;
-		copy_json_text(o->guid, sizeof(o->guid), d, "guid");
-		copy_json_text(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
+		rt_store_json_copy_str(o->guid, sizeof(o->guid), d, "guid");
+		rt_store_json_copy_str(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
 		o->vendor_id = (uint32_t)json_int_in(d, "vendor_id", 0, UINT32_MAX >> 1, 0);
 		o->vendor_part_id = (uint32_t)json_int_in(d, "vendor_part_id", 0, UINT32_MAX >> 1, 0);
 		o->numa_node = json_int_in(d, "numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
-		copy_json_text(o->link_layer, sizeof(o->link_layer), d, "link_layer");
+		rt_store_json_copy_str(o->link_layer, sizeof(o->link_layer), d, "link_layer");
 		o->active_mtu_bytes = json_int_in(d, "active_mtu", 0, 65536, 0);
 		o->has_pcie = json_is_object(pcie);
 		o->pcie_speed[0] = '\0';
 		o->pcie_width = o->pcie_max_payload_bytes = o->pcie_max_read_req_bytes = 0;
 		if (o->has_pcie) {
-			copy_json_text(o->pcie_speed, sizeof(o->pcie_speed), pcie, "speed");
+			rt_store_json_copy_str(o->pcie_speed, sizeof(o->pcie_speed), pcie, "speed");
 			o->pcie_width = json_int_in(pcie, "width", 0, 64, 0);
 			o->pcie_max_payload_bytes = json_int_in(pcie, "max_payload_bytes", 0, 4096, 0);
 			o->pcie_max_read_req_bytes = json_int_in(pcie, "max_read_request_bytes", 0, 4096, 0);

@@ -43,13 +43,6 @@ static char *env_to_json(const struct rt_run_env *e)
 	return s;
 }
 
-static void copy_str(char *dst, size_t len, json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	snprintf(dst, len, "%s", s ? s : "");
-}
-
 static void env_from_json(const char *text, struct rt_run_env *e)
 {
 	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
@@ -63,10 +56,10 @@ static void env_from_json(const char *text, struct rt_run_env *e)
 	e->device_numa_node = (int)json_integer_value(json_object_get(o, "device_numa_node"));
 	e->numa_local = json_is_true(json_object_get(o, "numa_local"));
 	e->tsc_ghz = json_number_value(json_object_get(o, "tsc_ghz"));
-	copy_str(e->clock, sizeof(e->clock), o, "clock");
-	copy_str(e->clocksource, sizeof(e->clocksource), o, "clocksource");
-	copy_str(e->mode, sizeof(e->mode), o, "mode");
-	copy_str(e->peer, sizeof(e->peer), o, "peer");
+	rt_store_json_copy_str(e->clock, sizeof(e->clock), o, "clock");
+	rt_store_json_copy_str(e->clocksource, sizeof(e->clocksource), o, "clocksource");
+	rt_store_json_copy_str(e->mode, sizeof(e->mode), o, "mode");
+	rt_store_json_copy_str(e->peer, sizeof(e->peer), o, "peer");
 	json_decref(o);
 }
 
@@ -96,7 +89,7 @@ static void cqmod_from_json(const char *text, struct rt_cq_moderation *m)
 
 		m[i].measured = json_is_true(json_object_get(o, "measured"));
 		m[i].supported = json_is_true(json_object_get(o, "supported"));
-		copy_str(m[i].reason, sizeof(m[i].reason), o, "reason");
+		rt_store_json_copy_str(m[i].reason, sizeof(m[i].reason), o, "reason");
 		m[i].best_count = (uint32_t)json_integer_value(json_object_get(o, "best_count"));
 		m[i].best_period_us = (uint32_t)json_integer_value(json_object_get(o, "best_period_us"));
 		m[i].mops_off = json_number_value(json_object_get(o, "mops_off"));
@@ -127,8 +120,8 @@ static void gids_from_json(const char *text, struct rt_port_info *p)
 		json_t *o = json_array_get(a, i);
 
 		p->gids[i].index = (int)json_integer_value(json_object_get(o, "index"));
-		copy_str(p->gids[i].gid, sizeof(p->gids[i].gid), o, "gid");
-		copy_str(p->gids[i].type, sizeof(p->gids[i].type), o, "type");
+		rt_store_json_copy_str(p->gids[i].gid, sizeof(p->gids[i].gid), o, "gid");
+		rt_store_json_copy_str(p->gids[i].type, sizeof(p->gids[i].type), o, "type");
 		p->gid_count++;
 	}
 	json_decref(a);
