@@ -58,7 +58,8 @@ int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, c
  * node_created: node_id was created in this transaction, so it has no devices yet (no lookup needed). */
 int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, bool node_created,
 			   int64_t *dev_id, struct rt_error *err);
-/* Copies the string member key of o into dst (len bytes, truncated); "" when o has no such string. */
+/* Copies the string member key of o into dst (len bytes, cut at a UTF-8 character boundary when longer); "" when o
+ * has no such string. */
 void rt_store_json_copy_str(char *dst, size_t len, json_t *o, const char *key);
 /* Now, CLOCK_REALTIME, in ns. */
 int64_t rt_store_now_ns(void);

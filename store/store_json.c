@@ -3,6 +3,8 @@
  * JSON forms of runs and history lines for the CLI's --json outputs (the profile entry and node forms live next to
  * the profile document in store_profile.c).
  */
+#include <string.h>
+
 #include "rt_store_json.h"
 #include "store_internal.h"
 #include "lib/profile_internal.h"
@@ -80,7 +82,10 @@ json_t *rt_store_run_summary_json(const struct rt_store_run_summary *r)
 
 void rt_store_json_copy_str(char *dst, size_t len, json_t *o, const char *key)
 {
-	const char *v = json_string_value(json_object_get(o, key));
+	json_t *v = json_object_get(o, key);
+	size_t n = json_is_string(v) ? rt_profile_utf8_fit(json_string_value(v), json_string_length(v), len) : 0;
 
-	snprintf(dst, len, "%s", v ? v : "");
+	if (n)
+		memcpy(dst, json_string_value(v), n);
+	dst[n] = '\0';
 }

@@ -272,6 +272,19 @@ static int parse_version(const char *s, int *major, int *minor)
 	return 0;
 }
 
+size_t rt_profile_utf8_fit(const char *s, size_t n, size_t cap)
+{
+	const unsigned char *t = (const unsigned char *)s;
+
+	if (n < cap)
+		return n;
+	/* t[n] is the first byte left out: step back while it continues the character before it */
+	n = cap - 1;
+	while (n > 0 && (t[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
 /* Reads a string field into buf; too long is an error unless truncate (then cut at a UTF-8 character boundary); null
  * accepted (as "") when nullable. */
 static int get_str(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, bool nullable,
@@ -292,15 +305,7 @@ static int get_str(struct ctx *c, const char *where, json_t *obj, const char *ke
 	n = json_string_length(v);
 	if (n >= len && !truncate)
 		return fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
-	if (n >= len) {
-		const unsigned char *t = (const unsigned char *)json_string_value(v);
-
-		/* cut at a character boundary: the kept text stays valid UTF-8 (jansson refuses to build, or write back,
-		 * a string ending inside a character) */
-		n = len - 1;
-		while (n > 0 && (t[n] & 0xC0) == 0x80)
-			n--;
-	}
+	n = rt_profile_utf8_fit(json_string_value(v), n, len);
 	memcpy(buf, json_string_value(v), n);
 	buf[n] = '\0';
 	return 0;

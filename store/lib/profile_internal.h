@@ -50,6 +50,11 @@ int rt_profile_read_file(const char *path, char **buf, size_t *len, struct rt_er
  * realloc when the file needs more. On failure *buf and *cap stay valid (still the caller's to free) and *len is 0. */
 int rt_profile_read_file_into(const char *path, char **buf, size_t *cap, size_t *len, struct rt_error *err);
 
+/* How many of the n bytes of s (valid UTF-8) fit in a buffer of cap > 0 bytes with its NUL: n when they all do, else
+ * the longest prefix that ends at a character boundary, so the kept text stays valid UTF-8 (jansson refuses to build,
+ * or write back, a string that ends inside a character). */
+size_t rt_profile_utf8_fit(const char *s, size_t n, size_t cap);
+
 /* Validates one entry; 0 or EINVAL with "<what>: ..." in err (prefix may be NULL). Sets nothing. */
 int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix, struct rt_error *err);
 

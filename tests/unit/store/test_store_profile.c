@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
 #include "store_test_util.h"
@@ -560,6 +561,47 @@ static void test_import_long_utf8_reason(void **state)
 	rt_store_close(st);
 }
 
+/*
+ * An imported device's text longer than the store keeps (fw_ver: 63 bytes) is cut at a UTF-8 character boundary too:
+ * cut inside a character, it was stored as invalid UTF-8, and `rtune export` of the node then silently dropped its
+ * whole "hardware" object (jansson refused the string).
+ */
+static void test_import_long_utf8_hardware(void **state)
+{
+	char doc[4096], fw[128] = "", out[1300];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	json_error_t jerr;
+	json_t *root, *dev;
+	size_t added = 0;
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		strcat(fw, "\xc3\xa9"); /* é: 2 bytes, 80 in all */
+	snprintf(doc, sizeof(doc),
+		 "{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.1\"}, \"rtune_version\": \"0.1.0\","
+		 " \"node\": {\"hostname\": \"utf8-hw\"}, \"entries\": [{\"device\": \"mlx5_0\", \"port\": 1,"
+		 " \"opcode\": \"send\", \"qp_type\": \"rc\", \"inline_threshold\": 64, \"max_inline_data\": 64,"
+		 " \"signal_interval\": 16, \"sq_depth\": 128, \"cq_depth\": 128, \"confidence\": \"low\","
+		 " \"measured_at\": \"2026-11-29T13:00:00Z\", \"run_id\": \"6f1c2d3e-4a5b-4c6d-8e7f-0123456789ac\"}],"
+		 " \"hardware\": {\"devices\": [{\"name\": \"mlx5_0\", \"guid\": \"\", \"fw_ver\": \"%s\"}]}}",
+		 fw);
+	snprintf(out, sizeof(out), "%s/utf8-hw.json", dir);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_import_text(st, "utf8-hw.json", doc, strlen(doc), &added, NULL, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(rt_store_export(st, "utf8-hw", RT_EXPORT_JSON, out, NULL, &err), 0);
+	rt_store_close(st);
+	root = json_load_file(out, 0, &jerr);
+	assert_non_null(root);
+	dev = json_array_get(json_object_get(json_object_get(root, "hardware"), "devices"), 0);
+	assert_non_null(dev);
+	/* 63 bytes would end inside an é: 31 of them (62 bytes) */
+	assert_int_equal(json_string_length(json_object_get(dev, "fw_ver")), 62);
+	assert_memory_equal(json_string_value(json_object_get(dev, "fw_ver")), fw, 62);
+	json_decref(root);
+}
+
 /* A document without entries imports its node and hardware and adds nothing. */
 static void test_import_no_entries(void **state)
 {
@@ -592,6 +634,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_long_utf8_reason, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_long_utf8_hardware, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_no_entries, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
 	};
