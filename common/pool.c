@@ -2,8 +2,9 @@
 /*
  * The ordered parallel map (rt_pool.h): a ring of `window` result slots. Workers claim the next index with an atomic
  * increment, wait only when it is a whole window ahead of the consumer, produce, and publish into its slot; the
- * consumer takes the slot of the index it needs, waiting only when it is not published yet. Claim order equals index
- * order, so the consumer never waits on an item nobody has claimed.
+ * consumer takes the slot of the index it needs. Claim order equals index order, so the consumer never waits on an item
+ * nobody has claimed; while the slot it needs is not published, it claims and produces the next item itself (when
+ * that one is within its window), so the calling thread's CPU is not left idle while a worker is preempted mid-item.
  *
  * The common case takes no lock and makes no system call: on a small VM a futex wake costs as much as parsing a
  * profile, and the first version (one mutex, a signal per item) spent a third of an import's CPU in them. A side
@@ -90,13 +91,25 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Takes item i's result, sleeping until it is published. */
-static void *take(struct pool *p, size_t i)
+/*
+ * Takes item i's result. While it is not published the consumer helps rather than sleeps: it claims the next
+ * unclaimed item, when that one is within a window of i (so it never waits for room itself), and produces it with its
+ * own scratch. It sleeps only when every item it could claim is claimed, i included, so its CPU is never idle while a
+ * worker is preempted mid-item or work remains that nobody has started.
+ */
+static void *take(struct pool *p, size_t i, void **scratch)
 {
 	struct slot *s = &p->slots[i % p->window];
 	void *r;
 
-	if (!atomic_load(&s->done)) {
+	while (!atomic_load(&s->done)) {
+		size_t j = atomic_load(&p->next);
+
+		if (j < p->n && j < i + p->window) {
+			if (atomic_compare_exchange_weak(&p->next, &j, j + 1))
+				publish(p, j, p->produce(p->ctx, scratch, j));
+			continue;
+		}
 		pthread_mutex_lock(&p->mu);
 		atomic_store(&p->consumer_wants, i);
 		while (!atomic_load(&s->done))
@@ -132,6 +145,7 @@ int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_f
 		    rt_pool_scratch_free_fn scratch_free, void *ctx)
 {
 	pthread_t tid[RT_POOL_MAX_WORKERS];
+	void *scratch = NULL; /* the calling thread's, for the items it produces while it waits */
 	struct pool p = { .n = n, .produce = produce, .scratch_free = scratch_free, .ctx = ctx };
 	unsigned started = 0;
 	int rc = 0;
@@ -176,9 +190,10 @@ int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_f
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++)
-		consume(ctx, i, take(&p, i));
+		consume(ctx, i, take(&p, i, &scratch));
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
+	scratch_release(scratch_free, scratch);
 	pthread_cond_destroy(&p.room);
 	pthread_cond_destroy(&p.ready);
 	pthread_mutex_destroy(&p.mu);
@@ -190,7 +205,8 @@ unsigned rt_pool_workers(unsigned max)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
+	/* the calling thread takes one CPU: it consumes, and produces whenever it would otherwise wait */
 	if (cpus <= 1)
 		return 0;
-	return (unsigned long)cpus < max ? (unsigned)cpus : max;
+	return (unsigned long)(cpus - 1) < max ? (unsigned)(cpus - 1) : max;
 }

@@ -20,8 +20,10 @@
 #include "rt_pool.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static void test_hist_bounds_contain(void **state)
 {
@@ -100,6 +102,9 @@ struct pool_check {
 	int scratch_misuse;	  /* a scratch seen on a thread other than its own */
 	size_t scratch_items;	  /* items counted by the scratches released */
 	unsigned scratches_freed; /* scratches released */
+	pthread_t caller;	  /* the thread that called rt_pool_ordered() */
+	size_t caller_items;	  /* items produced on it */
+	bool slow_workers;	  /* items produced off the calling thread take 200 us */
 };
 
 /* One producing thread's scratch: whose it is and how many items it served. */
@@ -142,12 +147,15 @@ static void *pc_produce(void *ctx, void **scratch, size_t i)
 		s->items++;
 	}
 
-	if (i % 7 == 0) { /* uneven work, so later items often finish first */
-		struct timespec ts = { 0, 20000 };
+	if (i % 7 == 0 || (c->slow_workers && !pthread_equal(c->caller, pthread_self()))) {
+		/* uneven work, so later items often finish first */
+		struct timespec ts = { 0, c->slow_workers ? 200000 : 20000 };
 
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&c->mu);
+	if (pthread_equal(c->caller, pthread_self()))
+		c->caller_items++;
 	c->produced[i]++;
 	if (++c->in_flight > c->max_in_flight)
 		c->max_in_flight = c->in_flight;
@@ -171,9 +179,10 @@ static void pc_consume(void *ctx, size_t i, void *result)
 	free(r);
 }
 
-static void run_pool(size_t n, unsigned workers, size_t window)
+/* Runs the pool and checks its contract; returns how many items the calling thread produced itself. */
+static size_t run_pool_as(size_t n, unsigned workers, size_t window, bool slow_workers)
 {
-	struct pool_check c = { .n = n, .window = window };
+	struct pool_check c = { .n = n, .window = window, .slow_workers = slow_workers, .caller = pthread_self() };
 
 	c.produced = calloc(n ? n : 1, sizeof(*c.produced));
 	assert_non_null(c.produced);
@@ -197,6 +206,12 @@ static void run_pool(size_t n, unsigned workers, size_t window)
 		assert_true(c.max_in_flight <= 1);
 	pthread_mutex_destroy(&c.mu);
 	free(c.produced);
+	return c.caller_items;
+}
+
+static void run_pool(size_t n, unsigned workers, size_t window)
+{
+	run_pool_as(n, workers, window, false);
 }
 
 static void test_pool_ordered(void **state)
@@ -208,7 +223,18 @@ static void test_pool_ordered(void **state)
 	run_pool(1000, 1, 1); /* one worker, lock-step */
 	run_pool(5000, 3, 4); /* a window much smaller than the work: workers wait for room */
 	run_pool(5000, 8, 0);
-	assert_true(rt_pool_workers(8) <= 8);
+	/* a worker far slower than the consumer: the calling thread produces rather than waits. It sleeps only when
+	 * every item within its window is claimed, so with one worker holding one item at a time it makes most of
+	 * them (a pool whose consumer only waits makes none: this fails). */
+	assert_true(run_pool_as(200, 1, 8, true) >= 100);
+	/* the calling thread is one of the CPUs: one worker fewer than CPUs (none on one CPU), at most max */
+	{
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		assert_true(rt_pool_workers(8) <= 8);
+		assert_int_equal(rt_pool_workers(1000), cpus > 1 ? (unsigned)(cpus - 1) : 0);
+		assert_true(rt_pool_workers(0) == 0);
+	}
 }
 
 static void test_array_reserve(void **state)
