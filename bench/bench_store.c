@@ -239,7 +239,6 @@ int main(void)
 	snprintf(db, sizeof(db), "%s/rtune-one.db", dir);
 	timed_import(db, paths, 0, &one);
 	/* the share of JSON parsing and validation alone (jansson + librtune), no store */
-	t0 = now_s();
 	c0 = cpu_s();
 	for (int i = 0; i < NODES; i++) {
 		if (rt_profile_load(paths[i], &p, &err)) {
