@@ -227,8 +227,9 @@ int main(void)
 			return 1;
 		}
 	}
-	/* as `rtune import` does (parsed on a worker per CPU but one, written in order, a transaction per 500 files), each run
-	 * into a fresh store; the median of RUNS runs is reported (a busy VM's neighbours move single runs by 20%) */
+	/* as `rtune import` does (parsed on a worker per CPU but one and on the writing thread, written in order, a
+	 * transaction per 500 files), each run into a fresh store; the median of RUNS runs is reported (a busy VM's
+	 * neighbours move single runs by 20%) */
 	for (int r = 0; r < RUNS; r++) {
 		snprintf(db, sizeof(db), "%s/rtune%d.db", dir, r);
 		timed_import(db, paths, workers, &runs[r]);

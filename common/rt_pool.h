@@ -12,9 +12,8 @@
 #include <stddef.h>
 
 /* Prepares item i; returns its result (may be NULL) for consume(). Runs on any thread, the caller's included:
- * thread-safe. *scratch is
- * the producing thread's own slot (NULL before its first item) for state reused from item to item (buffers, an
- * arena); the pool hands it to scratch_free() once the thread has produced its last item. */
+ * thread-safe. *scratch is the producing thread's own slot (NULL before its first item) for state reused from item to
+ * item (buffers, an arena); the pool hands it to scratch_free() once the thread has produced its last item. */
 typedef void *(*rt_pool_produce_fn)(void *ctx, void **scratch, size_t i);
 /* Releases a producing thread's scratch (called with NULL too). */
 typedef void (*rt_pool_scratch_free_fn)(void *scratch);
@@ -27,8 +26,8 @@ typedef void (*rt_pool_consume_fn)(void *ctx, size_t i, void *result);
  * thread never idles while an item within its window is unclaimed: it produces it (with a scratch of its own), and
  * sleeps only when every such item is claimed. A window that covers the consumer's longest stalls (a commit that waits
  * on fsync) lets the workers run on through them. workers == 0, or n < 2, runs everything on the calling thread
- * (produce then consume, item by item). Every item is produced and
- * consumed exactly once whatever happens: if no thread can be started the calling thread does the work itself.
+ * (produce then consume, item by item). Every item is produced and consumed exactly once whatever happens: if no
+ * thread can be started the calling thread does the work itself.
  * Returns 0, or the errno of a failed pthread_create (the work is still complete: fewer threads did it).
  */
 int rt_pool_ordered(size_t n, unsigned workers, size_t window, rt_pool_produce_fn produce, rt_pool_consume_fn consume,

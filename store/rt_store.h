@@ -231,10 +231,11 @@ typedef void (*rt_store_import_done_fn)(void *ctx, const struct rt_import_result
 /*
  * Imports the profile files paths[0..n) as rt_store_import_file() does, at the rate of a fleet: files are read, parsed
  * and validated on `workers` threads (0: on this thread; see rt_pool_workers()) while this thread writes them in
- * order, `batch` files per transaction, and prepares files itself whenever the next one to write is not ready. Each file is still all-or-nothing: a file that fails to parse ends (commits)
- * the batch at once; one that fails inside the transaction (the store refused a row) rolls the batch back, and the
- * files before it are written again in a new one, so only the failing file is lost (unless the store itself fails:
- * then the batch's files all fail with its error).
+ * order, `batch` files per transaction, and prepares files itself whenever the next one to write is not ready. Each
+ * file is still all-or-nothing: a file that fails to parse ends (commits) the batch at once; one that fails inside
+ * the transaction (the store refused a row) rolls the batch back, and the files before it are written again in a new
+ * one, so only the failing file is lost (unless the store itself fails: then the batch's files all fail with its
+ * error).
  * done() learns every file's fate exactly once, after its transaction ended. A failed file does not stop the others.
  * Returns 0 when every file was imported, else the errno of the first failure.
  */
