@@ -2,10 +2,10 @@
 /*
  * libFuzzer target for the store's import path: rt_store_import_text() of arbitrary bytes into a scratch SQLite store
  * in a private temporary directory, in batch mode (a savepoint per document, flushed every FLUSH_EVERY inputs: many
- * documents in one transaction, as `rtune import` writes them). Every RESET_EVERY inputs the store is checked with PRAGMA integrity_check (a failure aborts:
- * the fuzzer records it as a crash), closed, deleted and created anew so it stays small. A document the store imports
- * must also load through librtune's rt_profile_parse() (else abort). Nothing is written outside
- * the temporary directory, which is removed at exit.
+ * documents in one transaction, as `rtune import` writes them). Every RESET_EVERY inputs the store is checked with
+ * PRAGMA integrity_check (a failure aborts: the fuzzer records it as a crash), closed, deleted and created anew so it
+ * stays small. A document the store imports must also load through librtune's rt_profile_parse() (else abort).
+ * Nothing is written outside the temporary directory, which is removed at exit.
  */
 #include <errno.h>
 #include <stdint.h>

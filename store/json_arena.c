@@ -67,8 +67,8 @@ static void *arena_malloc(size_t n)
 	return c->data + c->used - need;
 }
 
-/* jansson's free hook: memory of the active arena is given back only by rt_json_arena_reset(); anything else goes to the
- * previous allocator. */
+/* jansson's free hook: memory of the active arena is given back only by rt_json_arena_reset(); anything else goes to
+ * the previous allocator. */
 static void arena_free(void *p)
 {
 	struct rt_json_arena *a = cur_arena;

@@ -12,9 +12,10 @@ struct rt_json_arena {
 	struct rt_json_arena_chunk *head;
 };
 
-/* Makes a (zero-initialised, or left with rt_json_arena_leave()) the calling thread's arena: jansson allocates from it until rt_json_arena_end() (installs rtune's jansson
- * allocation hooks once per process; allocations on other threads, and after rt_json_arena_end, go to the allocator
- * that was installed before). Never fails: when a chunk cannot be allocated, jansson sees an allocation failure.
+/* Makes a (zero-initialised, or left with rt_json_arena_leave()) the calling thread's arena: jansson allocates from
+ * it until rt_json_arena_leave() or rt_json_arena_end() (installs rtune's jansson allocation hooks once per process;
+ * allocations on other threads, and after the arena is left or ended, go to the allocator that was installed
+ * before). Never fails: when a chunk cannot be allocated, jansson sees an allocation failure.
  * Anything jansson hands out for the caller to free() (json_dumps' string) must not be made while the arena is
  * active: it would come from the arena. */
 void rt_json_arena_begin(struct rt_json_arena *a);
