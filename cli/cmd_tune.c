@@ -117,6 +117,13 @@ static json_t *decision_to_json(const struct rt_tuner_decision *d)
 		      rt_cq_mod_advice_name(d->cq_mod), "cq_mod_count", (json_int_t)d->cq_mod_count, "cq_mod_period_us",
 		      (json_int_t)d->cq_mod_period_us, "confidence", rt_confidence_name(d->confidence),
 		      "budget_needed_s", num_or_null(d->budget_needed_s), "sizes", sizes, "reasons", reasons);
+	if (o) {
+		json_object_set_new(o, "signal_verdict", json_string(rt_signal_verdict_name(d->signal_verdict)));
+		json_object_set_new(o, "t_post_ns", num_or_null(d->t_post_ns));
+		json_object_set_new(o, "t_cqe_ns", num_or_null(d->t_cqe_ns));
+		json_object_set_new(o, "t_cqe_lo_ns", num_or_null(d->t_cqe_lo_ns));
+		json_object_set_new(o, "t_cqe_hi_ns", num_or_null(d->t_cqe_hi_ns));
+	}
 	return o;
 }
 

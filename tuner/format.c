@@ -20,8 +20,18 @@ static void one(FILE *f, const struct rt_tuner_decision *d)
 	else
 		fprintf(f, "  inline_threshold  0 (never inline; max_inline_data 0; confidence %s)\n",
 			rt_confidence_name(d->inline_confidence));
-	fprintf(f, "  signal_interval   %u (signal 1 WR in %u; confidence %s)\n", d->signal_interval,
-		d->signal_interval, rt_confidence_name(d->signal_confidence));
+	if (d->signal_verdict == RT_SIGNAL_INDIFFERENT)
+		fprintf(f,
+			"  signal_interval   %u (N does not matter here: the stated default; t_cqe %.1f ns; confidence %s)\n",
+			d->signal_interval, d->t_cqe_ns, rt_confidence_name(d->signal_confidence));
+	else if (d->signal_verdict == RT_SIGNAL_KNEE)
+		fprintf(f,
+			"  signal_interval   %u (signal 1 WR in %u; t_cqe %.1f ns vs t_post %.1f ns; confidence %s)\n",
+			d->signal_interval, d->signal_interval, d->t_cqe_ns, d->t_post_ns,
+			rt_confidence_name(d->signal_confidence));
+	else
+		fprintf(f, "  signal_interval   %u (not measured: signal every WR; confidence %s)\n",
+			d->signal_interval, rt_confidence_name(d->signal_confidence));
 	fprintf(f, "  sq_depth          %u, send cq_depth %u\n", d->sq_depth, d->cq_depth);
 	if (d->cq_mod == RT_CQMOD_ON)
 		fprintf(f, "  cq_moderation     count %u, period %u us\n", d->cq_mod_count, d->cq_mod_period_us);

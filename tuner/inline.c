@@ -89,6 +89,20 @@ static void side_init(struct rt_tctx *t, struct side *s, const struct rt_lat_poi
 		s->rk = (double)s->n * 0.5 / sqrt((double)s->n + 2);
 		if (p->n_samples > p->n_kept)
 			s->scale = sqrt((double)p->n_kept / (double)p->n_samples);
+		/* the point's own CI carries what the samples cannot show (calibrate widens it by the spread of its
+		   block medians: samples taken together are correlated); when it is wider than the samples' iid CI,
+		   the bootstrap is widened to match */
+		if (s->n >= EXACT_RAW && p->ci_hi_ns > p->ci_lo_ns && p->ci_lo_ns <= p->median_ns &&
+		    p->median_ns <= p->ci_hi_ns) {
+			double h = t->z_in * sqrt((double)s->n) / 2, lo = floor((double)s->n / 2 - h),
+			       hi = ceil((double)s->n / 2 + h);
+			size_t ilo = lo < 0 ? 0 : (size_t)lo, ihi = hi >= (double)s->n ? s->n - 1 : (size_t)hi;
+			double iid = ((double)s->s[ihi] - (double)s->s[ilo]) / 2 * s->scale;
+			double stored = (p->ci_hi_ns - p->ci_lo_ns) / 2;
+
+			if (iid > 0 && stored > iid)
+				s->scale *= fmin(stored / iid, 20);
+		}
 		return;
 	}
 	if (p->ci_hi_ns > p->ci_lo_ns) {
@@ -184,8 +198,10 @@ static inline double at_bin(const struct bin *bn, const double *v)
 }
 
 /*
- * The threshold rule on one curve: prefix gains over the bins, the smallest bin keeping `keep` of the best gain,
- * 0 when the best gain is not positive. Returns the bin index, -1 for "never".
+ * The threshold rule on one curve (d already zero within the floor): prefix gains over the bins; with keep = 1 the
+ * largest bin reaching the best gain (sizes that are indifferent after it do not end the range), else the smallest
+ * bin keeping `keep` of the best gain (an app's rare large sizes do not inflate the WQE); 0 when the best gain is not
+ * positive. Returns the bin index, -1 for "never".
  */
 static ptrdiff_t pick_bin(const struct bin *bins, size_t nb, const double *dv, double keep)
 {
@@ -194,11 +210,16 @@ static ptrdiff_t pick_bin(const struct bin *bins, size_t nb, const double *dv, d
 
 	for (size_t i = 0; i < nb; i++) {
 		g += bins[i].count * at_bin(&bins[i], dv);
-		if (g > best)
+		if (g > 0 && g >= best) {
 			best = g;
+			k = (ptrdiff_t)i;
+		}
 	}
 	if (!(best > 0))
 		return -1;
+	if (keep >= 1)
+		return k;
+	k = -1;
 	g = 0;
 	for (size_t i = 0; i < nb; i++) {
 		g += bins[i].count * at_bin(&bins[i], dv);
@@ -436,13 +457,19 @@ static int eval_sizes(struct ia *a)
 			}
 			win_ci = loss_ci = 0;
 		}
-		q->cls = win_ci		  ? RT_SIZE_WIN
-			 : loss_ci	  ? RT_SIZE_LOSS
-			 : q->lo >= -q->f ? RT_SIZE_NOT_WORSE
-					  : RT_SIZE_INCONCLUSIVE;
+		q->cls = win_ci				   ? RT_SIZE_WIN
+			 : loss_ci			   ? RT_SIZE_LOSS
+			 : q->lo >= -q->f && q->hi <= q->f ? RT_SIZE_INDIFFERENT
+			 : q->lo >= -q->f		   ? RT_SIZE_NOT_WORSE
+							   : RT_SIZE_INCONCLUSIVE;
 		if (q->cls == RT_SIZE_LOSS && a->first_loss < 0)
 			a->first_loss = (ptrdiff_t)i;
-		a->dv[i] = q->d;
+		/* a difference within the practical floor is no gain and no loss: it neither ends the inline range
+		   nor moves the threshold, in the estimate as in every replicate */
+		a->dv[i] = fabs(q->d) <= q->f ? 0 : q->d;
+		for (size_t b = 0; b < B; b++)
+			if (fabsf(row[b]) <= (float)q->f)
+				row[b] = 0;
 	}
 	free(tmp);
 	a->guard = a->first_loss < 0 ? (ptrdiff_t)np - 1 : a->first_loss - 1;
@@ -552,7 +579,7 @@ static int stability(struct ia *a)
 						bsel[b] = (ptrdiff_t)k;
 			} else {
 				for (size_t b = 0; b < B; b++)
-					if (pref[b] > best[b]) {
+					if (pref[b] > 0 && pref[b] >= best[b]) {
 						best[b] = pref[b];
 						if (keep >= 1)
 							bsel[b] = (ptrdiff_t)k;
@@ -646,8 +673,9 @@ static int expected_gain(struct ia *a)
 		d->gain_pct = k ? pct / (double)k : 0;
 		rt__reason(
 			a->r, RT_R_EXPECTED_GAIN, RT_TOPIC_INLINE, RT_SEV_INFO,
-			"no app histogram: threshold placed where d changes sign (largest cumulative gain); messages "
-			"<= %u B gain %.1f ns on average (%.2f%%) over the measured sizes",
+			"no app histogram: threshold at the largest size reaching the largest cumulative gain (sizes "
+			"within the noise floor count as indifferent); messages <= %u B gain %.1f ns on average (%.2f%%) "
+			"over the measured sizes",
 			a->T, d->gain_ns_per_msg, d->gain_pct);
 		return 0;
 	}
@@ -720,14 +748,14 @@ static void explain_threshold(struct ia *a)
 				   "significant loss at any of the %zu sizes measured (%s, CI %s)",
 				   a->T, q->bytes, q->d, o->ci_level * 100, q->lo, q->hi, rt_size_class_name(q->cls),
 				   a->np, kind_label(a->d->kind), how);
-		if (a->T == last->bytes && a->first_loss < 0 && last->cls == RT_SIZE_WIN) {
+		if (a->T == last->bytes && a->first_loss < 0) {
 			if (dev_max >= 0 && last->bytes >= (uint32_t)dev_max)
 				rt__reason(
 					r, RT_R_LIMITED_BY_DEVICE_MAX_INLINE, RT_TOPIC_INLINE, RT_SEV_INFO,
-					"inline is better all the way: still %.1f ns faster at %u B, the device's max "
-					"inline (%d B); the threshold is limited by the device",
-					last->d, last->bytes, dev_max);
-			else
+					"inline is never worse up to the device's max inline (%d B): %.1f ns at %u B "
+					"(%s); the threshold is limited by the device",
+					dev_max, last->d, last->bytes, rt_size_class_name(last->cls));
+			else if (last->cls == RT_SIZE_WIN)
 				rt__reason(
 					r, RT_R_LIMITED_BY_MEASURED_RANGE, RT_TOPIC_INLINE, RT_SEV_WARN,
 					"inline still wins by %.1f ns at %u B, the largest size measured (device max "

@@ -55,18 +55,19 @@ struct rt_tuner_input {
 
 /* Knobs; rt_tuner_opts_default() fills the documented defaults. Times are in the unit of the input (ns normally). */
 struct rt_tuner_opts {
-	uint64_t seed;		    /* PRNG seed (default 1); same seed + same input = same output */
-	double tolerance;	    /* signal_interval: rate within this fraction of the best (default 0.015) */
-	uint32_t sq_cap_divisor;    /* N <= sq_depth / this (default 4) */
-	uint32_t n_boot;	    /* bootstrap replicates, 20..100000 (default 200) */
-	double ci_level;	    /* level of the per-size CIs and the rank test (default 0.95) */
-	double input_ci_level;	    /* level of the points' ci_lo/ci_hi (default 0.95, what calibrate stores) */
-	double floor_rel;	    /* noise floor = max(floor_rel * median, floor_abs_ns) (default 0.01) */
-	double floor_abs_ns;	    /* (default 20) */
-	double implausible_gain_ns; /* hardware inline gain above this is flagged (default 2500: ~3 PCIe RTTs) */
-	double hist_gain_keep;	    /* with a histogram: smallest threshold keeping this share of the best gain
+	uint64_t seed;		       /* PRNG seed (default 1); same seed + same input = same output */
+	double tolerance;	       /* signal_interval: rate within this fraction of the best (default 0.015) */
+	uint32_t sq_cap_divisor;       /* N <= sq_depth / this (default 4) */
+	uint32_t flat_signal_interval; /* N when the rate does not depend on N (default 16, capped like any N) */
+	uint32_t n_boot;	       /* bootstrap replicates, 20..100000 (default 200) */
+	double ci_level;	       /* level of the per-size CIs and the rank test (default 0.95) */
+	double input_ci_level;	       /* level of the points' ci_lo/ci_hi (default 0.95, what calibrate stores) */
+	double floor_rel;	       /* noise floor = max(floor_rel * median, floor_abs_ns) (default 0.01) */
+	double floor_abs_ns;	       /* (default 20) */
+	double implausible_gain_ns;    /* hardware inline gain above this is flagged (default 2500: ~3 PCIe RTTs) */
+	double hist_gain_keep;	       /* with a histogram: smallest threshold keeping this share of the best gain
 					   (default 0.99) */
-	int kind;		    /* latency kind to use: -1 = auto (the kind with most paired sizes, pingpong
+	int kind;		       /* latency kind to use: -1 = auto (the kind with most paired sizes, pingpong
 					   on a tie), else an enum rt_lat_kind */
 };
 
@@ -80,6 +81,14 @@ enum rt_size_class {
 	RT_SIZE_NOT_WORSE,    /* CI of d above -f: any loss is within the noise floor */
 	RT_SIZE_LOSS,	      /* CI of d below 0 and d < -f (rank test agreeing) */
 	RT_SIZE_INCONCLUSIVE, /* none of the above: the CI is too wide */
+	RT_SIZE_INDIFFERENT,  /* CI of d within [-f, f]: the difference is below the practical floor either way */
+};
+
+/* What the signaling sweep says about N. */
+enum rt_signal_verdict {
+	RT_SIGNAL_NOT_MEASURED = 0, /* no rate sweep: N = 1 */
+	RT_SIGNAL_KNEE,		    /* t_cqe is significant: N is the smallest that gets within tolerance */
+	RT_SIGNAL_INDIFFERENT,	    /* the rate does not depend on N beyond its noise: a stated default N */
 };
 
 enum rt_reason_topic { RT_TOPIC_INLINE = 0, RT_TOPIC_SIGNAL, RT_TOPIC_QUEUE, RT_TOPIC_CQ_MOD, RT_TOPIC_INPUT };
@@ -112,6 +121,7 @@ enum rt_reason_code {
 	RT_R_MULTI_KNEE,		 /* "multi_knee": Kneedle finds more than one knee */
 	RT_R_IMPLAUSIBLE_GAIN,		 /* "implausible_gain": physically implausible numbers */
 	RT_R_INVALID_POINT,		 /* "invalid_point": a point was dropped (NaN, negative, inconsistent) */
+	RT_R_SIGNAL_INDIFFERENT,	 /* "signal_indifferent": the rate does not depend on N here */
 	RT_R__COUNT
 };
 
@@ -164,7 +174,11 @@ struct rt_tuner_decision {
 	bool signal_measured;	     /* false: no rate sweep, N = 1 */
 	uint32_t signal_interval;    /* signal one WR in N */
 	uint32_t signal_kneedle;     /* Kneedle's knee of rate(log2 N) (evidence), 0 = none */
-	double mops_at_n, mops_best; /* smoothed rate at N and the best, of the series that set N */
+	double mops_at_n, mops_best; /* fitted rate at N and as N grows, of the series that set N */
+	enum rt_signal_verdict signal_verdict;
+	/* the fit 1/rate = t_post + t_cqe / N: t_post of the fastest series, t_cqe pooled over the series, with its CI at
+	   opts.ci_level (NaN when not measured) */
+	double t_post_ns, t_cqe_ns, t_cqe_lo_ns, t_cqe_hi_ns;
 	double signal_stability;
 	enum rt_confidence signal_confidence;
 	/* queues and CQ moderation */
@@ -217,12 +231,14 @@ void rt_tuner_result_free(struct rt_tuner_result *res);
  */
 int rt_tuner_format_text(const struct rt_tuner_result *res, char **text, struct rt_error *err);
 
-/* Stable names: "low"/"medium"/"high"; "win"/"not_worse"/"loss"/"inconclusive"; the reason codes above;
+/* Stable names: "low"/"medium"/"high"; "win"/"not_worse"/"loss"/"inconclusive"/"indifferent"; the reason codes above;
+ * "not_measured"/"knee"/"indifferent" (rt_signal_verdict_name);
  * "not_measured"/"unsupported"/"off"/"on". Out-of-range values give "unknown". */
 const char *rt_confidence_name(enum rt_confidence c);
 const char *rt_size_class_name(enum rt_size_class c);
 const char *rt_reason_code_name(enum rt_reason_code c);
 const char *rt_cq_mod_advice_name(enum rt_cq_mod_advice a);
+const char *rt_signal_verdict_name(enum rt_signal_verdict v);
 
 /*
  * Builds histogram bins from the probe's bucket counts (RT_HIST_BUCKETS entries, common/rt_hist.h), skipping empty

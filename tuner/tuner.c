@@ -20,6 +20,7 @@ void rt_tuner_opts_default(struct rt_tuner_opts *opts)
 	opts->seed = 1;
 	opts->tolerance = 0.015;
 	opts->sq_cap_divisor = 4;
+	opts->flat_signal_interval = 16;
 	opts->n_boot = 200;
 	opts->ci_level = 0.95;
 	opts->input_ci_level = 0.95;
@@ -87,6 +88,8 @@ static int check_opts(const struct rt_tuner_opts *o, struct rt_error *err)
 		return rt_error_set(err, EINVAL, "tolerance %g out of range (0, 0.5)", o->tolerance);
 	if (o->sq_cap_divisor < 1)
 		return rt_error_set(err, EINVAL, "sq_cap_divisor must be at least 1");
+	if (o->flat_signal_interval < 1)
+		return rt_error_set(err, EINVAL, "flat_signal_interval must be at least 1");
 	if (o->n_boot < 20 || o->n_boot > 100000)
 		return rt_error_set(err, EINVAL, "n_boot %u out of range 20..100000", o->n_boot);
 	if (!(o->ci_level >= 0.5 && o->ci_level < 1) || !(o->input_ci_level >= 0.5 && o->input_ci_level < 1))
@@ -278,7 +281,8 @@ int rt_tuner_hist_from_buckets(const uint64_t *counts, struct rt_tuner_hist_bin 
 /* ---- names ---- */
 
 static const char *const conf_names[] = { "low", "medium", "high" };
-static const char *const class_names[] = { "win", "not_worse", "loss", "inconclusive" };
+static const char *const class_names[] = { "win", "not_worse", "loss", "inconclusive", "indifferent" };
+static const char *const verdict_names[] = { "not_measured", "knee", "indifferent" };
 static const char *const cqmod_names[] = { "not_measured", "unsupported", "off", "on" };
 static const char *const reason_names[RT_R__COUNT] = {
 	[RT_R_INLINE_THRESHOLD] = "inline_threshold",
@@ -306,6 +310,7 @@ static const char *const reason_names[RT_R__COUNT] = {
 	[RT_R_MULTI_KNEE] = "multi_knee",
 	[RT_R_IMPLAUSIBLE_GAIN] = "implausible_gain",
 	[RT_R_INVALID_POINT] = "invalid_point",
+	[RT_R_SIGNAL_INDIFFERENT] = "signal_indifferent",
 };
 
 #define NAME_OF(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) && (tab)[v] ? (tab)[v] : "unknown")
@@ -325,4 +330,8 @@ const char *rt_reason_code_name(enum rt_reason_code c)
 const char *rt_cq_mod_advice_name(enum rt_cq_mod_advice a)
 {
 	return NAME_OF(cqmod_names, a);
+}
+const char *rt_signal_verdict_name(enum rt_signal_verdict v)
+{
+	return NAME_OF(verdict_names, v);
 }

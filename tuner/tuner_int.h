@@ -58,6 +58,24 @@ enum rt_confidence rt__conf_min(enum rt_confidence a, enum rt_confidence b);
  */
 size_t rt__knee_evidence(const double *x, const double *fit, size_t n, enum rt_knee_dir dir, double theta, int *n_sig);
 
+/* One rate series fitted as 1/rate = a + b x (x = 1/N, y in ns per message), the last k_sat points (largest N) on a
+ * floor c instead (saturation; c = -INFINITY without). se_b is the standard error of b, inflated by phi, the reduced
+ * chi-square when the residuals exceed the points' own noise. */
+struct rt__rate_fit {
+	double a, b, se_b, c, phi;
+	size_t k_sat, n_line;
+	int ok;
+};
+
+/* Fits one series (points ordered by N ascending, i.e. x descending; w = 1/se^2 of y). Returns 0, or -1 when no line
+ * fits (fewer than two distinct N). */
+int rt__rate_fit_series(const double *x, const double *y, const double *w, size_t n, struct rt__rate_fit *f);
+/* The intercept of the line points [0, n_line) given the slope b (weighted mean of y - b x). */
+double rt__rate_intercept(const double *x, const double *y, const double *w, size_t n_line, double b);
+/* Smallest power of two N (at most the first power of two >= n_max) whose time per message max(a + b/N, c) is within
+ * tol of the series' limit max(a, c) as N grows: what N buys. 1 when b <= 0. */
+uint32_t rt__rate_n_needed(double a, double c, double b, double tol, uint32_t n_max);
+
 /* Inline analysis of one (op, qpt): lat points of that pair only (pointers), app histogram of the opcode. */
 int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n,
 		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r);

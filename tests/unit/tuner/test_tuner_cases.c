@@ -185,11 +185,21 @@ static void test_insufficient_data(void **state)
 	assert_false(has(d, "inline_never_better")); /* not claimed: the data cannot tell */
 	rt_tuner_result_free(&res);
 
-	/* rates whose repetitions spread over +-8 %: a 1.5 % tolerance cannot be resolved */
+	/* rates whose repetitions spread over +-8 %: the fit of all nine N still pins t_cqe = 25 ns (N = 64 within a
+	   factor of two), but under +-40 % a 1 ns t_cqe can be neither shown nor excluded at the stated N */
 	curve_init(&c, 256);
 	add_linear(&c, 256, 300, 2, 3);
 	add_series(&c, 8, true, 50, 25, 256, 0.08, 1024);
 	d = run(&c, &res);
+	assert_int_equal(d->signal_verdict, RT_SIGNAL_KNEE);
+	assert_true(d->signal_interval >= 32 && d->signal_interval <= 128);
+	assert_true(d->t_cqe_lo_ns < 25 && d->t_cqe_hi_ns > 25);
+	rt_tuner_result_free(&res);
+	curve_init(&c, 256);
+	add_linear(&c, 256, 300, 2, 3);
+	add_series(&c, 8, true, 50, 1, 256, 0.4, 1024);
+	d = run(&c, &res);
+	assert_int_equal(d->signal_verdict, RT_SIGNAL_INDIFFERENT);
 	assert_reason(d, "insufficient_data");
 	assert_int_equal(d->signal_confidence, RT_CONF_LOW);
 	assert_true(d->budget_needed_s > 0);
@@ -383,12 +393,14 @@ static void test_signal_knee_cap_batch(void **state)
 	const struct rt_tuner_decision *d;
 
 	(void)state;
-	/* r(N) = 1000/(50 + 25/N): within 1.5 % of the best (N = 256) from N = 32 */
+	/* r(N) = 1000/(50 + 25/N): t_cqe/(N t_post) <= 1.5 % (of the limit as N grows) from N = 33, so 64 */
 	curve_init(&c, 256);
 	add_linear(&c, 256, 300, 2, 3);
 	add_series(&c, 8, true, 50, 25, 256, 0.001, 1024);
 	d = run(&c, &res);
-	assert_int_equal(d->signal_interval, 32);
+	assert_int_equal(d->signal_interval, 64);
+	assert_int_equal(d->signal_verdict, RT_SIGNAL_KNEE);
+	assert_true(fabs(d->t_cqe_ns - 25) < 0.5 && fabs(d->t_post_ns - 50) < 0.5);
 	assert_reason(d, "signal_interval");
 	assert_int_equal(d->sq_depth, 1024);
 	assert_int_equal(d->cq_depth, 1024);
@@ -403,14 +415,14 @@ static void test_signal_knee_cap_batch(void **state)
 	assert_reason(d, "signal_capped_by_sq_depth");
 	rt_tuner_result_free(&res);
 
-	/* the app posts lists of 64 WRs: never signal less often than once per list... nor more often */
-	c.in.app[RT_OP_SEND].post_list_batch = 64;
+	/* the app posts lists of 128 WRs: never signal less often than once per list... nor more often */
+	c.in.app[RT_OP_SEND].post_list_batch = 128;
 	for (size_t i = 0; i < c.in.n_rate; i++)
 		c.rate[i].sq_depth = 1024;
 	d = run(&c, &res);
-	assert_int_equal(d->signal_interval, 64);
+	assert_int_equal(d->signal_interval, 128);
 	assert_reason(d, "signal_raised_to_batch");
-	assert_true(d->sq_depth >= 4 * 64);
+	assert_true(d->sq_depth >= 4 * 128);
 	rt_tuner_result_free(&res);
 
 	/* ENOMEM during the sweep is named */
@@ -622,7 +634,7 @@ static void test_format_text(void **state)
 	assert_non_null(strstr(text, "send/rc: confidence"));
 	assert_non_null(strstr(text, "inline_threshold  0 (never inline"));
 	assert_non_null(strstr(text, "[inline_never_better]"));
-	assert_non_null(strstr(text, "signal_interval   32"));
+	assert_non_null(strstr(text, "signal_interval   64"));
 	assert_non_null(strstr(text, "[queue_depths]"));
 	free(text);
 	assert_int_equal(rt_tuner_format_text(NULL, &text, NULL), EINVAL);
