@@ -132,7 +132,7 @@ static void test_run_roundtrip(void **state)
 
 		assert_int_equal(rt_store_node_list(st, &nodes, &nn, &err), 0);
 		assert_int_equal(nn, 1);
-		assert_string_equal(nodes[0].node_key, "mid-host-a");
+		assert_string_equal(nodes[0].node_key, "mid-host-a/host-a");
 		assert_string_equal(nodes[0].info.hostname, "host-a");
 		assert_int_equal(nodes[0].n_runs, 1);
 		assert_int_equal(nodes[0].n_profile_entries, 0);
