@@ -124,8 +124,8 @@ int rt_store_run_begin(struct rt_store *st, struct rt_run *run, struct rt_error 
 /* Appends points to a begun run in one transaction (raw samples of each latency point, n_kept, stored too). */
 int rt_store_run_add_points(struct rt_store *st, int64_t run_id, const struct rt_lat_point *lat, size_t n_lat,
 			    const struct rt_rate_point *rate, size_t n_rate, struct rt_error *err);
-/* Stores the run's CQ moderation results (one per opcode), and its environment and parameters again (the engine
- * refines them while measuring: notes, phase times). */
+/* Stores the run's CQ moderation results (one per opcode), and its environment, parameters and device record again
+ * (the engine refines them while measuring: notes, phase times); the device's own row is left as it is. */
 int rt_store_run_set_results(struct rt_store *st, const struct rt_run *run, struct rt_error *err);
 /* Marks a run complete/interrupted/failed and sets its end time (now). ENOENT when there is no such run. */
 int rt_store_run_finish(struct rt_store *st, int64_t run_id, enum rt_run_status status, struct rt_error *err);

@@ -593,26 +593,29 @@ int rt_store_run_add_points(struct rt_store *st, int64_t run_id, const struct rt
 
 static int set_results(struct rt_store *st, const struct rt_run *run, struct rt_error *err)
 {
-	char *env = env_to_json(&run->env), *cqmod = cqmod_to_json(run->cqmod);
+	char *env = env_to_json(&run->env), *cqmod = cqmod_to_json(run->cqmod), *dev = device_to_json(&run->dev);
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	if (!env || !cqmod) {
+	if (!env || !cqmod || !dev) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	/* params too: the engine adds what it learnt while measuring (notes such as "budget too small", phase times) */
-	if ((rc = prepare(st,
-			  "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?"
-			  " WHERE id = ?",
-			  &s, err)))
+	/* params too: the engine adds what it learnt while measuring (notes such as "budget too small", phase times); and
+	 * the device as the run ends knowing it */
+	if ((rc = prepare(
+		     st,
+		     "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?, device = ?"
+		     " WHERE id = ?",
+		     &s, err)))
 		goto out;
 	sqlite3_bind_text(s, 1, env, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, cqmod, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, run->max_inline_used);
 	sqlite3_bind_int64(s, 4, run->sq_depth);
 	sqlite3_bind_text(s, 5, run->params, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 6, run->id);
+	sqlite3_bind_text(s, 6, dev, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 7, run->id);
 	if ((rc = step_done(st, s, "store run results", err)))
 		goto out;
 	if (sqlite3_changes(st->db) == 0)
@@ -621,6 +624,7 @@ out:
 	sqlite3_finalize(s);
 	free(env);
 	free(cqmod);
+	free(dev);
 	return rc;
 }
 
