@@ -5,7 +5,7 @@
 # import idempotence, and the error paths (not a database, no store, newer schema, bad file, usage) with their
 # messages and exit codes; every error leaves the files as they were.
 set -uo pipefail
-rtune=$1 fill=$2
+rtune=$1 fill=$2 caps_fill=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -172,6 +172,15 @@ check "not a database: file unchanged by import" cmp -s "$tmp/notes.db" "$tmp/no
 "$rtune" history --db "$tmp/none.db" 2>"$tmp/err"; rc=$?
 check "no store: exit 1 and message" grep -q "rtune: no store at '$tmp/none.db'" "$tmp/err"
 check "no store: nothing created" test ! -e "$tmp/none.db"
+# a run keeps what its device was: re-tuning a run made when the device could inline 256 B, after a newer run found
+# 1004 B, is limited by its own 256 B (issue 15 item 4)
+old_run=$("$caps_fill" "$tmp/caps.db") || check "caps_fill" false
+"$rtune" tune --db "$tmp/caps.db" --dry-run "$old_run" >"$tmp/tune.txt" 2>&1; rc=$?
+check "re-tune of the 256 B run exits 0" test $rc -eq 0
+check "re-tune of the 256 B run is limited by its own max inline 256 B" \
+  grep -q "\[limited_by_device_max_inline\].*max inline (256 B)" "$tmp/tune.txt"
+check "and not by the measured range (as with the newer run's 1004 B)" \
+  test -z "$(grep limited_by_measured_range "$tmp/tune.txt")"
 # a command that reads a store, given an empty file or a path with nothing there, creates or converts nothing: one
 # line naming the file, exit 1, the file byte for byte as it was (empty), no -wal/-shm/-journal next to it
 : >"$tmp/empty.db"

@@ -419,40 +419,6 @@ static void test_hw_signature(void **state)
 	rt_run_release(&b);
 }
 
-/* A run of mlx5_0 on host-a started at started_s whose device can inline max_inline_rc bytes, guid its GUID: send/rc
- * ping-pong sizes 1..max_inline_rc (powers of two), inline 300 ns faster at every one (the tuner's "better all the
- * way" case), 400 samples each. */
-static void inline_run(struct rt_run *r, int max_inline_rc, const char *guid, const char *fw, int64_t started_s)
-{
-	size_t n = 0;
-
-	tu_run(r, "host-a", "mlx5_0", 0, 0);
-	snprintf(r->dev.node_guid, sizeof(r->dev.node_guid), "%s", guid);
-	snprintf(r->dev.fw_ver, sizeof(r->dev.fw_ver), "%s", fw);
-	r->dev.max_inline_rc = max_inline_rc;
-	r->max_inline_used = (uint32_t)max_inline_rc;
-	r->started_ns = started_s * 1000000000LL;
-	free(r->lat);
-	r->lat = calloc(64, sizeof(*r->lat));
-	assert_non_null(r->lat);
-	for (uint32_t b = 1; b <= (uint32_t)max_inline_rc; b *= 2)
-		for (int inl = 0; inl < 2; inl++) {
-			struct rt_lat_point *p = &r->lat[n++];
-
-			p->op = RT_OP_SEND;
-			p->qpt = RT_QPT_RC;
-			p->kind = RT_LAT_PINGPONG;
-			p->msg_bytes = b;
-			p->inl = inl;
-			p->n_samples = 400;
-			p->median_ns = 2000.0 + b - (inl ? 300.0 : 0.0);
-			p->ci_lo_ns = p->median_ns - 5;
-			p->ci_hi_ns = p->median_ns + 5;
-			p->p99_ns = p->median_ns + 100;
-		}
-	r->n_lat = n;
-}
-
 /* The tuner's text for run (loaded from the store). */
 static char *tune_text(const struct rt_run *run)
 {
@@ -490,8 +456,8 @@ static void test_run_keeps_its_device(void **state)
 		char db[1300];
 
 		snprintf(db, sizeof(db), "%s/order%d.db", dir, order);
-		inline_run(&old_run, 256, "0011:2233:4455:6677", "16.1", 1700000000);
-		inline_run(&new_run, 1004, "0011:2233:4455:6677", "16.2", 1700086400);
+		tu_inline_run(&old_run, 256, "0011:2233:4455:6677", "16.1", 1700000000);
+		tu_inline_run(&new_run, 1004, "0011:2233:4455:6677", "16.2", 1700086400);
 		assert_int_equal(rt_store_open(db, &st, &err), 0);
 		if (order == 0) {
 			assert_int_equal(rt_store_run_save(st, &old_run, &err), 0);
@@ -540,8 +506,8 @@ static void test_replaced_nic(void **state)
 	size_t n = 0;
 
 	(void)state;
-	inline_run(&old_run, 256, "aaaa:0000:0000:0001", "16.1", 1700000000);
-	inline_run(&new_run, 256, "bbbb:0000:0000:0002", "20.1", 1700086400);
+	tu_inline_run(&old_run, 256, "aaaa:0000:0000:0001", "16.1", 1700000000);
+	tu_inline_run(&new_run, 256, "bbbb:0000:0000:0002", "20.1", 1700086400);
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	assert_int_equal(rt_store_run_save(st, &old_run, &err), 0);
 	assert_int_equal(rt_store_run_save(st, &new_run, &err), 0);
