@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The store's CLI commands end to end on a store filled by store_fill: show (text and JSON, curves included), history
 # with drift and the interrupted run, export in the three formats (atomic, mode 0644, valid shell / textfile),
-# import idempotence, and the error paths (not a database, no store, newer schema, bad file, usage) with their
-# messages and exit codes; every error leaves the files as they were.
+# import idempotence, cloned machine-ids kept apart (import, report), the re-tune of an old run with that run's own
+# device caps, and the error paths (not a database, no store, an empty file or table-less database given to a read
+# command, newer schema, bad file, usage) with their messages and exit codes; every error leaves the files as they
+# were.
 set -uo pipefail
 rtune=$1 fill=$2 caps_fill=$3
 tmp=$(mktemp -d)

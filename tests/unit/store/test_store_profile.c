@@ -3,7 +3,8 @@
  * Unit tests of profiles: stored entries (validated, idempotent by node + run id, the latest measurement current),
  * the round trip store -> JSON profile -> librtune, the env and Prometheus exports, atomic export (no partial file, a
  * symlink at the target replaced and never followed, a failed export leaves the old file), and import from other nodes
- * (idempotent, several nodes need --node), also of many files at once (told in order, a failing file alone lost).
+ * (idempotent, several nodes need --node), also of many files at once (told in order, a failing file alone lost);
+ * cloned machine-ids imported as two nodes; an imported NIC replacement exports only the current device.
  */
 #include <dirent.h>
 #include <errno.h>

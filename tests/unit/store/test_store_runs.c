@@ -3,7 +3,8 @@
  * Unit tests of calibration runs and histograms in the store: a run written in steps loads back field for field;
  * a "running" run whose process died shows as interrupted; two processes writing at once both succeed; a child killed
  * with SIGKILL in the middle of its transactions leaves a consistent store (integrity_check), earlier runs intact and
- * only whole transactions of the killed run.
+ * only whole transactions of the killed run. A run keeps its device as it was (re-tuning an old run uses its own max
+ * inline), and a replaced NIC leaves the node's current hardware, signature and export.
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -2,7 +2,9 @@
 /*
  * Unit tests of opening the store: creation (mode, schema version, WAL), migration from a hand-built v1 store with data
  * in it, and the files the store must refuse without changing a byte: not a database, another program's SQLite
- * database, a newer schema, a symlink. Also the default path resolution every command shares.
+ * database, a newer schema, a symlink; and what a read-only open (rt_store_open_existing) must neither create nor
+ * convert: a missing path, an empty file, a database without tables. Also the default path resolution every command
+ * shares.
  */
 #include <errno.h>
 #include <fcntl.h>
