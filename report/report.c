@@ -6,6 +6,7 @@
  * and merging a node met in several inputs.
  */
 #include "report_internal.h"
+#include "rt_store.h" /* rt_store_node_key_of: one node identity */
 
 #include <dirent.h>
 #include <errno.h>
@@ -150,8 +151,9 @@ size_t rt_report_node_count(const struct rt_report *r)
 
 /* ---- node table keyed by node_key ------------------------------------------------------------------------------ */
 
-/* A node is its machine-id (else hostname) and its hostname: cloned machine-ids (VM images, guests sharing a root)
- * with different hostnames stay different nodes. */
+/* A node is its rt_store_node_key(): machine-id and hostname (the hostname alone without a machine-id), so cloned
+ * machine-ids (VM images, guests sharing a root) with different hostnames stay different nodes, in a store as in
+ * files. */
 static uint64_t node_hash(const struct rp_node *n)
 {
 	return rp_fnv1a(rp_fnv1a(0xcbf29ce484222325ULL, n->node_key), n->hostname);
@@ -408,9 +410,14 @@ static int parse_json_doc(struct rt_json_arena *a, const char *name, const char 
 	node = json_object_get(root, "node");
 	n->hostname = rp_strdup(rt_profile_hostname(p));
 	{
+		/* the store's identity of the node (rt_store_node_key), from the fields as the store would keep them */
 		const char *mid = json_string_value(json_object_get(node, "machine_id"));
+		char mid_cut[RT_NAME_LEN], host_cut[RT_TEXT_LEN], key[RT_STORE_NODE_KEY_LEN];
 
-		n->node_key = rp_strdup(mid && *mid ? mid : rt_profile_hostname(p));
+		snprintf(mid_cut, sizeof(mid_cut), "%s", mid ? mid : "");
+		snprintf(host_cut, sizeof(host_cut), "%s", rt_profile_hostname(p));
+		rt_store_node_key_of(mid_cut, host_cut, key, sizeof(key));
+		n->node_key = rp_strdup(key);
 	}
 	n->source = rp_strdup(name);
 	n->cpu_model = rp_strdup(json_string_value(json_object_get(node, "cpu_model")));

@@ -64,7 +64,7 @@ struct rp_entry {
 
 struct rp_node {
 	char *hostname;
-	char *node_key; /* machine-id, else hostname */
+	char *node_key; /* rt_store_node_key(): "<machine-id>/<hostname>", else the hostname */
 	char *source;	/* file it came from */
 	char *cpu_model;
 	char hw_sig[40];

@@ -33,7 +33,7 @@ static int col_int(sqlite3_stmt *s, int i, int unknown_if_zero)
 	return sqlite3_column_int(s, i);
 }
 
-/* Devices of node_id with their first port's link layer and MTU (read-only SQL). */
+/* The current devices of node_id (view current_devices) with their first port's link layer and MTU (read-only SQL). */
 static int read_devices(sqlite3 *db, int64_t node_id, struct rp_node *n)
 {
 	sqlite3_stmt *s;
@@ -45,8 +45,7 @@ static int read_devices(sqlite3 *db, int64_t node_id, struct rp_node *n)
 		    " d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
 		    " (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
 		    " (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
-		    " FROM devices d WHERE d.node_id = ?1 AND d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id"
-		    " AND e.name = d.name) ORDER BY d.name LIMIT 16",
+		    " FROM current_devices d WHERE d.node_id = ?1 ORDER BY d.name LIMIT 16",
 		    -1, &s, NULL) != SQLITE_OK)
 		return EIO;
 	sqlite3_bind_int64(s, 1, node_id);
@@ -388,15 +387,14 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 		goto sqlfail;
 	sqlite3_finalize(s);
 	s = NULL;
-	/* devices with their first port (newest row per name) */
+	/* the node's current devices (per name the one seen last, as an export lists them) with their first port */
 	if (sqlite3_prepare_v2(
 		    db,
 		    "SELECT d.node_id, d.name, d.node_guid, d.vendor_id, d.vendor_part_id, d.fw_ver, d.numa_node, d.pci_addr,"
 		    " d.pcie_speed, d.pcie_width, d.pcie_max_payload_bytes, d.pcie_max_read_req_bytes,"
 		    " (SELECT link_layer FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1),"
 		    " (SELECT active_mtu_bytes FROM ports p WHERE p.device_id = d.id ORDER BY port_num LIMIT 1)"
-		    " FROM devices d WHERE d.id = (SELECT max(id) FROM devices e WHERE e.node_id = d.node_id AND e.name = d.name)"
-		    " ORDER BY d.node_id, d.name",
+		    " FROM current_devices d ORDER BY d.node_id, d.name",
 		    -1, &s, NULL) != SQLITE_OK)
 		goto sqlfail;
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {

@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 3
+#define RT_STORE_SCHEMA_VERSION 4
 
 struct rt_store;
 
@@ -47,8 +47,11 @@ int rt_store_default_path(char *buf, size_t len, struct rt_error *err);
  * cases the file is left untouched. On success *out is the store (close with rt_store_close).
  */
 int rt_store_open(const char *path, struct rt_store **out, struct rt_error *err);
-/* As rt_store_open() but never creates the store: ENOENT ("no store at '<path>'") when it does not exist. For commands
- * that only read (show, history, export, report); an older schema is still migrated when the store is writable. A store
+/* As rt_store_open() but never creates a store: ENOENT ("no store at '<path>'") when it does not exist, EINVAL ("cannot
+ * open store '<path>': empty file, not an rtune store", or "empty database, ...") for an empty file or an SQLite
+ * database without tables, which are left as they are (not a byte written, no -wal/-shm created). For commands that
+ * read a store (show, history, export, report, tune); an rtune store of an older schema is still migrated forward
+ * when it is writable (the one write such a command makes, in one transaction). A store
  * in a directory this user may not write, copied without its -wal/-shm files, is opened immutable (read-only); with a
  * -wal but no -shm there it is EROFS, naming the way out. rt_store_open() on a store this user may not write fails
  * at once with EACCES ("cannot write store '<path>': read-only for this user ..."). */
@@ -74,8 +77,17 @@ int rt_store_check(struct rt_store *st, struct rt_error *err);
 int rt_store_batch(struct rt_store *st, bool on, struct rt_error *err);
 int rt_store_batch_flush(struct rt_store *st, struct rt_error *err);
 
-/* Key identifying a node across stores: its machine-id, else its hostname. */
-const char *rt_store_node_key(const struct rt_node_info *node);
+/* Room for a node key: a machine-id, '/', a hostname and the NUL. */
+#define RT_STORE_NODE_KEY_LEN (RT_NAME_LEN + RT_TEXT_LEN)
+/*
+ * The identity of a node in stores, imports, exports and `rtune report`: "<machine-id>/<hostname>", or the hostname
+ * alone when there is no machine-id. Two machines cloned from one image (same /etc/machine-id, different hostnames)
+ * are two nodes; a renamed host starts a new node. Writes it into out (len bytes, cut when longer; NULL strings read
+ * as "").
+ */
+void rt_store_node_key_of(const char *machine_id, const char *hostname, char *out, size_t len);
+/* rt_store_node_key_of() of node into out; returns out. */
+const char *rt_store_node_key(const struct rt_node_info *node, char out[RT_STORE_NODE_KEY_LEN]);
 /* Stable hash of the node's hardware (CPU model and every device's vendor/part/fw/link layer/MTU/PCIe/NUMA), as
  * "fnv1a64:<16 hex>"; devs may be NULL when n_devs is 0. */
 void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_device_info *devs, size_t n_devs,
@@ -86,16 +98,18 @@ void rt_store_local_node(struct rt_node_info *out);
 /* One node known to the store, for fleet views (`rtune report`). */
 struct rt_store_node {
 	int64_t id;
-	char node_key[RT_TEXT_LEN]; /* machine-id, else hostname */
-	struct rt_node_info info;   /* kernel and cpu_count may be empty/0 for imported nodes */
+	char node_key[RT_STORE_NODE_KEY_LEN]; /* rt_store_node_key() */
+	struct rt_node_info info;	      /* kernel and cpu_count may be empty/0 for imported nodes */
 	char hw_signature[32];
 	size_t n_profile_entries; /* profile rows stored (all, not only current) */
 	size_t n_runs;
 };
 /* Every node, oldest first; *out malloc'd (free()), *n may be 0. */
 int rt_store_node_list(struct rt_store *st, struct rt_store_node **out, size_t *n, struct rt_error *err);
-/* The devices (with ports) recorded for node_key by calibration runs; *out malloc'd, *n may be 0 (an imported node
- * has none). ENOENT when the store has no such node. */
+/* The node's current hardware: per device name, the device (with ports) seen last, by a calibration run or in an
+ * imported profile's "hardware" (a NIC replaced by one with a new GUID: only the new one). node_key: a key
+ * (rt_store_node_key) or a hostname. *out malloc'd, *n may be 0 (an imported node without "hardware"). ENOENT when
+ * the store has no such node. */
 int rt_store_node_devices(struct rt_store *st, const char *node_key, struct rt_device_info **out, size_t *n,
 			  struct rt_error *err);
 
@@ -110,8 +124,8 @@ int rt_store_run_begin(struct rt_store *st, struct rt_run *run, struct rt_error 
 /* Appends points to a begun run in one transaction (raw samples of each latency point, n_kept, stored too). */
 int rt_store_run_add_points(struct rt_store *st, int64_t run_id, const struct rt_lat_point *lat, size_t n_lat,
 			    const struct rt_rate_point *rate, size_t n_rate, struct rt_error *err);
-/* Stores the run's CQ moderation results (one per opcode), and its environment and parameters again (the engine
- * refines them while measuring: notes, phase times). */
+/* Stores the run's CQ moderation results (one per opcode), and its environment, parameters and device record again
+ * (the engine refines them while measuring: notes, phase times); the device's own row is left as it is. */
 int rt_store_run_set_results(struct rt_store *st, const struct rt_run *run, struct rt_error *err);
 /* Marks a run complete/interrupted/failed and sets its end time (now). ENOENT when there is no such run. */
 int rt_store_run_finish(struct rt_store *st, int64_t run_id, enum rt_run_status status, struct rt_error *err);
@@ -121,7 +135,9 @@ int rt_store_run_save(struct rt_store *st, struct rt_run *run, struct rt_error *
 
 /*
  * Loads a run with its points into out (release with rt_run_release()). which: a uuid, a row id ("12"), or NULL for
- * the most recent run (of device when device is not NULL). ENOENT when none matches.
+ * the most recent run (of device when device is not NULL). out->dev is the device as that run recorded it
+ * (capabilities such as max_inline_rc, firmware, ports), not as a later run found it; a run stored before schema v4
+ * has no such record and gets the device's row. ENOENT when none matches.
  */
 int rt_store_run_load(struct rt_store *st, const char *which, const char *device, struct rt_run *out,
 		      struct rt_error *err);

@@ -80,7 +80,24 @@ static const char migrate_v2[] =
 static const char migrate_v3[] = "ALTER TABLE profiles ADD COLUMN cal_cpu_numa_node INTEGER;"
 				 "ALTER TABLE profiles ADD COLUMN cal_numa_local INTEGER;";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3 };
+/* v3 -> v4: one node identity everywhere and a run keeps what its device was.
+ * - nodes.node_key becomes "<machine-id>/<hostname>" (the hostname alone without a machine-id), as rt_store_node_key()
+ *   and `rtune report` define it: machines cloned from one image share /etc/machine-id but are different nodes.
+ * - runs.device: the device as that run saw it (capabilities, firmware, ports; JSON), so re-tuning an old run uses its
+ *   own max_inline_rc rather than whatever a later run wrote into the device row. NULL for runs stored before v4
+ *   (they fall back to the device row).
+ * - devices.seen_ns: when the newest evidence of that device row was taken (a run's start, an imported profile's
+ *   newest measurement); current_devices, per node and device name, the row seen last: a node's current hardware (a
+ *   replaced NIC, same name and a new GUID, is no longer part of it). */
+static const char migrate_v4[] =
+	"UPDATE nodes SET node_key = machine_id || '/' || hostname WHERE machine_id <> '';"
+	"ALTER TABLE runs ADD COLUMN device TEXT;"
+	"ALTER TABLE devices ADD COLUMN seen_ns INTEGER NOT NULL DEFAULT 0;"
+	"UPDATE devices SET seen_ns = coalesce((SELECT max(started_ns) FROM runs r WHERE r.device_id = devices.id), 0);"
+	"CREATE VIEW current_devices AS SELECT d.* FROM devices d WHERE d.id = (SELECT e.id FROM devices e"
+	" WHERE e.node_id = d.node_id AND e.name = d.name ORDER BY e.seen_ns DESC, e.id DESC LIMIT 1);";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3, migrate_v4 };
 
 int64_t rt_store_now_ns(void)
 {
@@ -501,6 +518,11 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 			rc = open_failed(st, err, EINVAL, "not a regular file");
 			goto out;
 		}
+		/* a command that only reads never turns a file into a store: an empty one is not a store (yet) */
+		if (!create && sb.st_size == 0) {
+			rc = open_failed(st, err, EINVAL, "empty file, not an rtune store");
+			goto out;
+		}
 	} else if (errno != ENOENT) {
 		rc = rt_error_set(err, errno, "cannot open store '%s': %s", st->path, strerror(errno));
 		goto out;
@@ -549,6 +571,11 @@ static int do_open(const char *path, bool create, struct rt_store **out, struct 
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
 	if ((rc = check_identity(st, err)))
 		goto out;
+	if (!create && st->version == 0) {
+		/* an SQLite database without any table (nor rtune's id): creating rtune's tables in it is for a writer */
+		rc = open_failed(st, err, EINVAL, "empty database, not an rtune store");
+		goto out;
+	}
 	if (create && sqlite3_db_readonly(st->db, "main") == 1) {
 		rc = read_only_error(st, err, "");
 		goto out;
@@ -644,9 +671,18 @@ int rt_store_check(struct rt_store *st, struct rt_error *err)
 
 /* ---- node identity ------------------------------------------------------------------------------------------------ */
 
-const char *rt_store_node_key(const struct rt_node_info *node)
+void rt_store_node_key_of(const char *machine_id, const char *hostname, char *out, size_t len)
 {
-	return node->machine_id[0] ? node->machine_id : node->hostname;
+	if (machine_id && machine_id[0])
+		snprintf(out, len, "%s/%s", machine_id, hostname ? hostname : "");
+	else
+		snprintf(out, len, "%s", hostname ? hostname : "");
+}
+
+const char *rt_store_node_key(const struct rt_node_info *node, char out[RT_STORE_NODE_KEY_LEN])
+{
+	rt_store_node_key_of(node->machine_id, node->hostname, out, RT_STORE_NODE_KEY_LEN);
+	return out;
 }
 
 void rt_store_local_node(struct rt_node_info *out)
@@ -714,7 +750,9 @@ void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_devi
  * hw_signature, updated_ns) to s. */
 static void bind_node(sqlite3_stmt *s, const struct rt_node_info *node, const char *hw_signature)
 {
-	sqlite3_bind_text(s, 1, rt_store_node_key(node), -1, SQLITE_STATIC);
+	char key[RT_STORE_NODE_KEY_LEN];
+
+	sqlite3_bind_text(s, 1, rt_store_node_key(node, key), -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(s, 2, node->hostname, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, node->machine_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 4, node->cpu_model, -1, SQLITE_STATIC);
@@ -733,6 +771,7 @@ static void bind_node(sqlite3_stmt *s, const struct rt_node_info *node, const ch
 int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 			 int64_t *node_id, bool *created, struct rt_error *err)
 {
+	char key[RT_STORE_NODE_KEY_LEN];
 	sqlite3_stmt *s;
 	int step;
 
@@ -743,7 +782,7 @@ int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, c
 	s = rt_store_stmt(st, STMT_NODE_FIND, "SELECT id FROM nodes WHERE node_key = ?1", err);
 	if (!s)
 		return err ? err->code : EIO;
-	sqlite3_bind_text(s, 1, rt_store_node_key(node), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 1, rt_store_node_key(node, key), -1, SQLITE_STATIC);
 	step = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (step == SQLITE_DONE) {

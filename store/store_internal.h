@@ -50,14 +50,17 @@ int rt_store_sql_error(struct rt_store *st, const char *what, struct rt_error *e
 int rt_store_begin(struct rt_store *st, struct rt_error *err);
 int rt_store_commit(struct rt_store *st, struct rt_error *err);
 void rt_store_rollback(struct rt_store *st);
-/* Upserts node (by rt_store_node_key) inside the caller's transaction, setting hw_signature when not NULL/"";
+/* Upserts node (by rt_store_node_key()) inside the caller's transaction, setting hw_signature when not NULL/"";
  * *created (may be NULL) tells whether the row is new. */
 int rt_store_node_upsert(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 			 int64_t *node_id, bool *created, struct rt_error *err);
 /* Upserts device d of node_id (by name and GUID) and its ports inside the caller's transaction; *dev_id its row.
- * node_created: node_id was created in this transaction, so it has no devices yet (no lookup needed). */
+ * seen_ns: when this evidence of the device was taken (a run's start, an imported profile's newest measurement); a
+ * known row is overwritten only by evidence at least as new, and the row seen last per name is the node's current
+ * device (view current_devices). node_created: node_id was created in this transaction, so it has no devices yet (no
+ * lookup needed). On failure the transaction holds part of the write: the caller rolls back. */
 int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, bool node_created,
-			   int64_t *dev_id, struct rt_error *err);
+			   int64_t seen_ns, int64_t *dev_id, struct rt_error *err);
 /* Copies the string member key of o into dst (len bytes, cut at a UTF-8 character boundary when longer); "" when o
  * has no such string. */
 void rt_store_json_copy_str(char *dst, size_t len, json_t *o, const char *key);

@@ -217,35 +217,40 @@ int rt_store_replace_profile(struct rt_store *st, const struct rt_node_info *nod
 	return put_profile(st, node, hw_signature, entries, n, true, NULL, err);
 }
 
-/* Chooses the node whose profile to read; fills node_id and node_out. */
+/*
+ * Chooses the node whose profile to read; fills node_id and node_out. node_key: a node key (rt_store_node_key), a
+ * hostname or a machine-id; an exact key wins, else the one node that matches (EEXIST naming the keys when several
+ * do: two clones share a machine-id). NULL: the local node (by key) if it has profiles, else the only node that has.
+ */
 static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id, struct rt_node_info *node,
 		     char *hw_sig, struct rt_error *err)
 {
 	struct rt_node_info local;
 	sqlite3_stmt *s = NULL;
-	char list[200] = "";
+	char list[300] = "", key[RT_STORE_NODE_KEY_LEN];
 	int rc = 0, step, count = 0;
 
 	rt_store_local_node(&local);
 	if (sqlite3_prepare_v2(
 		    st->db,
 		    "SELECT n.id, n.node_key, n.hostname, n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes,"
-		    " n.hw_signature, (n.node_key = ?2 OR n.machine_id = ?2 AND ?2 <> '') AS is_local FROM nodes n"
+		    " n.hw_signature, n.node_key = ?2 AS is_local, n.node_key IS ?1 AS is_exact FROM nodes n"
 		    " WHERE EXISTS (SELECT 1 FROM profiles p WHERE p.node_id = n.id)"
-		    " AND (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1)"
-		    " ORDER BY is_local DESC, n.updated_ns DESC",
+		    " AND (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1 OR (n.machine_id = ?1 AND ?1 <> ''))"
+		    " ORDER BY is_exact DESC, is_local DESC, n.updated_ns DESC",
 		    -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "read nodes", err);
 	if (node_key)
 		sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, rt_store_node_key(&local), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, rt_store_node_key(&local, key), -1, SQLITE_STATIC);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		const char *host = (const char *)sqlite3_column_text(s, 2);
+		/* several candidates are named by hostname, or by key when a node was asked for (hostnames may repeat) */
+		const char *name = (const char *)sqlite3_column_text(s, node_key ? 1 : 2);
 
 		if (count == 0) {
 			*node_id = sqlite3_column_int64(s, 0);
 			memset(node, 0, sizeof(*node));
-			snprintf(node->hostname, sizeof(node->hostname), "%s", host);
+			snprintf(node->hostname, sizeof(node->hostname), "%s", sqlite3_column_text(s, 2));
 			snprintf(node->machine_id, sizeof(node->machine_id), "%s", sqlite3_column_text(s, 3));
 			snprintf(node->cpu_model, sizeof(node->cpu_model), "%s", sqlite3_column_text(s, 4));
 			snprintf(node->kernel, sizeof(node->kernel), "%s", sqlite3_column_text(s, 5));
@@ -253,13 +258,13 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 			node->numa_nodes = sqlite3_column_int(s, 7);
 			if (hw_sig)
 				snprintf(hw_sig, 32, "%s", sqlite3_column_text(s, 8));
-			if (sqlite3_column_int(s, 9) || node_key) {
+			if (sqlite3_column_int(s, node_key ? 10 : 9)) {
 				count = 1;
 				break;
 			}
 		}
-		if (strlen(list) + strlen(host) + 3 < sizeof(list))
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", count ? ", " : "", host);
+		if (strlen(list) + strlen(name) + 3 < sizeof(list))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", count ? ", " : "", name);
 		count++;
 	}
 	if (step != SQLITE_ROW && step != SQLITE_DONE)
@@ -271,6 +276,11 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 				  "no profile in store '%s' (run 'rtune calibrate' and 'rtune tune', or "
 				  "'rtune import')",
 				  st->path);
+	else if (count > 1 && node_key)
+		rc = rt_error_set(err, EEXIST,
+				  "several nodes of store '%s' match '%s' (%s): choose one by its key "
+				  "MACHINE-ID/HOSTNAME",
+				  st->path, node_key, list);
 	else if (count > 1)
 		rc = rt_error_set(err, EEXIST,
 				  "store '%s' holds profiles of several nodes (%s): choose one with --node", st->path,
@@ -386,16 +396,18 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 	return o;
 }
 
-/* The node's hardware facts as recorded by its calibration runs or its imported profile's "hardware" object (devices,
- * PCIe, NUMA): what `rtune report` groups nodes by and names outliers' causes from. NULL when the store has no device
- * rows for the node (an imported profile without "hardware"). */
+/* The node's current hardware as recorded by its calibration runs or its imported profile's "hardware" object
+ * (devices, PCIe, NUMA; per device name the one seen last, rt_store_node_devices): what `rtune report` groups nodes by
+ * and names outliers' causes from. NULL when the store has no device rows for the node (an imported profile without
+ * "hardware"). */
 static json_t *hardware_json(struct rt_store *st, const struct rt_node_info *node)
 {
 	struct rt_device_info *devs = NULL;
+	char key[RT_STORE_NODE_KEY_LEN];
 	json_t *arr, *hw = NULL;
 	size_t nd = 0;
 
-	if (rt_store_node_devices(st, rt_store_node_key(node), &devs, &nd, NULL) || nd == 0) {
+	if (rt_store_node_devices(st, rt_store_node_key(node, key), &devs, &nd, NULL) || nd == 0) {
 		free(devs);
 		return NULL;
 	}
@@ -1060,7 +1072,7 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 	const struct rt_profile *p = pr->p;
 	struct rt_node_info node;
 	size_t cnt = 0;
-	int64_t node_id;
+	int64_t node_id, newest_s = 0;
 	bool created;
 	int rc;
 
@@ -1073,11 +1085,16 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 	node.numa_nodes = p->numa_nodes;
 	if ((rc = rt_store_node_upsert(st, &node, p->hw_signature, &node_id, &created, err)))
 		return rc;
+	/* the document's hardware is as new as its newest measurement: a profile older than what the store already
+	 * knows of a device does not make it current again */
+	for (size_t i = 0; i < p->n_entries; i++)
+		if (p->entries[i].measured_at > newest_s)
+			newest_s = p->entries[i].measured_at;
 	for (size_t i = 0; i < pr->n_devs; i++) {
 		int64_t dev_id;
 
 		device_from_import(dev, &pr->devs[i]);
-		if ((rc = rt_store_device_upsert(st, node_id, dev, created, &dev_id, err)))
+		if ((rc = rt_store_device_upsert(st, node_id, dev, created, newest_s * 1000000000, &dev_id, err)))
 			return rc;
 	}
 	if ((rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, pr->cal, &cnt, err)))

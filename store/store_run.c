@@ -127,6 +127,108 @@ static void gids_from_json(const char *text, struct rt_port_info *p)
 	json_decref(a);
 }
 
+/* The device as a run saw it, as the JSON text runs.device keeps (every field of struct rt_device_info, ports with
+ * their GIDs); NULL when out of memory. */
+static char *device_to_json(const struct rt_device_info *d)
+{
+	json_t *o, *ports = json_array();
+	char *s = NULL;
+
+	for (int i = 0; ports && i < d->port_count && i < RT_MAX_PORTS; i++) {
+		const struct rt_port_info *p = &d->ports[i];
+		json_t *gids = json_array();
+
+		for (int g = 0; gids && g < p->gid_count && g < RT_MAX_GIDS; g++)
+			json_array_append_new(gids, json_pack("{s:i, s:s, s:s}", "index", p->gids[g].index, "gid",
+							      p->gids[g].gid, "type", p->gids[g].type));
+		json_array_append_new(ports,
+				      json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:o}", "port_num", p->port_num,
+						"state", p->state, "link_layer", p->link_layer, "active_mtu_bytes",
+						p->active_mtu_bytes, "max_mtu_bytes", p->max_mtu_bytes, "lid", p->lid,
+						"gid_tbl_len", p->gid_tbl_len, "gids", gids ? gids : json_null()));
+	}
+	o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s, s:s,"
+		      " s:i, s:i, s:i, s:o}",
+		      "name", d->name, "node_guid", d->node_guid, "transport", d->transport, "fw_ver", d->fw_ver,
+		      "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id, "hw_ver",
+		      (json_int_t)d->hw_ver, "max_qp", d->max_qp, "max_qp_wr", d->max_qp_wr, "max_sge", d->max_sge,
+		      "max_cqe", d->max_cqe, "max_qp_rd_atom", d->max_qp_rd_atom, "max_mr", d->max_mr, "max_inline_rc",
+		      d->max_inline_rc, "max_inline_ud", d->max_inline_ud, "numa_node", d->numa_node, "local_cpus",
+		      d->local_cpus, "pci_addr", d->pci_addr, "pcie_speed", d->pcie_speed, "pcie_width", d->pcie_width,
+		      "pcie_max_payload_bytes", d->pcie_max_payload_bytes, "pcie_max_read_req_bytes",
+		      d->pcie_max_read_req_bytes, "ports", ports ? ports : json_null());
+	if (o)
+		s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	return s;
+}
+
+static int json_int(json_t *o, const char *key)
+{
+	return (int)json_integer_value(json_object_get(o, key));
+}
+
+/* Fills d from device_to_json()'s text; ENOENT when text is NULL (a run stored before schema v4), EINVAL when it is
+ * not such a document (d is then left as it was). */
+static int device_from_json(const char *text, struct rt_device_info *d)
+{
+	json_t *o, *ports;
+
+	if (!text)
+		return ENOENT;
+	o = json_loads(text, 0, NULL);
+	if (!json_is_object(o) || !json_is_string(json_object_get(o, "name"))) {
+		json_decref(o);
+		return EINVAL;
+	}
+	memset(d, 0, sizeof(*d));
+	rt_store_json_copy_str(d->name, sizeof(d->name), o, "name");
+	rt_store_json_copy_str(d->node_guid, sizeof(d->node_guid), o, "node_guid");
+	rt_store_json_copy_str(d->transport, sizeof(d->transport), o, "transport");
+	rt_store_json_copy_str(d->fw_ver, sizeof(d->fw_ver), o, "fw_ver");
+	d->vendor_id = (uint32_t)json_integer_value(json_object_get(o, "vendor_id"));
+	d->vendor_part_id = (uint32_t)json_integer_value(json_object_get(o, "vendor_part_id"));
+	d->hw_ver = (uint32_t)json_integer_value(json_object_get(o, "hw_ver"));
+	d->max_qp = json_int(o, "max_qp");
+	d->max_qp_wr = json_int(o, "max_qp_wr");
+	d->max_sge = json_int(o, "max_sge");
+	d->max_cqe = json_int(o, "max_cqe");
+	d->max_qp_rd_atom = json_int(o, "max_qp_rd_atom");
+	d->max_mr = json_int(o, "max_mr");
+	d->max_inline_rc = json_int(o, "max_inline_rc");
+	d->max_inline_ud = json_int(o, "max_inline_ud");
+	d->numa_node = json_int(o, "numa_node");
+	rt_store_json_copy_str(d->local_cpus, sizeof(d->local_cpus), o, "local_cpus");
+	rt_store_json_copy_str(d->pci_addr, sizeof(d->pci_addr), o, "pci_addr");
+	rt_store_json_copy_str(d->pcie_speed, sizeof(d->pcie_speed), o, "pcie_speed");
+	d->pcie_width = json_int(o, "pcie_width");
+	d->pcie_max_payload_bytes = json_int(o, "pcie_max_payload_bytes");
+	d->pcie_max_read_req_bytes = json_int(o, "pcie_max_read_req_bytes");
+	ports = json_object_get(o, "ports");
+	for (size_t i = 0; i < json_array_size(ports) && d->port_count < RT_MAX_PORTS; i++) {
+		json_t *po = json_array_get(ports, i), *gids = json_object_get(po, "gids");
+		struct rt_port_info *p = &d->ports[d->port_count++];
+
+		p->port_num = json_int(po, "port_num");
+		rt_store_json_copy_str(p->state, sizeof(p->state), po, "state");
+		rt_store_json_copy_str(p->link_layer, sizeof(p->link_layer), po, "link_layer");
+		p->active_mtu_bytes = json_int(po, "active_mtu_bytes");
+		p->max_mtu_bytes = json_int(po, "max_mtu_bytes");
+		p->lid = json_int(po, "lid");
+		p->gid_tbl_len = json_int(po, "gid_tbl_len");
+		for (size_t g = 0; g < json_array_size(gids) && p->gid_count < RT_MAX_GIDS; g++) {
+			json_t *go = json_array_get(gids, g);
+			struct rt_gid_info *x = &p->gids[p->gid_count++];
+
+			x->index = json_int(go, "index");
+			rt_store_json_copy_str(x->gid, sizeof(x->gid), go, "gid");
+			rt_store_json_copy_str(x->type, sizeof(x->type), go, "type");
+		}
+	}
+	json_decref(o);
+	return 0;
+}
+
 /* Runs one statement to completion (no rows expected); errors name what. */
 static int step_done(struct rt_store *st, sqlite3_stmt *s, const char *what, struct rt_error *err)
 {
@@ -146,8 +248,8 @@ static int prepare(struct rt_store *st, const char *sql, sqlite3_stmt **s, struc
 	return 0;
 }
 
-/* Binds the device's columns ?1..?23 (node_id, name, node_guid, transport, ... pcie_max_read_req_bytes) to s. */
-static void bind_device(sqlite3_stmt *s, int64_t node_id, const struct rt_device_info *d)
+/* Binds the device's columns ?1..?24 (node_id, name, node_guid, transport, ... pcie_max_read_req_bytes, seen_ns) to s. */
+static void bind_device(sqlite3_stmt *s, int64_t node_id, const struct rt_device_info *d, int64_t seen_ns)
 {
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_text(s, 2, d->name, -1, SQLITE_STATIC);
@@ -172,82 +274,94 @@ static void bind_device(sqlite3_stmt *s, int64_t node_id, const struct rt_device
 	sqlite3_bind_int(s, 21, d->pcie_width);
 	sqlite3_bind_int(s, 22, d->pcie_max_payload_bytes);
 	sqlite3_bind_int(s, 23, d->pcie_max_read_req_bytes);
+	sqlite3_bind_int64(s, 24, seen_ns);
 }
 
 #define DEVICE_COLUMNS                                                                                                 \
 	"node_id, name, node_guid, transport, fw_ver, vendor_id, vendor_part_id, hw_ver, max_qp, max_qp_wr, max_sge,"  \
 	" max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud, numa_node, local_cpus, pci_addr, pcie_speed," \
-	" pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes"
+	" pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes, seen_ns"
+
+/* The row id of node_id's device (name, GUID) into *dev_id: 0, ENOENT (no such row) or an errno + err. */
+static int device_find(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, int64_t *dev_id,
+		       struct rt_error *err)
+{
+	sqlite3_stmt *s =
+		rt_store_stmt(st, STMT_DEVICE_FIND,
+			      "SELECT id FROM devices WHERE node_id = ?1 AND name = ?2 AND node_guid = ?3", err);
+	int step;
+
+	if (!s)
+		return err ? err->code : EIO;
+	sqlite3_bind_int64(s, 1, node_id);
+	sqlite3_bind_text(s, 2, d->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, d->node_guid, -1, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	if (step == SQLITE_ROW)
+		*dev_id = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	if (step == SQLITE_DONE)
+		return ENOENT;
+	return step == SQLITE_ROW ? 0 : rt_store_sql_error(st, "store device", err);
+}
 
 /* As rt_store_node_upsert(): a device new to the store is inserted plainly (without even a lookup when its node is
- * new), a known one goes through the upsert. */
+ * new); a known one is updated, with its ports, only when this evidence is not older than what the row holds (an old
+ * profile imported late does not roll the device back). */
 int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt_device_info *d, bool node_created,
-			   int64_t *dev_id, struct rt_error *err)
+			   int64_t seen_ns, int64_t *dev_id, struct rt_error *err)
 {
 	sqlite3_stmt *s;
-	int rc = 0, step = SQLITE_DONE;
+	int rc = 0, step;
 	bool have_id = false;
 
 	if (!node_created) {
-		s = rt_store_stmt(st, STMT_DEVICE_FIND,
-				  "SELECT id FROM devices WHERE node_id = ?1 AND name = ?2 AND node_guid = ?3", err);
-		if (!s)
-			return err ? err->code : EIO;
-		sqlite3_bind_int64(s, 1, node_id);
-		sqlite3_bind_text(s, 2, d->name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 3, d->node_guid, -1, SQLITE_STATIC);
-		step = sqlite3_step(s);
-		sqlite3_reset(s);
+		rc = device_find(st, node_id, d, dev_id, err);
+		if (rc && rc != ENOENT)
+			return rc;
+		have_id = rc == 0;
+		rc = 0;
 	}
-	if (step == SQLITE_DONE) {
+	if (!have_id) {
 		s = rt_store_stmt(
 			st, STMT_DEVICE_INSERT,
 			"INSERT INTO devices(" DEVICE_COLUMNS ")"
-			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
+			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"
 			" ON CONFLICT(node_id, name, node_guid) DO NOTHING",
 			err);
 		if (!s)
 			return err ? err->code : EIO;
-		bind_device(s, node_id, d);
+		bind_device(s, node_id, d, seen_ns);
 		step = sqlite3_step(s);
 		sqlite3_reset(s);
 		if (step != SQLITE_DONE)
 			return rt_store_sql_error(st, "store device", err);
 		if (sqlite3_changes(st->db) == 1) {
 			*dev_id = sqlite3_last_insert_rowid(st->db);
-			have_id = true;
+			goto ports;
 		}
-	} else if (step != SQLITE_ROW) {
+		/* inserted meanwhile (another process): update it as a known one */
+		if ((rc = device_find(st, node_id, d, dev_id, err)))
+			return rc == ENOENT ? rt_error_set(err, EIO, "store '%s': device row vanished", st->path) : rc;
+	}
+	s = rt_store_stmt(st, STMT_DEVICE_UPSERT,
+			  "UPDATE devices SET transport=?4, fw_ver=?5, vendor_id=?6, vendor_part_id=?7, hw_ver=?8,"
+			  " max_qp=?9, max_qp_wr=?10, max_sge=?11, max_cqe=?12, max_qp_rd_atom=?13, max_mr=?14,"
+			  " max_inline_rc=?15, max_inline_ud=?16, numa_node=?17, local_cpus=?18, pci_addr=?19,"
+			  " pcie_speed=?20, pcie_width=?21, pcie_max_payload_bytes=?22, pcie_max_read_req_bytes=?23,"
+			  " seen_ns=?24 WHERE id = ?25 AND node_id = ?1 AND seen_ns <= ?24",
+			  err);
+	if (!s)
+		return err ? err->code : EIO;
+	bind_device(s, node_id, d, seen_ns);
+	sqlite3_bind_int64(s, 25, *dev_id);
+	step = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (step != SQLITE_DONE)
 		return rt_store_sql_error(st, "store device", err);
-	}
-	if (!have_id) {
-		s = rt_store_stmt(
-			st, STMT_DEVICE_UPSERT,
-			"INSERT INTO devices(" DEVICE_COLUMNS ")"
-			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
-			" ON CONFLICT(node_id, name, node_guid) DO UPDATE SET transport=excluded.transport,"
-			" fw_ver=excluded.fw_ver,"
-			" vendor_id=excluded.vendor_id, vendor_part_id=excluded.vendor_part_id, hw_ver=excluded.hw_ver,"
-			" max_qp=excluded.max_qp, max_qp_wr=excluded.max_qp_wr, max_sge=excluded.max_sge,"
-			" max_cqe=excluded.max_cqe,"
-			" max_qp_rd_atom=excluded.max_qp_rd_atom, max_mr=excluded.max_mr,"
-			" max_inline_rc=excluded.max_inline_rc,"
-			" max_inline_ud=excluded.max_inline_ud, numa_node=excluded.numa_node, local_cpus=excluded.local_cpus,"
-			" pci_addr=excluded.pci_addr, pcie_speed=excluded.pcie_speed, pcie_width=excluded.pcie_width,"
-			" pcie_max_payload_bytes=excluded.pcie_max_payload_bytes,"
-			" pcie_max_read_req_bytes=excluded.pcie_max_read_req_bytes RETURNING id",
-			err);
-		if (!s)
-			return err ? err->code : EIO;
-		bind_device(s, node_id, d);
-		if (sqlite3_step(s) != SQLITE_ROW) {
-			rc = rt_store_sql_error(st, "store device", err);
-			sqlite3_reset(s);
-			return rc;
-		}
-		*dev_id = sqlite3_column_int64(s, 0);
-		sqlite3_reset(s);
-	}
+	if (sqlite3_changes(st->db) == 0)
+		return 0; /* older evidence: the row and its ports stay as the newer one left them */
+ports:
 	s = rt_store_stmt(st, STMT_PORT_UPSERT,
 			  "INSERT OR REPLACE INTO ports(device_id, port_num, state, link_layer,"
 			  " active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len, gids) VALUES(?,?,?,?,?,?,?,?,?)",
@@ -281,9 +395,10 @@ int rt_store_device_upsert(struct rt_store *st, int64_t node_id, const struct rt
 	return rc;
 }
 
-/* Loads every device of node_id (for the hardware signature); *devs malloc'd. Ports filled. */
-static int load_devices(struct rt_store *st, const char *where, int64_t key, struct rt_device_info **devs, size_t *n,
-			struct rt_error *err);
+/* Loads the devices of table (devices, or the view current_devices) matching where (one ? bound to key), by name;
+ * *devs malloc'd. Ports filled. */
+static int load_devices(struct rt_store *st, const char *table, const char *where, int64_t key,
+			struct rt_device_info **devs, size_t *n, struct rt_error *err);
 
 static int update_signature(struct rt_store *st, int64_t node_id, const struct rt_node_info *node, struct rt_error *err)
 {
@@ -293,7 +408,8 @@ static int update_signature(struct rt_store *st, int64_t node_id, const struct r
 	size_t n = 0;
 	int rc;
 
-	if ((rc = load_devices(st, "node_id = ?", node_id, &devs, &n, err)))
+	/* of the node's current hardware: a replaced NIC no longer counts */
+	if ((rc = load_devices(st, "current_devices", "node_id = ?", node_id, &devs, &n, err)))
 		return rc;
 	rt_store_hw_signature(node, devs, n, sig);
 	free(devs);
@@ -311,7 +427,7 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 	int64_t node_id = 0, dev_id = 0;
 	sqlite3_stmt *s = NULL;
 	char host[256] = "";
-	char *env = NULL, *cqmod = NULL;
+	char *env = NULL, *cqmod = NULL, *dev = NULL;
 	bool created;
 	int rc;
 
@@ -322,20 +438,21 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 	if (!run->started_ns)
 		run->started_ns = rt_store_now_ns();
 	if ((rc = rt_store_node_upsert(st, &run->node, NULL, &node_id, &created, err)) ||
-	    (rc = rt_store_device_upsert(st, node_id, &run->dev, created, &dev_id, err)) ||
+	    (rc = rt_store_device_upsert(st, node_id, &run->dev, created, run->started_ns, &dev_id, err)) ||
 	    (rc = update_signature(st, node_id, &run->node, err)))
 		return rc;
 	env = env_to_json(&run->env);
 	cqmod = cqmod_to_json(run->cqmod);
-	if (!env || !cqmod) {
+	dev = device_to_json(&run->dev);
+	if (!env || !cqmod || !dev) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	gethostname(host, sizeof(host) - 1);
 	if ((rc = prepare(st,
 			  "INSERT INTO runs(uuid, node_id, device_id, port_num, gid_index, params, env, started_ns,"
-			  " ended_ns, status, owner_pid, owner_host, max_inline_used, sq_depth, cqmod)"
-			  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			  " ended_ns, status, owner_pid, owner_host, max_inline_used, sq_depth, cqmod, device)"
+			  " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			  &s, err)))
 		goto out;
 	sqlite3_bind_text(s, 1, run->uuid, -1, SQLITE_STATIC);
@@ -356,6 +473,7 @@ static int insert_run(struct rt_store *st, struct rt_run *run, struct rt_error *
 	sqlite3_bind_int64(s, 13, run->max_inline_used);
 	sqlite3_bind_int64(s, 14, run->sq_depth);
 	sqlite3_bind_text(s, 15, cqmod, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 16, dev, -1, SQLITE_STATIC);
 	if (sqlite3_step(s) != SQLITE_DONE) {
 		if ((sqlite3_errcode(st->db) & 0xff) == SQLITE_CONSTRAINT)
 			rc = rt_error_set(err, EEXIST, "store '%s': run %s is already stored", st->path, run->uuid);
@@ -368,6 +486,7 @@ out:
 	sqlite3_finalize(s);
 	free(env);
 	free(cqmod);
+	free(dev);
 	return rc;
 }
 
@@ -474,26 +593,29 @@ int rt_store_run_add_points(struct rt_store *st, int64_t run_id, const struct rt
 
 static int set_results(struct rt_store *st, const struct rt_run *run, struct rt_error *err)
 {
-	char *env = env_to_json(&run->env), *cqmod = cqmod_to_json(run->cqmod);
+	char *env = env_to_json(&run->env), *cqmod = cqmod_to_json(run->cqmod), *dev = device_to_json(&run->dev);
 	sqlite3_stmt *s = NULL;
 	int rc;
 
-	if (!env || !cqmod) {
+	if (!env || !cqmod || !dev) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	/* params too: the engine adds what it learnt while measuring (notes such as "budget too small", phase times) */
-	if ((rc = prepare(st,
-			  "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?"
-			  " WHERE id = ?",
-			  &s, err)))
+	/* params too: the engine adds what it learnt while measuring (notes such as "budget too small", phase times); and
+	 * the device as the run ends knowing it */
+	if ((rc = prepare(
+		     st,
+		     "UPDATE runs SET env = ?, cqmod = ?, max_inline_used = ?, sq_depth = ?, params = ?, device = ?"
+		     " WHERE id = ?",
+		     &s, err)))
 		goto out;
 	sqlite3_bind_text(s, 1, env, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, cqmod, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 3, run->max_inline_used);
 	sqlite3_bind_int64(s, 4, run->sq_depth);
 	sqlite3_bind_text(s, 5, run->params, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 6, run->id);
+	sqlite3_bind_text(s, 6, dev, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 7, run->id);
 	if ((rc = step_done(st, s, "store run results", err)))
 		goto out;
 	if (sqlite3_changes(st->db) == 0)
@@ -502,6 +624,7 @@ out:
 	sqlite3_finalize(s);
 	free(env);
 	free(cqmod);
+	free(dev);
 	return rc;
 }
 
@@ -579,8 +702,8 @@ static const char *col_text(sqlite3_stmt *s, int i)
 
 #define COPY_COL(dst, s, i) snprintf((dst), sizeof(dst), "%s", col_text((s), (i)))
 
-static int load_devices(struct rt_store *st, const char *where, int64_t key, struct rt_device_info **devs, size_t *n,
-			struct rt_error *err)
+static int load_devices(struct rt_store *st, const char *table, const char *where, int64_t key,
+			struct rt_device_info **devs, size_t *n, struct rt_error *err)
 {
 	char sql[1024];
 	sqlite3_stmt *s = NULL, *ps = NULL;
@@ -595,8 +718,8 @@ static int load_devices(struct rt_store *st, const char *where, int64_t key, str
 		 " max_qp, max_qp_wr, max_sge, max_cqe, max_qp_rd_atom, max_mr, max_inline_rc, max_inline_ud,"
 		 " numa_node,"
 		 " local_cpus, pci_addr, pcie_speed, pcie_width, pcie_max_payload_bytes, pcie_max_read_req_bytes"
-		 " FROM devices WHERE %s ORDER BY name",
-		 where);
+		 " FROM %s WHERE %s ORDER BY name",
+		 table, where);
 	if ((rc = prepare(st, sql, &s, err)) ||
 	    (rc = prepare(st,
 			  "SELECT port_num, state, link_layer, active_mtu_bytes, max_mtu_bytes, lid, gid_tbl_len,"
@@ -788,6 +911,7 @@ int rt_store_run_load(struct rt_store *st, const char *which, const char *device
 	long long id = 0;
 	int rc, step;
 	int64_t node_id = 0, dev_id = 0;
+	bool snap_ok;
 
 	memset(out, 0, sizeof(*out));
 	if (which)
@@ -795,8 +919,8 @@ int rt_store_run_load(struct rt_store *st, const char *which, const char *device
 	if ((rc = prepare(st,
 			  "SELECT r.id, r.uuid, r.node_id, r.device_id, r.port_num, r.gid_index, r.params, r.env,"
 			  " r.started_ns, r.ended_ns, r.status, r.max_inline_used, r.sq_depth, r.cqmod, n.hostname,"
-			  " n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes, r.owner_pid, r.owner_host"
-			  " FROM runs r JOIN nodes n ON n.id = r.node_id JOIN devices d ON d.id = r.device_id"
+			  " n.machine_id, n.cpu_model, n.kernel, n.cpu_count, n.numa_nodes, r.owner_pid, r.owner_host,"
+			  " r.device FROM runs r JOIN nodes n ON n.id = r.node_id JOIN devices d ON d.id = r.device_id"
 			  " WHERE (?1 IS NULL OR r.uuid = ?1 OR r.id = ?2) AND (?3 IS NULL OR d.name = ?3 OR"
 			  " d.node_guid = ?3)"
 			  " ORDER BY r.started_ns DESC, r.id DESC LIMIT 1",
@@ -839,13 +963,16 @@ int rt_store_run_load(struct rt_store *st, const char *which, const char *device
 	COPY_COL(out->node.kernel, s, 17);
 	out->node.cpu_count = sqlite3_column_int(s, 18);
 	out->node.numa_nodes = sqlite3_column_int(s, 19);
+	snap_ok = device_from_json((const char *)sqlite3_column_text(s, 22), &out->dev) == 0;
 	sqlite3_finalize(s);
 	s = NULL;
-	if ((rc = load_devices(st, "id = ?", dev_id, &devs, &n_devs, err)))
-		goto out;
-	if (n_devs)
-		out->dev = devs[0];
-	free(devs);
+	if (!snap_ok) { /* a run stored before schema v4: the device as its row says now */
+		if ((rc = load_devices(st, "devices", "id = ?", dev_id, &devs, &n_devs, err)))
+			goto out;
+		if (n_devs)
+			out->dev = devs[0];
+		free(devs);
+	}
 	rc = load_points(st, out, err);
 out:
 	sqlite3_finalize(s);
@@ -1087,5 +1214,5 @@ int rt_store_node_devices(struct rt_store *st, const char *node_key, struct rt_d
 	}
 	node_id = sqlite3_column_int64(s, 0);
 	sqlite3_finalize(s);
-	return load_devices(st, "node_id = ?", node_id, out, n, err);
+	return load_devices(st, "current_devices", "node_id = ?", node_id, out, n, err);
 }

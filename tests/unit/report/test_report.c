@@ -23,6 +23,7 @@
 
 #include "fleet_gen.h"
 #include "report_internal.h"
+#include "rt_store.h"
 
 #define NOW 1780000000LL /* 2026-05-28 */
 
@@ -382,6 +383,58 @@ static void test_dedupe(void **state)
 	fg_free(v, n);
 }
 
+/*
+ * One node identity in files and stores (issue 15 item 2): five nodes and a clone of the first (same machine-id,
+ * another hostname) count 6 as files, 6 from a store they were imported into (per node and in bulk), and still 6 from
+ * the store and the files together (each store node is the same node as its file).
+ */
+static void test_identity_files_and_store(void **state)
+{
+	struct fg_opts o = {
+		.seed = 12, .groups = 1, .nodes_per_group = 5, .now = NOW, .with_hardware = true, .entries_per_node = 1
+	};
+	char d[] = "/tmp/rtune-report-ident.XXXXXX", path[128], cmd[160];
+	struct rt_store *st = NULL;
+	struct rt_report *r = NULL;
+	struct rt_error err;
+	struct fg_node *v;
+	char *clone, *h;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	clone = strdup(v[0].json);
+	h = strstr(clone, v[0].hostname);
+	h[0] = 'X';
+	assert_non_null(mkdtemp(d));
+	snprintf(path, sizeof(path), "%s/fleet.db", d);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rt_store_import_text(st, v[i].hostname, v[i].json, v[i].len, NULL, NULL, &err), 0);
+	assert_int_equal(rt_store_import_text(st, "clone", clone, strlen(clone), NULL, NULL, &err), 0);
+	rt_store_close(st);
+	for (int mode = 0; mode < 4; mode++) {
+		/* 0: files, 1: store per node, 2: store in bulk, 3: store and files */
+		rp_store_bulk_min_nodes = mode == 2 ? 0 : 256;
+		assert_int_equal(rt_report_create(NULL, &r), 0);
+		if (mode != 0)
+			assert_int_equal(rt_report_add_path(r, path), 6);
+		if (mode == 0 || mode == 3) {
+			for (size_t i = 0; i < n; i++)
+				assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
+			assert_int_equal(rt_report_add_json_text(r, "clone", clone, strlen(clone)), 1);
+		}
+		if (rt_report_node_count(r) != 6)
+			fail_msg("mode %d: %zu nodes, not 6", mode, rt_report_node_count(r));
+		rt_report_free(r);
+	}
+	rp_store_bulk_min_nodes = 256;
+	free(clone);
+	fg_free(v, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
 static char *capture(const struct rt_report *r, int (*fn)(const struct rt_report *, FILE *), size_t *len)
 {
 	char *buf = NULL;
@@ -719,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_store_input),
 		cmocka_unit_test(test_dedupe),
+		cmocka_unit_test(test_identity_files_and_store),
 		cmocka_unit_test(test_writers),
 		cmocka_unit_test(test_stat_compute),
 		cmocka_unit_test(test_json_like_jansson),

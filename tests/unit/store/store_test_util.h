@@ -138,4 +138,40 @@ static inline void tu_entry(struct rt_profile_entry *e, const char *dev, enum rt
 	snprintf(e->rtune_version, sizeof(e->rtune_version), "0.1.0");
 }
 
+/* A run of mlx5_0 on host-a started at started_s whose device can inline max_inline_rc bytes, guid its GUID: send/rc
+ * ping-pong sizes 1..max_inline_rc (powers of two), inline 300 ns faster at every one (the tuner's "better all the
+ * way" case), 400 samples each. */
+static inline void tu_inline_run(struct rt_run *r, int max_inline_rc, const char *guid, const char *fw,
+				 int64_t started_s)
+{
+	size_t n = 0;
+
+	tu_run(r, "host-a", "mlx5_0", 0, 0);
+	snprintf(r->dev.node_guid, sizeof(r->dev.node_guid), "%s", guid);
+	snprintf(r->dev.fw_ver, sizeof(r->dev.fw_ver), "%s", fw);
+	r->dev.max_inline_rc = max_inline_rc;
+	r->max_inline_used = (uint32_t)max_inline_rc;
+	r->started_ns = started_s * 1000000000LL;
+	free(r->lat);
+	r->lat = calloc(64, sizeof(*r->lat));
+	if (!r->lat)
+		abort();
+	for (uint32_t b = 1; b <= (uint32_t)max_inline_rc; b *= 2)
+		for (int inl = 0; inl < 2; inl++) {
+			struct rt_lat_point *p = &r->lat[n++];
+
+			p->op = RT_OP_SEND;
+			p->qpt = RT_QPT_RC;
+			p->kind = RT_LAT_PINGPONG;
+			p->msg_bytes = b;
+			p->inl = inl;
+			p->n_samples = 400;
+			p->median_ns = 2000.0 + b - (inl ? 300.0 : 0.0);
+			p->ci_lo_ns = p->median_ns - 5;
+			p->ci_hi_ns = p->median_ns + 5;
+			p->p99_ns = p->median_ns + 100;
+		}
+	r->n_lat = n;
+}
+
 #endif

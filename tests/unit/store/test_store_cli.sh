@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 # The store's CLI commands end to end on a store filled by store_fill: show (text and JSON, curves included), history
 # with drift and the interrupted run, export in the three formats (atomic, mode 0644, valid shell / textfile),
-# import idempotence, and the error paths (not a database, no store, newer schema, bad file, usage) with their
-# messages and exit codes; every error leaves the files as they were.
+# import idempotence, cloned machine-ids kept apart (import, report), the re-tune of an old run with that run's own
+# device caps, and the error paths (not a database, no store, an empty file or table-less database given to a read
+# command, newer schema, bad file, usage) with their messages and exit codes; every error leaves the files as they
+# were.
 set -uo pipefail
-rtune=$1 fill=$2
+rtune=$1 fill=$2 caps_fill=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -134,6 +136,31 @@ assert a['node_count'] == b['node_count'] == 6, (a['node_count'], b['node_count'
 assert g(a) == g(b), (g(a), g(b))
 assert any(x[2] == 1 for x in g(a)), 'the planted remote-NUMA calibration is not seen: the check proves nothing'
 assert a['outliers'] and o(a) == o(b), (o(a), o(b))"
+# two machines cloned from one image: the same /etc/machine-id, different hostnames; they are two nodes in files and
+# in a store alike, and the import keeps each one's hostname (docs/profile-schema.md: node identity)
+mkdir -p "$tmp/clones"
+python3 - "$tmp/p.json" "$tmp/clones" <<'PY'
+import copy, json, sys
+src = json.load(open(sys.argv[1]))
+for i, host in enumerate(['clone-a', 'clone-b']):
+    d = copy.deepcopy(src)
+    d['node']['hostname'] = host
+    d['node']['machine_id'] = '0123456789abcdef0123456789abcdef'
+    for e in d['entries']:
+        e['run_id'] = 'c10e%04x-1111-4222-8333-%012x' % (i, i)
+    json.dump(d, open('%s/%s.json' % (sys.argv[2], host), 'w'), indent=2)
+PY
+"$rtune" import -q --db "$tmp/clones.db" "$tmp/clones/clone-a.json" "$tmp/clones/clone-b.json"; rc=$?
+check "cloned machine-ids: import exits 0" test $rc -eq 0
+"$rtune" report --json "$tmp/clones/clone-a.json" "$tmp/clones/clone-b.json" >"$tmp/rep_cfiles.json" 2>/dev/null
+"$rtune" report --json "$tmp/clones.db" >"$tmp/rep_cstore.json" 2>/dev/null
+check "cloned machine-ids: report of the store counts the nodes the files count (2)" python3 -c "
+import json
+a=json.load(open('$tmp/rep_cfiles.json')); b=json.load(open('$tmp/rep_cstore.json'))
+assert a['node_count'] == b['node_count'] == 2, (a['node_count'], b['node_count'])"
+"$rtune" export --db "$tmp/clones.db" --node clone-a -o "$tmp/clone-a.out.json" 2>/dev/null; rc=$?
+check "cloned machine-ids: each keeps its hostname" python3 -c "
+import json; assert json.load(open('$tmp/clone-a.out.json'))['node']['hostname'] == 'clone-a'"
 "$rtune" import --db "$tmp/fleet.db" "$tmp/nope.json" "$tmp/p.json" >/dev/null 2>"$tmp/err"; rc=$?
 check "import with one bad file exits 1" test $rc -eq 1
 check "and names it" grep -q "rtune: cannot open profile '$tmp/nope.json': No such file or directory" "$tmp/err"
@@ -147,12 +174,49 @@ check "not a database: file unchanged by import" cmp -s "$tmp/notes.db" "$tmp/no
 "$rtune" history --db "$tmp/none.db" 2>"$tmp/err"; rc=$?
 check "no store: exit 1 and message" grep -q "rtune: no store at '$tmp/none.db'" "$tmp/err"
 check "no store: nothing created" test ! -e "$tmp/none.db"
+# a run keeps what its device was: re-tuning a run made when the device could inline 256 B, after a newer run found
+# 1004 B, is limited by its own 256 B (issue 15 item 4)
+old_run=$("$caps_fill" "$tmp/caps.db") || check "caps_fill" false
+"$rtune" tune --db "$tmp/caps.db" --dry-run "$old_run" >"$tmp/tune.txt" 2>&1; rc=$?
+check "re-tune of the 256 B run exits 0" test $rc -eq 0
+check "re-tune of the 256 B run is limited by its own max inline 256 B" \
+  grep -q "\[limited_by_device_max_inline\].*max inline (256 B)" "$tmp/tune.txt"
+check "and not by the measured range (as with the newer run's 1004 B)" \
+  test -z "$(grep limited_by_measured_range "$tmp/tune.txt")"
+# a command that reads a store, given an empty file or a path with nothing there, creates or converts nothing: one
+# line naming the file, exit 1, the file byte for byte as it was (empty), no -wal/-shm/-journal next to it
+: >"$tmp/empty.db"
+python3 -c "import sqlite3; c=sqlite3.connect('$tmp/notables.db'); c.execute('CREATE TABLE t(x)'); c.execute('DROP TABLE t'); c.commit(); c.close()"
+cp "$tmp/notables.db" "$tmp/notables.orig"
+for args in "show" "history" "export" "export --format env" "tune --dry-run" "tune" "report"; do
+  for f in empty notables missing; do
+    # shellcheck disable=SC2086
+    "$rtune" $args --db "$tmp/$f.db" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    case $f in
+      empty) why="empty file, not an rtune store" ;;
+      notables) why="empty database, not an rtune store" ;;
+      missing) why="no store at '$tmp/missing.db'" ;;
+    esac
+    lines=1
+    if [ "$args" = report ]; then # the report names each skipped input, then that nothing usable was left
+      lines=2
+      case $f in empty) why="empty file" ;; missing) why="No such file or directory" ;; esac
+    fi
+    check "$args on a $f file: exit 1" test $rc -eq 1
+    check "$args on a $f file: $lines line(s) naming it" \
+      test "$(wc -l <"$tmp/err")" -eq $lines -a -n "$(grep -F "$why" "$tmp/err" | grep -F "$tmp/$f.db")"
+  done
+  check "$args: the empty file is still empty" test -f "$tmp/empty.db" -a ! -s "$tmp/empty.db"
+  check "$args: the table-less database is unchanged" cmp -s "$tmp/notables.db" "$tmp/notables.orig"
+  check "$args: no store created" test ! -e "$tmp/missing.db"
+  check "$args: no side files" test -z "$(ls "$tmp" | grep -E '^(empty|notables|missing)\.db-')"
+done
 cp "$db" "$tmp/newer.db"
 python3 -c "import sqlite3; c=sqlite3.connect('$tmp/newer.db'); c.execute('PRAGMA journal_mode=DELETE'); c.execute('PRAGMA user_version=7'); c.commit()"
 cp "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" import --db "$tmp/newer.db" "$tmp/p.json" 2>"$tmp/err"; rc=$?
 check "newer schema: exit 1" test $rc -eq 1
-check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports (3); upgrade rtune" "$tmp/err"
+check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports ([0-9]*); upgrade rtune" "$tmp/err"
 check "newer schema: file unchanged" cmp -s "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" export --db "$db" --format yaml 2>/dev/null; rc=$?
 check "unknown format: usage exit 2" test $rc -eq 2

@@ -3,7 +3,8 @@
  * Unit tests of profiles: stored entries (validated, idempotent by node + run id, the latest measurement current),
  * the round trip store -> JSON profile -> librtune, the env and Prometheus exports, atomic export (no partial file, a
  * symlink at the target replaced and never followed, a failed export leaves the old file), and import from other nodes
- * (idempotent, several nodes need --node), also of many files at once (told in order, a failing file alone lost).
+ * (idempotent, several nodes need --node), also of many files at once (told in order, a failing file alone lost);
+ * cloned machine-ids imported as two nodes; an imported NIC replacement exports only the current device.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -602,6 +603,127 @@ static void test_import_long_utf8_hardware(void **state)
 	json_decref(root);
 }
 
+/* A profile document of node (host, mid) with one send/rc entry of run `run` measured at `when`, whose hardware is one
+ * mlx5_0 with `guid`. */
+static void clone_doc(char *out, size_t len, const char *host, const char *mid, const char *guid, const char *run,
+		      const char *when)
+{
+	snprintf(
+		out, len,
+		"{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.1\"}, \"rtune_version\": \"0.1.0\","
+		" \"node\": {\"hostname\": \"%s\", \"machine_id\": \"%s\", \"cpu_model\": \"Test CPU\", \"numa_nodes\": 1},"
+		" \"entries\": [{\"device\": \"mlx5_0\", \"guid\": \"%s\", \"port\": 1, \"opcode\": \"send\","
+		" \"qp_type\": \"rc\", \"inline_threshold\": 64, \"max_inline_data\": 64, \"signal_interval\": 16,"
+		" \"sq_depth\": 128, \"cq_depth\": 128, \"confidence\": \"low\", \"measured_at\": \"%s\","
+		" \"run_id\": \"%s\"}],"
+		" \"hardware\": {\"cpu_model\": \"Test CPU\", \"numa_nodes\": 1, \"devices\": [{\"name\": \"mlx5_0\","
+		" \"guid\": \"%s\", \"vendor_id\": 713, \"vendor_part_id\": 4123, \"fw_ver\": \"1.0\","
+		" \"link_layer\": \"Ethernet\", \"active_mtu\": 4096, \"numa_node\": 0}]}}",
+		host, mid, guid, when, run, guid);
+}
+
+/* Two machines cloned from one image (same machine-id, different hostnames) are two nodes of the store, each keeping
+ * its hostname and its profile (issue 15 item 2); the machine-id alone is then ambiguous for --node. */
+static void test_import_cloned_machine_id(void **state)
+{
+	char a[2048], b[2048];
+	struct rt_store *st = NULL;
+	struct rt_store_node *nodes = NULL;
+	struct rt_profile_entry *v = NULL;
+	struct rt_node_info node;
+	struct rt_error err;
+	size_t n = 0, added = 0;
+
+	(void)state;
+	clone_doc(a, sizeof(a), "clone-a", "0123456789abcdef0123456789abcdef", "aaaa:0000:0000:0001", RUN_A,
+		  "2026-11-29T13:00:00Z");
+	clone_doc(b, sizeof(b), "clone-b", "0123456789abcdef0123456789abcdef", "bbbb:0000:0000:0001", RUN_B,
+		  "2026-11-29T13:00:00Z");
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_import_text(st, "a.json", a, strlen(a), &added, NULL, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(rt_store_import_text(st, "b.json", b, strlen(b), &added, NULL, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(rt_store_node_list(st, &nodes, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(nodes[0].info.hostname, "clone-a");
+	assert_string_equal(nodes[0].node_key, "0123456789abcdef0123456789abcdef/clone-a");
+	assert_string_equal(nodes[1].info.hostname, "clone-b");
+	assert_string_equal(nodes[1].node_key, "0123456789abcdef0123456789abcdef/clone-b");
+	free(nodes);
+	/* each by its hostname or key, with its own entry and hardware */
+	assert_int_equal(rt_store_get_profile(st, "clone-b", NULL, &v, &n, &node, NULL, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].run_id, RUN_B);
+	assert_string_equal(node.hostname, "clone-b");
+	free(v);
+	assert_int_equal(
+		rt_store_get_profile(st, "0123456789abcdef0123456789abcdef/clone-a", NULL, &v, &n, &node, NULL, &err),
+		0);
+	assert_string_equal(v[0].run_id, RUN_A);
+	free(v);
+	/* the machine-id alone names both: refused, naming their keys */
+	assert_int_equal(rt_store_get_profile(st, "0123456789abcdef0123456789abcdef", NULL, &v, &n, &node, NULL, &err),
+			 EEXIST);
+	assert_non_null(strstr(err.text, "0123456789abcdef0123456789abcdef/clone-a"));
+	assert_non_null(strstr(err.text, "0123456789abcdef0123456789abcdef/clone-b"));
+	rt_store_close(st);
+}
+
+/* The devices of an exported profile's "hardware" (parsed from the file at p). */
+static json_t *exported_devices(const char *p)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(p, 0, &jerr), *devs;
+
+	assert_non_null(root);
+	devs = json_object_get(json_object_get(root, "hardware"), "devices");
+	assert_true(json_is_array(devs));
+	json_incref(devs);
+	json_decref(root);
+	return devs;
+}
+
+/* After a NIC replacement (same name, new GUID) an imported node exports only its current device, whatever the order
+ * the profiles arrive in (issue 15 item 3). */
+static void test_import_replaced_nic(void **state)
+{
+	char old_doc[2048], new_doc[2048], out[1300];
+	struct rt_store *st = NULL;
+	struct rt_device_info *devs = NULL;
+	struct rt_error err;
+	json_t *d;
+	size_t n = 0;
+
+	(void)state;
+	clone_doc(old_doc, sizeof(old_doc), "nic-host", "mid-nic-host", "aaaa:0000:0000:0001", RUN_A,
+		  "2026-11-01T10:00:00Z");
+	clone_doc(new_doc, sizeof(new_doc), "nic-host", "mid-nic-host", "bbbb:0000:0000:0002", RUN_B,
+		  "2026-11-29T10:00:00Z");
+	snprintf(out, sizeof(out), "%s/nic-host.json", dir);
+	for (int order = 0; order < 2; order++) {
+		const char *first = order ? new_doc : old_doc, *second = order ? old_doc : new_doc;
+		char db[1300];
+
+		snprintf(db, sizeof(db), "%s/nic%d.db", dir, order);
+		assert_int_equal(rt_store_open(db, &st, &err), 0);
+		assert_int_equal(rt_store_import_text(st, "1.json", first, strlen(first), NULL, NULL, &err), 0);
+		assert_int_equal(rt_store_import_text(st, "2.json", second, strlen(second), NULL, NULL, &err), 0);
+		assert_int_equal(count_rows(st, "SELECT count(*) FROM devices"), 2); /* both kept as history */
+		assert_int_equal(rt_store_node_devices(st, "nic-host", &devs, &n, &err), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(devs[0].node_guid, "bbbb:0000:0000:0002");
+		free(devs);
+		assert_int_equal(rt_store_export(st, "nic-host", RT_EXPORT_JSON, out, NULL, &err), 0);
+		rt_store_close(st);
+		d = exported_devices(out);
+		assert_int_equal(json_array_size(d), 1);
+		assert_string_equal(json_string_value(json_object_get(json_array_get(d, 0), "guid")),
+				    "bbbb:0000:0000:0002");
+		json_decref(d);
+	}
+}
+
 /* A document without entries imports its node and hardware and adds nothing. */
 static void test_import_no_entries(void **state)
 {
@@ -636,6 +758,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_import_long_utf8_reason, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_long_utf8_hardware, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_no_entries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_cloned_machine_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_import_replaced_nic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
 	};
 

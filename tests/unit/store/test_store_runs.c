@@ -3,7 +3,8 @@
  * Unit tests of calibration runs and histograms in the store: a run written in steps loads back field for field;
  * a "running" run whose process died shows as interrupted; two processes writing at once both succeed; a child killed
  * with SIGKILL in the middle of its transactions leaves a consistent store (integrity_check), earlier runs intact and
- * only whole transactions of the killed run.
+ * only whole transactions of the killed run. A run keeps its device as it was (re-tuning an old run uses its own max
+ * inline), and a replaced NIC leaves the node's current hardware, signature and export.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 
+#include "rt_tuner.h"
 #include "store_test_util.h"
 
 static char dir[1024], path[1200];
@@ -132,7 +134,7 @@ static void test_run_roundtrip(void **state)
 
 		assert_int_equal(rt_store_node_list(st, &nodes, &nn, &err), 0);
 		assert_int_equal(nn, 1);
-		assert_string_equal(nodes[0].node_key, "mid-host-a");
+		assert_string_equal(nodes[0].node_key, "mid-host-a/host-a");
 		assert_string_equal(nodes[0].info.hostname, "host-a");
 		assert_int_equal(nodes[0].n_runs, 1);
 		assert_int_equal(nodes[0].n_profile_entries, 0);
@@ -418,6 +420,147 @@ static void test_hw_signature(void **state)
 	rt_run_release(&b);
 }
 
+/* The tuner's text for run (loaded from the store). */
+static char *tune_text(const struct rt_run *run)
+{
+	struct rt_tuner_input in;
+	struct rt_tuner_opts o;
+	struct rt_tuner_result res;
+	struct rt_error err;
+	char *text = NULL;
+
+	rt_tuner_input_from_run(&in, run);
+	rt_tuner_opts_default(&o);
+	assert_int_equal(rt_tuner_run(&in, &o, &res, &err), 0);
+	assert_int_equal(rt_tuner_format_text(&res, &text, &err), 0);
+	rt_tuner_result_free(&res);
+	return text;
+}
+
+/*
+ * A run keeps what its device was (issue 15 item 4): a run made when the device could inline 256 B, re-tuned after a
+ * later run found 1004 B (new firmware), still tunes with 256 B and reports limited_by_device_max_inline 256; the
+ * device's current row says 1004. Stored in the other order (an older run saved last), the current device stays the
+ * newer one.
+ */
+static void test_run_keeps_its_device(void **state)
+{
+	struct rt_store *st = NULL;
+	struct rt_device_info *devs = NULL;
+	struct rt_error err;
+	struct rt_run old_run, new_run, back;
+	size_t n = 0;
+	char *text;
+
+	(void)state;
+	for (int order = 0; order < 2; order++) {
+		char db[1300];
+
+		snprintf(db, sizeof(db), "%s/order%d.db", dir, order);
+		tu_inline_run(&old_run, 256, "0011:2233:4455:6677", "16.1", 1700000000);
+		tu_inline_run(&new_run, 1004, "0011:2233:4455:6677", "16.2", 1700086400);
+		assert_int_equal(rt_store_open(db, &st, &err), 0);
+		if (order == 0) {
+			assert_int_equal(rt_store_run_save(st, &old_run, &err), 0);
+			assert_int_equal(rt_store_run_save(st, &new_run, &err), 0);
+		} else {
+			assert_int_equal(rt_store_run_save(st, &new_run, &err), 0);
+			assert_int_equal(rt_store_run_save(st, &old_run, &err), 0);
+		}
+		/* one device row (same name and GUID), as the newer run found it */
+		assert_int_equal(rt_store_node_devices(st, "host-a", &devs, &n, &err), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(devs[0].max_inline_rc, 1004);
+		assert_string_equal(devs[0].fw_ver, "16.2");
+		free(devs);
+		/* the old run as it was */
+		assert_int_equal(rt_store_run_load(st, old_run.uuid, NULL, &back, &err), 0);
+		assert_int_equal(back.dev.max_inline_rc, 256);
+		assert_string_equal(back.dev.fw_ver, "16.1");
+		assert_string_equal(back.dev.ports[0].gids[0].gid, "fe80:0000:0000:0000:0000:0000:0000:0001");
+		assert_string_equal(back.dev.local_cpus, "4-7");
+		text = tune_text(&back);
+		if (!strstr(text, "[limited_by_device_max_inline]") || !strstr(text, "max inline (256 B)"))
+			fail_msg("re-tuning the 256 B run:\n%s", text);
+		free(text);
+		rt_run_release(&back);
+		assert_int_equal(rt_store_run_load(st, new_run.uuid, NULL, &back, &err), 0);
+		assert_int_equal(back.dev.max_inline_rc, 1004);
+		assert_string_equal(back.dev.fw_ver, "16.2");
+		rt_run_release(&back);
+		rt_store_close(st);
+		rt_run_release(&old_run);
+		rt_run_release(&new_run);
+	}
+}
+
+/* After a NIC replacement (same name, a new GUID) the node's current hardware, its signature and its export hold only
+ * the new device; runs still load with the device each one used (issue 15 item 3). */
+static void test_replaced_nic(void **state)
+{
+	struct rt_store *st = NULL;
+	struct rt_device_info *devs = NULL;
+	struct rt_profile_entry e;
+	struct rt_error err;
+	struct rt_run old_run, new_run, back;
+	char out[1300], sig_new[32], *json;
+	size_t n = 0;
+
+	(void)state;
+	tu_inline_run(&old_run, 256, "aaaa:0000:0000:0001", "16.1", 1700000000);
+	tu_inline_run(&new_run, 256, "bbbb:0000:0000:0002", "20.1", 1700086400);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_run_save(st, &old_run, &err), 0);
+	assert_int_equal(rt_store_run_save(st, &new_run, &err), 0);
+	assert_int_equal(rt_store_node_devices(st, "host-a", &devs, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(devs[0].node_guid, "bbbb:0000:0000:0002");
+	free(devs);
+	/* the signature is of the current hardware only */
+	rt_store_hw_signature(&new_run.node, &new_run.dev, 1, sig_new);
+	{
+		struct rt_store_node *nodes = NULL;
+
+		assert_int_equal(rt_store_node_list(st, &nodes, &n, &err), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(nodes[0].hw_signature, sig_new);
+		free(nodes);
+	}
+	assert_int_equal(rt_store_run_load(st, old_run.uuid, NULL, &back, &err), 0);
+	assert_string_equal(back.dev.node_guid, "aaaa:0000:0000:0001");
+	rt_run_release(&back);
+	tu_entry(&e, "mlx5_0", RT_PROFILE_OP_SEND, 128, 16, new_run.uuid, 1700086400);
+	snprintf(e.guid, sizeof(e.guid), "bbbb:0000:0000:0002");
+	assert_int_equal(rt_store_put_profile(st, &new_run.node, NULL, &e, 1, NULL, &err), 0);
+	snprintf(out, sizeof(out), "%s/export.json", dir);
+	assert_int_equal(rt_store_export(st, "host-a", RT_EXPORT_JSON, out, NULL, &err), 0);
+	rt_store_close(st);
+	{
+		FILE *f = fopen(out, "r");
+		long len;
+
+		assert_non_null(f);
+		fseek(f, 0, SEEK_END);
+		len = ftell(f);
+		rewind(f);
+		json = calloc(1, (size_t)len + 1);
+		assert_int_equal(fread(json, 1, (size_t)len, f), (size_t)len);
+		fclose(f);
+	}
+	if (strstr(json, "aaaa:0000:0000:0001") || !strstr(json, "\"guid\": \"bbbb:0000:0000:0002\""))
+		fail_msg("export lists other than the current NIC:\n%s", json);
+	/* one device in hardware.devices */
+	{
+		const char *hw = strstr(json, "\"hardware\"");
+
+		assert_non_null(hw);
+		assert_null(strstr(strstr(hw, "\"name\": \"mlx5_0\"") + 1, "\"name\": \"mlx5_0\""));
+	}
+	free(json);
+	rt_run_release(&old_run);
+	rt_run_release(&new_run);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +570,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_owner_is_interrupted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_concurrent_writers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kill9_mid_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_keeps_its_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replaced_nic, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,9 @@
 /*
  * Unit tests of opening the store: creation (mode, schema version, WAL), migration from a hand-built v1 store with data
  * in it, and the files the store must refuse without changing a byte: not a database, another program's SQLite
- * database, a newer schema, a symlink. Also the default path resolution every command shares.
+ * database, a newer schema, a symlink; and what a read-only open (rt_store_open_existing) must neither create nor
+ * convert: a missing path, an empty file, a database without tables. Also the default path resolution every command
+ * shares.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -202,7 +204,13 @@ static void test_migrate_from_v1(void **state)
 	assert_string_equal(run.dev.ports[0].link_layer, "InfiniBand");
 	assert_false(run.cqmod[0].measured); /* v1 did not record it: absent, not invented */
 	rt_run_release(&run);
-	/* the old profile is readable, with the new column defaulted */
+	/* v4: the node's key is machine-id/hostname; the old run has no device record of its own (the row stands in) and
+	 * its device row was last seen by it; the view of current devices exists */
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM nodes WHERE node_key = 'mid-old/old-host'"), 1);
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM runs WHERE device IS NULL"), 1);
+	assert_int_equal(sql_int(NULL, path, "SELECT seen_ns FROM devices WHERE id = 1"), 1000000000);
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM current_devices"), 1);
+	/* the old profile is readable, with the new column defaulted (the node named by its machine-id, unambiguous) */
 	assert_int_equal(rt_store_get_profile(st, "mid-old", NULL, &v, &n, &node, NULL, &err), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(v[0].inline_threshold, 128);
@@ -220,8 +228,10 @@ static void test_migrate_from_v1(void **state)
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'cqmod'"), 1);
 }
 
-/* Opening must fail with msg and leave the file byte-for-byte as it was, without -wal/-shm/-journal side files. */
-static void expect_refused(const char *path, int code, const char *msg)
+/* Opening with open (rt_store_open or rt_store_open_existing) must fail with msg and leave the file byte-for-byte as
+ * it was, without -wal/-shm/-journal side files. */
+static void expect_refused_by(int (*open)(const char *, struct rt_store **, struct rt_error *), const char *path,
+			      int code, const char *msg)
 {
 	struct rt_store *st = (struct rt_store *)0x1;
 	struct rt_error err;
@@ -229,7 +239,7 @@ static void expect_refused(const char *path, int code, const char *msg)
 	size_t len0, len1;
 	char *before = slurp(path, &len0), *after;
 
-	assert_int_equal(rt_store_open(path, &st, &err), code);
+	assert_int_equal(open(path, &st, &err), code);
 	assert_null(st);
 	if (!strstr(err.text, msg))
 		fail_msg("error '%s' lacks '%s'", err.text, msg);
@@ -244,6 +254,48 @@ static void expect_refused(const char *path, int code, const char *msg)
 	}
 	free(before);
 	free(after);
+}
+
+static void expect_refused(const char *path, int code, const char *msg)
+{
+	expect_refused_by(rt_store_open, path, code, msg);
+}
+
+/*
+ * A command that reads (rt_store_open_existing) never creates nor converts a store (issue 15 item 5): no file at the
+ * path stays no file, an empty file stays empty, an SQLite database without tables stays as it was, each refused in
+ * one line naming it. A writer (rt_store_open) still makes a store of the empty file.
+ */
+static void test_read_never_creates(void **state)
+{
+	char path[1200], msg[1400];
+	struct rt_store *st = (struct rt_store *)0x1;
+	struct rt_error err;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/missing.db", dir);
+	assert_int_equal(rt_store_open_existing(path, &st, &err), ENOENT);
+	assert_null(st);
+	assert_non_null(strstr(err.text, "no store at"));
+	assert_false(exists(path));
+
+	snprintf(path, sizeof(path), "%s/empty.db", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	snprintf(msg, sizeof(msg), "cannot open store '%s': empty file, not an rtune store", path);
+	expect_refused_by(rt_store_open_existing, path, EINVAL, msg);
+	assert_int_equal(rt_store_open(path, &st, &err), 0); /* a writer may make it a store */
+	rt_store_close(st);
+	assert_int_equal(sql_int(NULL, path, "PRAGMA user_version"), RT_STORE_SCHEMA_VERSION);
+
+	snprintf(path, sizeof(path), "%s/notables.db", dir);
+	sql(path, "PRAGMA journal_mode=DELETE; CREATE TABLE t(x); DROP TABLE t;");
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master"), 0);
+	snprintf(msg, sizeof(msg), "cannot open store '%s': empty database, not an rtune store", path);
+	expect_refused_by(rt_store_open_existing, path, EINVAL, msg);
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master"), 0);
 }
 
 static void test_not_a_database(void **state)
@@ -287,7 +339,13 @@ static void test_newer_schema(void **state)
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	rt_store_close(st);
 	sql(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version = 9; CREATE TABLE future(x);");
-	expect_refused(path, EPROTONOSUPPORT, "schema version 9 is newer than this rtune supports (3); upgrade rtune");
+	{
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "schema version 9 is newer than this rtune supports (%d); upgrade rtune",
+			 RT_STORE_SCHEMA_VERSION);
+		expect_refused(path, EPROTONOSUPPORT, msg);
+	}
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name = 'future'"), 1);
 }
 
@@ -348,6 +406,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_never_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_sqlite_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newer_schema, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
