@@ -278,7 +278,7 @@ static void test_other_sqlite_database(void **state)
 
 static void test_newer_schema(void **state)
 {
-	char path[1200];
+	char path[1200], msg[200];
 	struct rt_store *st = NULL;
 	struct rt_error err;
 
@@ -287,7 +287,9 @@ static void test_newer_schema(void **state)
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	rt_store_close(st);
 	sql(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version = 9; CREATE TABLE future(x);");
-	expect_refused(path, EPROTONOSUPPORT, "schema version 9 is newer than this rtune supports (3); upgrade rtune");
+	snprintf(msg, sizeof(msg), "schema version 9 is newer than this rtune supports (%d); upgrade rtune",
+		 RT_STORE_SCHEMA_VERSION);
+	expect_refused(path, EPROTONOSUPPORT, msg);
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name = 'future'"), 1);
 }
 
