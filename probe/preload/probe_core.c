@@ -97,20 +97,19 @@ typedef _Atomic uint32_t rt_max;
 			atomic_store_explicit(&(m), (v), memory_order_relaxed); \
 	} while (0)
 
+/* One opcode class: counters (summed as an array up to hist_max), then the largest size sent per bucket (0 = none
+ * yet; merged by max), beside the counts so the send path reaches both from one base. */
 struct rtp_op_stat {
 	rt_ctr wrs, bytes, inl_wrs, inl_bytes, sig_wrs, sig_bytes;
 	rt_ctr hist[RT_HIST_BUCKETS];
+	rt_max hist_max[RT_HIST_BUCKETS];
 };
-
-/* Largest message size and post-list batch seen per bucket (0 = none yet): what the application really sent. */
-struct rtp_max {
-	rt_max hist[RTP_NOPS][RT_HIST_BUCKETS];
-	rt_max batch[RTP_BATCH_BUCKETS];
-};
+#define RTP_OP_NCTR (offsetof(struct rtp_op_stat, hist_max) / sizeof(rt_ctr))
+_Static_assert(sizeof(struct rtp_op_stat) % sizeof(rt_ctr) == 0, "rtp_op_stat: counters, then maxima");
 
 /*
- * Everything recorded for one QP (per thread, or folded): rt_ctr members up to mx, so that part can be summed as an
- * array, then the maxima (merged by max).
+ * Everything recorded for one QP (per thread, or folded): the opcode classes, the QP's counters from post_calls to
+ * batch_max (summed as an array), then the largest batch seen per post-list bucket (merged by max).
  */
 struct rtp_qp_stat {
 	struct rtp_op_stat op[RTP_NOPS];
@@ -119,10 +118,11 @@ struct rtp_qp_stat {
 	rt_ctr err_bad_wr_unset, wrs_not_posted;
 	rt_ctr apply_inline_set, apply_chain_too_long;
 	rt_ctr ex_early_commit, ex_complete_failed, ex_aborted;
-	struct rtp_max mx;
+	rt_max batch_max[RTP_BATCH_BUCKETS];
 };
-#define RTP_STAT_NCTR (offsetof(struct rtp_qp_stat, mx) / sizeof(rt_ctr))
-_Static_assert(offsetof(struct rtp_qp_stat, mx) % sizeof(rt_ctr) == 0, "rtp_qp_stat: counters, then maxima");
+#define RTP_QP_NCTR \
+	((offsetof(struct rtp_qp_stat, batch_max) - offsetof(struct rtp_qp_stat, post_calls)) / sizeof(rt_ctr))
+_Static_assert(offsetof(struct rtp_qp_stat, post_calls) % sizeof(rt_ctr) == 0, "rtp_qp_stat: counters aligned");
 
 struct rtp_pending {
 	uint64_t wr_id;
@@ -443,31 +443,45 @@ static struct rtp_entry *entry_get(struct rtp_slab *s, const struct rtp_qp *q)
 	return NULL;
 }
 
+/* Adds src's counters to dst's and raises dst's maxima to src's. */
 static void stat_add(struct rtp_qp_stat *dst, const struct rtp_qp_stat *src)
 {
-	rt_ctr *d = (rt_ctr *)dst;
-	const rt_ctr *sv = (const rt_ctr *)src;
+	rt_ctr *d = &dst->post_calls;
+	const rt_ctr *sv = &src->post_calls;
 
-	for (size_t i = 0; i < RTP_STAT_NCTR; i++)
-		CTR_ADD(d[i], CTR_GET(sv[i]));
-	for (unsigned o = 0; o < RTP_NOPS; o++)
+	for (unsigned o = 0; o < RTP_NOPS; o++) {
+		rt_ctr *od = &dst->op[o].wrs;
+		const rt_ctr *os = &src->op[o].wrs;
+
+		for (size_t i = 0; i < RTP_OP_NCTR; i++)
+			CTR_ADD(od[i], CTR_GET(os[i]));
 		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
-			MAX_PUT(dst->mx.hist[o][b], atomic_load_explicit(&src->mx.hist[o][b], memory_order_relaxed));
+			MAX_PUT(dst->op[o].hist_max[b],
+				atomic_load_explicit(&src->op[o].hist_max[b], memory_order_relaxed));
+	}
+	for (size_t i = 0; i < RTP_QP_NCTR; i++)
+		CTR_ADD(d[i], CTR_GET(sv[i]));
 	for (unsigned b = 0; b < RTP_BATCH_BUCKETS; b++)
-		MAX_PUT(dst->mx.batch[b], atomic_load_explicit(&src->mx.batch[b], memory_order_relaxed));
+		MAX_PUT(dst->batch_max[b], atomic_load_explicit(&src->batch_max[b], memory_order_relaxed));
 }
 
+/* Clears every counter and maximum of st. */
 static void stat_zero(struct rtp_qp_stat *st)
 {
-	rt_ctr *d = (rt_ctr *)st;
+	rt_ctr *d = &st->post_calls;
 
-	for (size_t i = 0; i < RTP_STAT_NCTR; i++)
-		CTR_SET(d[i], 0);
-	for (unsigned o = 0; o < RTP_NOPS; o++)
+	for (unsigned o = 0; o < RTP_NOPS; o++) {
+		rt_ctr *od = &st->op[o].wrs;
+
+		for (size_t i = 0; i < RTP_OP_NCTR; i++)
+			CTR_SET(od[i], 0);
 		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
-			atomic_store_explicit(&st->mx.hist[o][b], 0, memory_order_relaxed);
+			atomic_store_explicit(&st->op[o].hist_max[b], 0, memory_order_relaxed);
+	}
+	for (size_t i = 0; i < RTP_QP_NCTR; i++)
+		CTR_SET(d[i], 0);
 	for (unsigned b = 0; b < RTP_BATCH_BUCKETS; b++)
-		atomic_store_explicit(&st->mx.batch[b], 0, memory_order_relaxed);
+		atomic_store_explicit(&st->batch_max[b], 0, memory_order_relaxed);
 }
 
 /* Moves every thread's record of q into q->agg and frees the entries (under g_lock; q is destroyed). */
@@ -529,7 +543,7 @@ static inline __attribute__((always_inline)) void record_wr(const struct rtp_qp 
 	CTR_ADD(st->wrs, 1);
 	CTR_ADD(st->bytes, bytes);
 	CTR_ADD(st->hist[hb], 1);
-	MAX_PUT(e->st.mx.hist[op][hb], bytes);
+	MAX_PUT(st->hist_max[hb], bytes);
 	if (inl) {
 		CTR_ADD(st->inl_wrs, 1);
 		CTR_ADD(st->inl_bytes, bytes);
@@ -558,7 +572,8 @@ static inline void record_batch(struct rtp_entry *e, unsigned n)
 
 	CTR_ADD(e->st.post_calls, 1);
 	CTR_ADD(e->st.batch[b], 1);
-	MAX_PUT(e->st.mx.batch[b], n ? (uint32_t)n : 1u);
+	if (b > 1) /* buckets 0 and 1 hold one batch each (1, 2 WRs): their largest is known */
+		MAX_PUT(e->st.batch_max[b], n);
 }
 
 static void lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0)
@@ -2059,7 +2074,7 @@ static void jb_ops(struct jbuf *b, const struct rtp_qp_stat *st)
 			  (unsigned long long)CTR_GET(os->bytes), (unsigned long long)CTR_GET(os->inl_wrs),
 			  (unsigned long long)CTR_GET(os->inl_bytes), (unsigned long long)CTR_GET(os->sig_wrs),
 			  (unsigned long long)CTR_GET(os->sig_bytes));
-		jb_hist(b, os->hist, st->mx.hist[o]);
+		jb_hist(b, os->hist, os->hist_max);
 		jb_printf(b, "}");
 		first = false;
 	}
@@ -2171,7 +2186,7 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 		first = true;
 		for (unsigned k = 0; k < RTP_BATCH_BUCKETS; k++) {
 			uint64_t c = CTR_GET(sum->batch[k]);
-			uint32_t hi = atomic_load_explicit(&sum->mx.batch[k], memory_order_relaxed);
+			uint32_t hi = atomic_load_explicit(&sum->batch_max[k], memory_order_relaxed);
 
 			if (!c)
 				continue;
