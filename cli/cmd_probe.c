@@ -159,9 +159,9 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
 		for (int op = 0; op < RT_OP__COUNT; op++) {
 			struct rt_store_histogram h = { 0 };
 			struct rt_probe_op_summary o;
-			uint64_t sq_full;
+			struct rt_probe_class_queue q;
 
-			if (!rt_probe_summary_class(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &sq_full))
+			if (!rt_probe_summary_class_queue(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &q))
 				continue;
 			snprintf(h.app, sizeof(h.app), "%s", app);
 			h.op = (enum rt_opcode)op;
@@ -170,8 +170,13 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
 			h.bytes = o.bytes;
 			h.inline_count = o.inline_wrs;
 			h.signaled_count = o.signaled_wrs;
-			h.sq_full_enomem = sq_full;
+			h.sq_full_enomem = q.sq_full;
 			memcpy(h.buckets, o.hist, sizeof(h.buckets));
+			memcpy(h.bucket_max, o.hist_max, sizeof(h.bucket_max));
+			h.post_calls = q.post_calls;
+			memcpy(h.batch, q.batch, sizeof(h.batch));
+			memcpy(h.batch_max, q.batch_max, sizeof(h.batch_max));
+			h.max_send_wr = q.max_send_wr;
 			ret = rt_store_put_histogram(st, &node, &h, &err);
 			if (ret) {
 				rt_cli_error("%s", err.text);

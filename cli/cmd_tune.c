@@ -22,7 +22,8 @@ static const char usage[] =
 	"calibration run (RUN: its id or uuid; default the most recent run), print the decisions with their confidence\n"
 	"and reasons, and store them as this node's profile (see 'rtune show', 'rtune export').\n"
 	"\n"
-	"  --app NAME         weight the inline threshold by the message sizes application NAME sends (recorded with\n"
+	"  --app NAME         weight each entry's inline threshold by the message sizes application NAME sends with\n"
+	"                     that opcode and QP type, and raise N to its post-list batch (recorded with\n"
 	"                     'rtune probe --name NAME')\n"
 	"  -d, --ib-dev DEV   the most recent run of this device (when RUN is not given)\n"
 	"  --tolerance PCT    signaling interval: smallest N whose rate is within PCT %% of the best (default 1.5)\n"
@@ -75,6 +76,70 @@ static void decision_to_entry(const struct rt_run *run, const struct rt_tuner_de
 	snprintf(e->run_id, sizeof(e->run_id), "%s", run->uuid);
 	snprintf(e->app, sizeof(e->app), "%s", app ? app : "");
 	snprintf(e->rtune_version, sizeof(e->rtune_version), "%s", RTUNE_VERSION);
+}
+
+/*
+ * The post-list batch tune --app raises N to: the batch of the app's median post call (by post calls, over the QPs
+ * that sent this opcode and QP type), as the largest batch the probe saw in the median's bucket (an older store that
+ * did not record it: the bucket's smallest batch). 0 when nothing was recorded.
+ */
+static uint32_t median_batch(const struct rt_store_histogram *h)
+{
+	uint64_t total = 0, cum = 0;
+
+	for (unsigned b = 0; b < RT_BATCH_BUCKETS; b++)
+		total += h->batch[b];
+	for (unsigned b = 0; total && b < RT_BATCH_BUCKETS; b++) {
+		cum += h->batch[b];
+		if (2 * cum >= total)
+			return h->batch_max[b] ? h->batch_max[b] : rt_batch_bucket_lo(b);
+	}
+	return 0;
+}
+
+/*
+ * Fills in->app[op][qpt] from the stored histograms of app: the bins (each bin's hi the largest size the app sent in
+ * that bucket when the probe recorded it), the post-list batch, post calls, SQ-full ENOMEM events and smallest send
+ * queue. bins[][] receives the arrays to free. Returns 0, ENOENT when app has no histogram at all, or another errno
+ * with err set.
+ */
+static int load_app(struct rt_store *st, const char *app, struct rt_tuner_input *in,
+		    struct rt_tuner_hist_bin *bins[RT_OP__COUNT][RT_QPT__COUNT], struct rt_error *err)
+{
+	bool any = false;
+
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++) {
+			struct rt_tuner_app *a = &in->app[op][qpt];
+			struct rt_store_histogram h;
+			size_t n_bins;
+			int rc;
+
+			rc = rt_store_get_histogram(st, app, (enum rt_opcode)op, (enum rt_qp_type)qpt, &h, err);
+			if (rc == ENOENT)
+				continue;
+			if (rc)
+				return rc;
+			if ((rc = rt_tuner_hist_from_buckets(h.buckets, &bins[op][qpt], &n_bins, err)))
+				return rc;
+			for (size_t i = 0; i < n_bins; i++) {
+				struct rt_tuner_hist_bin *bn = &bins[op][qpt][i];
+				uint32_t mx = h.bucket_max[rt_hist_bucket(bn->lo)];
+
+				if (mx >= bn->lo && mx <= bn->hi)
+					bn->hi = mx;
+			}
+			a->bins = bins[op][qpt];
+			a->n_bins = n_bins;
+			a->post_list_batch = median_batch(&h);
+			a->post_calls = h.post_calls;
+			a->sq_full_enomem = h.sq_full_enomem;
+			a->max_send_wr = h.max_send_wr;
+			any = any || n_bins > 0;
+		}
+	}
+	in->app_name = app;
+	return any ? 0 : ENOENT;
 }
 
 static json_t *num_or_null(double v)
@@ -188,7 +253,7 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 
 int cmd_tune(int argc, char **argv)
 {
-	struct rt_tuner_hist_bin *bins[RT_OP__COUNT] = { NULL };
+	struct rt_tuner_hist_bin *bins[RT_OP__COUNT][RT_QPT__COUNT] = { { NULL } };
 	struct rt_tuner_result res = { 0 };
 	struct rt_profile_entry *entries = NULL;
 	struct rt_tuner_input in;
@@ -197,7 +262,6 @@ int cmd_tune(int argc, char **argv)
 	struct rt_store *st = NULL;
 	struct rt_error err;
 	struct rt_run run;
-	size_t n_bins;
 	int rc = RT_EXIT_FAIL, prc;
 
 	prc = parse_args(argc, argv, &o);
@@ -220,29 +284,16 @@ int cmd_tune(int argc, char **argv)
 	}
 	rt_tuner_input_from_run(&in, &run);
 	if (o.app) {
-		bool any = false;
+		int arc = load_app(st, o.app, &in, bins, &err);
 
-		for (int op = 0; op < RT_OP__COUNT; op++) {
-			struct rt_store_histogram h;
-
-			if (rt_store_get_histogram(st, o.app, (enum rt_opcode)op, RT_QPT_RC, &h, &err)) {
-				if (err.code == ENOENT)
-					continue;
-				rt_cli_error("%s", err.text);
-				goto out;
-			}
-			if (rt_tuner_hist_from_buckets(h.buckets, &bins[op], &n_bins, &err)) {
-				rt_cli_error("histogram of '%s': %s", o.app, err.text);
-				goto out;
-			}
-			in.app[op].bins = bins[op];
-			in.app[op].n_bins = n_bins;
-			any = any || n_bins > 0;
-		}
-		if (!any) {
+		if (arc == ENOENT) {
 			rt_cli_error("no histogram of application '%s' in store '%s': record one with "
 				     "'rtune probe --name %s -- CMD'",
 				     o.app, rt_store_path(st), o.app);
+			goto out;
+		}
+		if (arc) {
+			rt_cli_error("histogram of '%s': %s", o.app, err.text);
 			goto out;
 		}
 	}
@@ -260,8 +311,10 @@ int cmd_tune(int argc, char **argv)
 			rt_cli_error("out of memory");
 			goto out;
 		}
+		/* an entry is stamped with the app only when its (opcode, QP type) was weighted by the app's histogram */
 		for (size_t i = 0; i < res.n; i++)
-			decision_to_entry(&run, &res.d[i], o.app, &entries[i]);
+			decision_to_entry(&run, &res.d[i], in.app[res.d[i].op][res.d[i].qpt].n_bins ? o.app : NULL,
+					  &entries[i]);
 		if (rt_store_replace_profile(st, &run.node, NULL, entries, res.n, &err)) {
 			rt_cli_error("cannot store the profile: %s", err.text);
 			goto out;
@@ -301,7 +354,8 @@ int cmd_tune(int argc, char **argv)
 	rc = RT_EXIT_OK;
 out:
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		free(bins[op]);
+		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
+			free(bins[op][qpt]);
 	free(entries);
 	rt_tuner_result_free(&res);
 	rt_run_release(&run);

@@ -31,4 +31,26 @@ uint32_t rt_hist_bucket_lo(unsigned b);
 /* Largest size that falls in bucket b (b < RT_HIST_BUCKETS). */
 uint32_t rt_hist_bucket_hi(unsigned b);
 
+/* Post-list batches (WRs per ibv_post_send call, the probe's `wrs_per_post`): log2 buckets 1, 2, 3-4, 5-8, ...,
+ * 16385-32768, and one bucket for everything above 32768. */
+#define RT_BATCH_BUCKETS 17u
+
+/* Index of the batch bucket holding a post call of wrs WRs (always < RT_BATCH_BUCKETS; 0 WRs count as 1). */
+static inline unsigned rt_batch_bucket(uint32_t wrs)
+{
+	unsigned b = wrs <= 1 ? 0 : 32u - (unsigned)__builtin_clz(wrs - 1);
+
+	return b < RT_BATCH_BUCKETS ? b : RT_BATCH_BUCKETS - 1;
+}
+
+/* Smallest and largest batch of bucket b (b < RT_BATCH_BUCKETS). */
+static inline uint32_t rt_batch_bucket_lo(unsigned b)
+{
+	return b ? (1u << (b - 1)) + 1 : 1;
+}
+static inline uint32_t rt_batch_bucket_hi(unsigned b)
+{
+	return b >= RT_BATCH_BUCKETS - 1 ? UINT32_MAX : 1u << b;
+}
+
 #endif

@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 4
+#define RT_STORE_SCHEMA_VERSION 5
 
 struct rt_store;
 
@@ -170,7 +170,13 @@ struct rt_store_histogram {
 	enum rt_qp_type qpt;
 	int64_t created_ns; /* 0 = now */
 	uint64_t messages, bytes, inline_count, signaled_count, sq_full_enomem;
-	uint64_t buckets[RT_HIST_BUCKETS]; /* message counts per rt_hist_bucket() */
+	uint64_t buckets[RT_HIST_BUCKETS];    /* message counts per rt_hist_bucket() */
+	uint32_t bucket_max[RT_HIST_BUCKETS]; /* largest size sent per bucket; 0 = not recorded (schema < 4) */
+	/* the QPs that sent this opcode class: their post calls (all opcodes), post-list batches, smallest SQ */
+	uint64_t post_calls;		      /* 0 = not recorded */
+	uint64_t batch[RT_BATCH_BUCKETS];     /* post calls per rt_batch_bucket(WRs per call) */
+	uint32_t batch_max[RT_BATCH_BUCKETS]; /* largest batch seen per bucket, 0 = not recorded */
+	uint32_t max_send_wr;		      /* smallest max_send_wr of those QPs, 0 = unknown */
 };
 /* Stores one histogram of an application on node (upserted) in one transaction; sets h->id. */
 int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node, struct rt_store_histogram *h,

@@ -97,7 +97,17 @@ static const char migrate_v4[] =
 	"CREATE VIEW current_devices AS SELECT d.* FROM devices d WHERE d.id = (SELECT e.id FROM devices e"
 	" WHERE e.node_id = d.node_id AND e.name = d.name ORDER BY e.seen_ns DESC, e.id DESC LIMIT 1);";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3, migrate_v4 };
+/* v4 -> v5: what an application's histogram rows leave out of the bucket counts: the largest size sent in each bucket
+ * (so a threshold is a size the app sends), and the post-list batches, post calls and smallest send queue of the QPs
+ * that sent it (the signaling interval and the SQ-full warning). NULL in rows of older stores: not recorded. */
+static const char migrate_v5[] = "ALTER TABLE histograms ADD COLUMN bucket_max BLOB;"
+				 "ALTER TABLE histograms ADD COLUMN post_calls INTEGER;"
+				 "ALTER TABLE histograms ADD COLUMN batch BLOB;"
+				 "ALTER TABLE histograms ADD COLUMN batch_max BLOB;"
+				 "ALTER TABLE histograms ADD COLUMN max_send_wr INTEGER;";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3, migrate_v4,
+								     migrate_v5 };
 
 int64_t rt_store_now_ns(void)
 {

@@ -1047,27 +1047,61 @@ out:
 
 /* ---- application histograms ------------------------------------------------------------------------------------- */
 
+/* n values of `width` bytes (8 or 4) from v (uint64_t or uint32_t) into out, little-endian. */
+static void blob_put(unsigned char *out, const void *v, size_t n, int width)
+{
+	for (size_t k = 0; k < n; k++) {
+		uint64_t x = width == 8 ? ((const uint64_t *)v)[k] : ((const uint32_t *)v)[k];
+
+		for (int i = 0; i < width; i++)
+			out[k * (size_t)width + (size_t)i] = (unsigned char)(x >> (8 * i));
+	}
+}
+
+/* The inverse of blob_put for column col of s: as many values as the blob holds, at most n; the rest stay 0 (a NULL
+ * column, written by an older rtune, gives all zeros). */
+static void blob_get(sqlite3_stmt *s, int col, void *v, size_t n, int width)
+{
+	const unsigned char *blob = sqlite3_column_blob(s, col);
+	size_t bytes = (size_t)sqlite3_column_bytes(s, col);
+
+	for (size_t k = 0; blob && k < n && (k + 1) * (size_t)width <= bytes; k++) {
+		uint64_t x = 0;
+
+		for (int i = 0; i < width; i++)
+			x |= (uint64_t)blob[k * (size_t)width + (size_t)i] << (8 * i);
+		if (width == 8)
+			((uint64_t *)v)[k] = x;
+		else
+			((uint32_t *)v)[k] = (uint32_t)x;
+	}
+}
+
 int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node, struct rt_store_histogram *h,
 			   struct rt_error *err)
 {
-	unsigned char blob[RT_HIST_BUCKETS * 8];
+	unsigned char blob[RT_HIST_BUCKETS * 8], maxb[RT_HIST_BUCKETS * 4], batch[RT_BATCH_BUCKETS * 8],
+		batch_max[RT_BATCH_BUCKETS * 4];
 	sqlite3_stmt *s = NULL;
 	int64_t node_id;
 	int rc;
 
 	if (!h->app[0])
 		return rt_error_set(err, EINVAL, "histogram has no application name");
-	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
-		for (int i = 0; i < 8; i++)
-			blob[b * 8 + i] = (unsigned char)(h->buckets[b] >> (8 * i)); /* little-endian u64 */
+	blob_put(blob, h->buckets, RT_HIST_BUCKETS, 8);
+	blob_put(maxb, h->bucket_max, RT_HIST_BUCKETS, 4);
+	blob_put(batch, h->batch, RT_BATCH_BUCKETS, 8);
+	blob_put(batch_max, h->batch_max, RT_BATCH_BUCKETS, 4);
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, NULL, &node_id, NULL, err)))
 		goto out;
-	if ((rc = prepare(st,
-			  "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
-			  " signaled_count, sq_full_enomem, buckets) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-			  &s, err)))
+	if ((rc = prepare(
+		     st,
+		     "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
+		     " signaled_count, sq_full_enomem, buckets, bucket_max, post_calls, batch, batch_max, max_send_wr)"
+		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     &s, err)))
 		goto out;
 	sqlite3_bind_int64(s, 1, node_id);
 	sqlite3_bind_text(s, 2, h->app, -1, SQLITE_STATIC);
@@ -1080,6 +1114,11 @@ int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node,
 	sqlite3_bind_int64(s, 9, (int64_t)h->signaled_count);
 	sqlite3_bind_int64(s, 10, (int64_t)h->sq_full_enomem);
 	sqlite3_bind_blob(s, 11, blob, sizeof(blob), SQLITE_STATIC);
+	sqlite3_bind_blob(s, 12, maxb, sizeof(maxb), SQLITE_STATIC);
+	sqlite3_bind_int64(s, 13, (int64_t)h->post_calls);
+	sqlite3_bind_blob(s, 14, batch, sizeof(batch), SQLITE_STATIC);
+	sqlite3_bind_blob(s, 15, batch_max, sizeof(batch_max), SQLITE_STATIC);
+	sqlite3_bind_int64(s, 16, (int64_t)h->max_send_wr);
 	if ((rc = step_done(st, s, "store histogram", err)))
 		goto out;
 	h->id = sqlite3_last_insert_rowid(st->db);
@@ -1095,13 +1134,13 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 			   struct rt_store_histogram *out, struct rt_error *err)
 {
 	sqlite3_stmt *s = NULL;
-	const unsigned char *blob;
-	int rc, step, bytes;
+	int rc, step;
 
 	memset(out, 0, sizeof(*out));
 	if ((rc = prepare(st,
 			  "SELECT id, created_ns, messages, bytes, inline_count, signaled_count, sq_full_enomem,"
-			  " buckets FROM histograms WHERE app = ? AND op = ? AND qpt = ?"
+			  " buckets, bucket_max, post_calls, batch, batch_max, max_send_wr"
+			  " FROM histograms WHERE app = ? AND op = ? AND qpt = ?"
 			  " ORDER BY created_ns DESC, id DESC LIMIT 1",
 			  &s, err)))
 		return rc;
@@ -1128,11 +1167,17 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 	out->inline_count = (uint64_t)sqlite3_column_int64(s, 4);
 	out->signaled_count = (uint64_t)sqlite3_column_int64(s, 5);
 	out->sq_full_enomem = (uint64_t)sqlite3_column_int64(s, 6);
-	blob = sqlite3_column_blob(s, 7);
-	bytes = sqlite3_column_bytes(s, 7);
-	for (unsigned b = 0; blob && b < RT_HIST_BUCKETS && (int)(b * 8 + 8) <= bytes; b++)
-		for (int i = 0; i < 8; i++)
-			out->buckets[b] |= (uint64_t)blob[b * 8 + i] << (8 * i);
+	blob_get(s, 7, out->buckets, RT_HIST_BUCKETS, 8);
+	blob_get(s, 8, out->bucket_max, RT_HIST_BUCKETS, 4);
+	out->post_calls = (uint64_t)sqlite3_column_int64(s, 9);
+	blob_get(s, 10, out->batch, RT_BATCH_BUCKETS, 8);
+	blob_get(s, 11, out->batch_max, RT_BATCH_BUCKETS, 4);
+	out->max_send_wr = (uint32_t)sqlite3_column_int64(s, 12);
+	/* a largest size outside its bucket is not one the probe wrote: unknown */
+	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+		if (out->bucket_max[b] &&
+		    (out->bucket_max[b] < rt_hist_bucket_lo(b) || out->bucket_max[b] > rt_hist_bucket_hi(b)))
+			out->bucket_max[b] = 0;
 out:
 	sqlite3_finalize(s);
 	return rc;

@@ -896,7 +896,9 @@ static int fill_sizes(struct ia *a)
 int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n,
 		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r)
 {
-	struct ia a = { .t = t, .o = t->o, .in = in, .app = &in->app[d->op], .d = d, .r = r, .B = t->o->n_boot };
+	struct ia a = {
+		.t = t, .o = t->o, .in = in, .app = &in->app[d->op][d->qpt], .d = d, .r = r, .B = t->o->n_boot
+	};
 	int rc;
 
 	d->inline_confidence = RT_CONF_LOW;

@@ -35,11 +35,14 @@ struct rt_tuner_hist_bin {
 	uint64_t count;
 };
 
-/* What an application sends with one opcode (all fields optional: bins NULL / n_bins 0 = no histogram). */
+/* What an application sends with one (opcode, QP type) (all fields optional: bins NULL / n_bins 0 = no histogram). */
 struct rt_tuner_app {
 	const struct rt_tuner_hist_bin *bins; /* non-overlapping; any order */
 	size_t n_bins;
 	uint32_t post_list_batch; /* WRs per ibv_post_send call, 0 = unknown (taken as 1) */
+	uint64_t post_calls;	  /* post calls of the QPs that sent it, 0 = unknown */
+	uint64_t sq_full_enomem;  /* of those, refused with ENOMEM because the send queue was full */
+	uint32_t max_send_wr;	  /* the smallest send queue (max_send_wr) of those QPs, 0 = unknown */
 };
 
 /* Everything the tuner reads; all arrays are borrowed and only read. */
@@ -49,8 +52,10 @@ struct rt_tuner_input {
 	const struct rt_rate_point *rate;
 	size_t n_rate;
 	struct rt_tuner_limits limits;
-	const struct rt_cq_moderation *cqmod;  /* RT_OP__COUNT entries indexed by opcode, or NULL */
-	struct rt_tuner_app app[RT_OP__COUNT]; /* indexed by opcode */
+	const struct rt_cq_moderation *cqmod;		      /* RT_OP__COUNT entries indexed by opcode, or NULL */
+	struct rt_tuner_app app[RT_OP__COUNT][RT_QPT__COUNT]; /* indexed by opcode and QP type */
+	const char *app_name; /* the application app[][] describes (NULL = none): a decision of an (opcode, QP type)
+				 without histogram says the app sent nothing with it */
 };
 
 /* Knobs; rt_tuner_opts_default() fills the documented defaults. Times are in the unit of the input (ns normally). */
@@ -122,6 +127,8 @@ enum rt_reason_code {
 	RT_R_IMPLAUSIBLE_GAIN,		 /* "implausible_gain": physically implausible numbers */
 	RT_R_INVALID_POINT,		 /* "invalid_point": a point was dropped (NaN, negative, inconsistent) */
 	RT_R_SIGNAL_INDIFFERENT,	 /* "signal_indifferent": the rate does not depend on N here */
+	RT_R_APP_SENT_NOTHING,		 /* "app_sent_nothing": the app has no histogram for this (opcode, QP type) */
+	RT_R_APP_SQ_FULL,		 /* "app_sq_full": the app's send queue filled (ENOMEM from ibv_post_send) */
 	RT_R__COUNT
 };
 
@@ -209,7 +216,7 @@ void rt_tuner_opts_default(struct rt_tuner_opts *opts);
 /*
  * Fills *in from a run: its points, device limits (max inline per QP type, max_qp_wr, max_cqe, PCIe or not), SQ
  * depth and CQ moderation. Borrows run's arrays (keep run alive while in is used); no histogram is set (fill
- * in->app[op] yourself). run and in must not be NULL.
+ * in->app[op][qpt] and in->app_name yourself). run and in must not be NULL.
  */
 void rt_tuner_input_from_run(struct rt_tuner_input *in, const struct rt_run *run);
 

@@ -165,7 +165,7 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	struct series *sr = NULL;
 	double *y = NULL, *se = NULL, *w = NULL, *fit = NULL, *xs = NULL, *xi = NULL, *yt = NULL, *wt = NULL;
 	size_t nv = 0, ns = 0, n_invalid = 0, n_used = 0, n_fit = 0, deciding = 0, B = o->n_boot, ok = 0;
-	uint32_t batch = in->app[d->op].post_list_batch ? in->app[d->op].post_list_batch : 1;
+	uint32_t batch = in->app[d->op][d->qpt].post_list_batch ? in->app[d->op][d->qpt].post_list_batch : 1;
 	uint32_t sq_meas = in->limits.sq_depth, cap, nlim, nstar = 1, N, n_hi = 1, n_max_meas = 1;
 	uint64_t enomem = 0;
 	int rc = 0, nonmono = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0;

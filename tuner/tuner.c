@@ -185,8 +185,9 @@ int rt_tuner_run(const struct rt_tuner_input *in, const struct rt_tuner_opts *op
 	if ((rc = check_opts(opts, err)))
 		return rc;
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		if ((rc = check_hist(&in->app[op], (enum rt_opcode)op, err)))
-			return rc;
+		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
+			if ((rc = check_hist(&in->app[op][qpt], (enum rt_opcode)op, err)))
+				return rc;
 	if (!in->n_lat && !in->n_rate)
 		return rt_error_set(err, ENODATA, "tuner: no latency or rate points to tune from");
 
@@ -233,6 +234,7 @@ int rt_tuner_run(const struct rt_tuner_input *in, const struct rt_tuner_opts *op
 				    ~opts->seed ^ (0x100u * (unsigned)op + (unsigned)qpt + 1) * 0xbf58476d1ce4e5b9ull);
 			if ((rc = rt__signal_analyse(t, rp, nr, in, d, &r)))
 				goto fail;
+			rt__app_reasons(in, d, &r);
 			if (r.oom) {
 				rc = ENOMEM;
 				goto fail;
@@ -311,6 +313,8 @@ static const char *const reason_names[RT_R__COUNT] = {
 	[RT_R_IMPLAUSIBLE_GAIN] = "implausible_gain",
 	[RT_R_INVALID_POINT] = "invalid_point",
 	[RT_R_SIGNAL_INDIFFERENT] = "signal_indifferent",
+	[RT_R_APP_SENT_NOTHING] = "app_sent_nothing",
+	[RT_R_APP_SQ_FULL] = "app_sq_full",
 };
 
 #define NAME_OF(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) && (tab)[v] ? (tab)[v] : "unknown")

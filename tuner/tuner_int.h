@@ -82,5 +82,8 @@ int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts,
 /* Signaling, queue depths and CQ moderation of one (op, qpt): its rate points (pointers). */
 int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts, size_t n,
 		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r);
+/* What the application (in->app_name) tells about one decision once both analyses ran: that it sent nothing with
+ * this (opcode, QP type), or that its send queue filled. Failures only set r->oom. tuner/app.c. */
+void rt__app_reasons(const struct rt_tuner_input *in, const struct rt_tuner_decision *d, struct rt_reasons *r);
 
 #endif

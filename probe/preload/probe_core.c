@@ -39,7 +39,7 @@
 #define RTP_EX_PENDING 128   /* WRs between wr_start and wr_complete held before an early commit */
 #define RTP_APPLY_MAX_WRS 64 /* longest WR chain apply mode copies */
 #define RTP_LAT_RING 64	     /* outstanding latency samples per QP */
-#define RTP_BATCH_BUCKETS 17 /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 */
+#define RTP_BATCH_BUCKETS RT_BATCH_BUCKETS /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 (rt_hist.h) */
 #define RTP_WC_STATUS 32
 #define RTP_POOL_SPARE 8 /* free slabs kept ready for threads that have not posted yet */
 
@@ -89,13 +89,28 @@ typedef _Atomic uint64_t rt_ctr;
 	atomic_store_explicit(&(c), atomic_load_explicit(&(c), memory_order_relaxed) + (n), memory_order_relaxed)
 #define CTR_GET(c) atomic_load_explicit(&(c), memory_order_relaxed)
 #define CTR_SET(c, v) atomic_store_explicit(&(c), (v), memory_order_relaxed)
+/* The largest value seen, with the same single-writer discipline: merged by max, never summed. */
+typedef _Atomic uint32_t rt_max;
+#define MAX_PUT(m, v)                                                           \
+	do {                                                                    \
+		if ((v) > atomic_load_explicit(&(m), memory_order_relaxed))     \
+			atomic_store_explicit(&(m), (v), memory_order_relaxed); \
+	} while (0)
 
+/* One opcode class: counters (summed as an array up to hist_max), then the largest size sent per bucket (0 = none
+ * yet; merged by max), beside the counts so the send path reaches both from one base. */
 struct rtp_op_stat {
 	rt_ctr wrs, bytes, inl_wrs, inl_bytes, sig_wrs, sig_bytes;
 	rt_ctr hist[RT_HIST_BUCKETS];
+	rt_max hist_max[RT_HIST_BUCKETS];
 };
+#define RTP_OP_NCTR (offsetof(struct rtp_op_stat, hist_max) / sizeof(rt_ctr))
+_Static_assert(sizeof(struct rtp_op_stat) % sizeof(rt_ctr) == 0, "rtp_op_stat: counters, then maxima");
 
-/* Everything recorded for one QP (per thread, or folded); only rt_ctr members so it can be summed as an array. */
+/*
+ * Everything recorded for one QP (per thread, or folded): the opcode classes, the QP's counters from post_calls to
+ * batch_max (summed as an array), then the largest batch seen per post-list bucket (merged by max).
+ */
 struct rtp_qp_stat {
 	struct rtp_op_stat op[RTP_NOPS];
 	rt_ctr post_calls, batch[RTP_BATCH_BUCKETS];
@@ -103,9 +118,11 @@ struct rtp_qp_stat {
 	rt_ctr err_bad_wr_unset, wrs_not_posted;
 	rt_ctr apply_inline_set, apply_chain_too_long;
 	rt_ctr ex_early_commit, ex_complete_failed, ex_aborted;
+	rt_max batch_max[RTP_BATCH_BUCKETS];
 };
-#define RTP_STAT_NCTR (sizeof(struct rtp_qp_stat) / sizeof(rt_ctr))
-_Static_assert(sizeof(struct rtp_qp_stat) % sizeof(rt_ctr) == 0, "rtp_qp_stat holds only counters");
+#define RTP_QP_NCTR \
+	((offsetof(struct rtp_qp_stat, batch_max) - offsetof(struct rtp_qp_stat, post_calls)) / sizeof(rt_ctr))
+_Static_assert(offsetof(struct rtp_qp_stat, post_calls) % sizeof(rt_ctr) == 0, "rtp_qp_stat: counters aligned");
 
 struct rtp_pending {
 	uint64_t wr_id;
@@ -426,21 +443,45 @@ static struct rtp_entry *entry_get(struct rtp_slab *s, const struct rtp_qp *q)
 	return NULL;
 }
 
+/* Adds src's counters to dst's and raises dst's maxima to src's. */
 static void stat_add(struct rtp_qp_stat *dst, const struct rtp_qp_stat *src)
 {
-	rt_ctr *d = (rt_ctr *)dst;
-	const rt_ctr *sv = (const rt_ctr *)src;
+	rt_ctr *d = &dst->post_calls;
+	const rt_ctr *sv = &src->post_calls;
 
-	for (size_t i = 0; i < RTP_STAT_NCTR; i++)
+	for (unsigned o = 0; o < RTP_NOPS; o++) {
+		rt_ctr *od = &dst->op[o].wrs;
+		const rt_ctr *os = &src->op[o].wrs;
+
+		for (size_t i = 0; i < RTP_OP_NCTR; i++)
+			CTR_ADD(od[i], CTR_GET(os[i]));
+		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+			MAX_PUT(dst->op[o].hist_max[b],
+				atomic_load_explicit(&src->op[o].hist_max[b], memory_order_relaxed));
+	}
+	for (size_t i = 0; i < RTP_QP_NCTR; i++)
 		CTR_ADD(d[i], CTR_GET(sv[i]));
+	for (unsigned b = 0; b < RTP_BATCH_BUCKETS; b++)
+		MAX_PUT(dst->batch_max[b], atomic_load_explicit(&src->batch_max[b], memory_order_relaxed));
 }
 
+/* Clears every counter and maximum of st. */
 static void stat_zero(struct rtp_qp_stat *st)
 {
-	rt_ctr *d = (rt_ctr *)st;
+	rt_ctr *d = &st->post_calls;
 
-	for (size_t i = 0; i < RTP_STAT_NCTR; i++)
+	for (unsigned o = 0; o < RTP_NOPS; o++) {
+		rt_ctr *od = &st->op[o].wrs;
+
+		for (size_t i = 0; i < RTP_OP_NCTR; i++)
+			CTR_SET(od[i], 0);
+		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+			atomic_store_explicit(&st->op[o].hist_max[b], 0, memory_order_relaxed);
+	}
+	for (size_t i = 0; i < RTP_QP_NCTR; i++)
 		CTR_SET(d[i], 0);
+	for (unsigned b = 0; b < RTP_BATCH_BUCKETS; b++)
+		atomic_store_explicit(&st->batch_max[b], 0, memory_order_relaxed);
 }
 
 /* Moves every thread's record of q into q->agg and frees the entries (under g_lock; q is destroyed). */
@@ -497,10 +538,12 @@ static inline __attribute__((always_inline)) void record_wr(const struct rtp_qp 
 							    bool sig, struct rtp_rec *rc, const bool sampling)
 {
 	struct rtp_op_stat *st = &e->st.op[op];
+	unsigned hb = rt_hist_bucket(bytes);
 
 	CTR_ADD(st->wrs, 1);
 	CTR_ADD(st->bytes, bytes);
-	CTR_ADD(st->hist[rt_hist_bucket(bytes)], 1);
+	CTR_ADD(st->hist[hb], 1);
+	MAX_PUT(st->hist_max[hb], bytes);
 	if (inl) {
 		CTR_ADD(st->inl_wrs, 1);
 		CTR_ADD(st->inl_bytes, bytes);
@@ -525,10 +568,12 @@ static inline uint32_t apply_lim_of(const struct rtp_qp *q, unsigned op)
 
 static inline void record_batch(struct rtp_entry *e, unsigned n)
 {
-	unsigned b = n <= 1 ? 0 : 32u - (unsigned)__builtin_clz(n - 1);
+	unsigned b = rt_batch_bucket(n);
 
 	CTR_ADD(e->st.post_calls, 1);
-	CTR_ADD(e->st.batch[b < RTP_BATCH_BUCKETS ? b : RTP_BATCH_BUCKETS - 1], 1);
+	CTR_ADD(e->st.batch[b], 1);
+	if (b > 1) /* buckets 0 and 1 hold one batch each (1, 2 WRs): their largest is known */
+		MAX_PUT(e->st.batch_max[b], n);
 }
 
 static void lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0)
@@ -1991,18 +2036,22 @@ static const char *qpt_name(enum ibv_qp_type t)
 	}
 }
 
-static void jb_hist(struct jbuf *b, const rt_ctr *h)
+/* [lo, hi, count] per non-empty bucket: lo the bucket's lowest size, hi the largest size seen in it (mx, may be
+ * NULL: the bucket's highest size). */
+static void jb_hist(struct jbuf *b, const rt_ctr *h, const rt_max *mx)
 {
 	bool first = true;
 
 	jb_printf(b, "[");
 	for (unsigned i = 0; i < RT_HIST_BUCKETS; i++) {
 		uint64_t n = CTR_GET(h[i]);
+		uint32_t hi = mx ? atomic_load_explicit(&mx[i], memory_order_relaxed) : 0;
 
 		if (!n)
 			continue;
-		jb_printf(b, "%s[%u,%u,%llu]", first ? "" : ",", rt_hist_bucket_lo(i), rt_hist_bucket_hi(i),
-			  (unsigned long long)n);
+		if (hi < rt_hist_bucket_lo(i) || hi > rt_hist_bucket_hi(i))
+			hi = rt_hist_bucket_hi(i);
+		jb_printf(b, "%s[%u,%u,%llu]", first ? "" : ",", rt_hist_bucket_lo(i), hi, (unsigned long long)n);
 		first = false;
 	}
 	jb_printf(b, "]");
@@ -2025,7 +2074,7 @@ static void jb_ops(struct jbuf *b, const struct rtp_qp_stat *st)
 			  (unsigned long long)CTR_GET(os->bytes), (unsigned long long)CTR_GET(os->inl_wrs),
 			  (unsigned long long)CTR_GET(os->inl_bytes), (unsigned long long)CTR_GET(os->sig_wrs),
 			  (unsigned long long)CTR_GET(os->sig_bytes));
-		jb_hist(b, os->hist);
+		jb_hist(b, os->hist, os->hist_max);
 		jb_printf(b, "}");
 		first = false;
 	}
@@ -2137,11 +2186,14 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 		first = true;
 		for (unsigned k = 0; k < RTP_BATCH_BUCKETS; k++) {
 			uint64_t c = CTR_GET(sum->batch[k]);
+			uint32_t hi = atomic_load_explicit(&sum->batch_max[k], memory_order_relaxed);
 
 			if (!c)
 				continue;
-			jb_printf(&b, "%s[%u,%u,%llu]", first ? "" : ",", k ? (1u << (k - 1)) + 1 : 1,
-				  k == RTP_BATCH_BUCKETS - 1 ? UINT32_MAX : 1u << k, (unsigned long long)c);
+			if (hi < rt_batch_bucket_lo(k) || hi > rt_batch_bucket_hi(k))
+				hi = rt_batch_bucket_hi(k);
+			jb_printf(&b, "%s[%u,%u,%llu]", first ? "" : ",", rt_batch_bucket_lo(k), hi,
+				  (unsigned long long)c);
 			first = false;
 		}
 		jb_printf(&b,
@@ -2173,7 +2225,7 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 			  (unsigned long long)CTR_GET(q->lat_min_ns), (unsigned long long)CTR_GET(q->lat_max_ns),
 			  (unsigned long long)atomic_load(&q->lat_dropped),
 			  (unsigned long long)atomic_load(&q->lat_stale));
-		jb_hist(&b, q->lat_hist);
+		jb_hist(&b, q->lat_hist, NULL);
 		jb_printf(&b, "},\"wc_errors\":{");
 		first = true;
 		for (unsigned k = 0; k < RTP_WC_STATUS; k++) {

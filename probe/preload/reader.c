@@ -33,8 +33,12 @@ static void str_of(json_t *obj, const char *key, char *buf, size_t len)
 	snprintf(buf, len, "%s", json_is_string(v) ? json_string_value(v) : "");
 }
 
-/* Reads [[lo, hi, count], ...] into hist by lo's bucket. EINVAL on a malformed triple. */
-static int read_hist(json_t *arr, uint64_t *hist, struct rt_error *err, const char *what)
+/*
+ * Reads [[lo, hi, count], ...] into hist by lo's bucket, and hi, the largest size the probe saw in the bucket, into
+ * hist_max (kept when it lies in the bucket, else the bucket's top: an older probe wrote the top). EINVAL on a
+ * malformed triple.
+ */
+static int read_hist(json_t *arr, uint64_t *hist, uint32_t *hist_max, struct rt_error *err, const char *what)
 {
 	size_t i;
 	json_t *t;
@@ -45,12 +49,50 @@ static int read_hist(json_t *arr, uint64_t *hist, struct rt_error *err, const ch
 		return rt_error_set(err, EINVAL, "probe file: '%s' histogram is not an array", what);
 	json_array_foreach(arr, i, t)
 	{
-		json_t *lo = json_array_get(t, 0), *n = json_array_get(t, 2);
+		json_t *lo = json_array_get(t, 0), *hi = json_array_get(t, 1), *n = json_array_get(t, 2);
+		unsigned b;
+		json_int_t h;
 
 		if (!json_is_array(t) || !json_is_integer(lo) || !json_is_integer(n) || json_integer_value(lo) < 0 ||
 		    json_integer_value(lo) > UINT32_MAX || json_integer_value(n) < 0)
 			return rt_error_set(err, EINVAL, "probe file: bad entry %zu in the '%s' histogram", i, what);
-		hist[rt_hist_bucket((uint32_t)json_integer_value(lo))] += (uint64_t)json_integer_value(n);
+		b = rt_hist_bucket((uint32_t)json_integer_value(lo));
+		hist[b] += (uint64_t)json_integer_value(n);
+		h = json_is_integer(hi) ? json_integer_value(hi) : -1;
+		if (h < (json_int_t)rt_hist_bucket_lo(b) || h > (json_int_t)rt_hist_bucket_hi(b))
+			h = rt_hist_bucket_hi(b);
+		if (json_integer_value(n) > 0 && (uint32_t)h > hist_max[b])
+			hist_max[b] = (uint32_t)h;
+	}
+	return 0;
+}
+
+/* Reads the QP's "wrs_per_post" [[min, max seen, post calls], ...] into batch/batch_max (same rules as read_hist). */
+static int read_batch(json_t *arr, struct rt_probe_qp_summary *q, struct rt_error *err)
+{
+	size_t i;
+	json_t *t;
+
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return rt_error_set(err, EINVAL, "probe file: 'wrs_per_post' is not an array");
+	json_array_foreach(arr, i, t)
+	{
+		json_t *lo = json_array_get(t, 0), *hi = json_array_get(t, 1), *n = json_array_get(t, 2);
+		unsigned b;
+		json_int_t h;
+
+		if (!json_is_array(t) || !json_is_integer(lo) || !json_is_integer(n) || json_integer_value(lo) < 0 ||
+		    json_integer_value(lo) > UINT32_MAX || json_integer_value(n) < 0)
+			return rt_error_set(err, EINVAL, "probe file: bad entry %zu in 'wrs_per_post'", i);
+		b = rt_batch_bucket((uint32_t)json_integer_value(lo));
+		q->batch[b] += (uint64_t)json_integer_value(n);
+		h = json_is_integer(hi) ? json_integer_value(hi) : -1;
+		if (h < (json_int_t)rt_batch_bucket_lo(b) || h > (json_int_t)rt_batch_bucket_hi(b))
+			h = rt_batch_bucket_hi(b);
+		if (json_integer_value(n) > 0 && (uint32_t)h > q->batch_max[b])
+			q->batch_max[b] = (uint32_t)h;
 	}
 	return 0;
 }
@@ -75,7 +117,7 @@ static int read_ops(json_t *ops, struct rt_probe_op_summary *out, struct rt_erro
 		out[o].inline_bytes = u64_of(v, "inline_bytes");
 		out[o].signaled_wrs = u64_of(v, "signaled_wrs");
 		out[o].signaled_bytes = u64_of(v, "signaled_bytes");
-		ret = read_hist(json_object_get(v, "hist"), out[o].hist, err, op_names[o]);
+		ret = read_hist(json_object_get(v, "hist"), out[o].hist, out[o].hist_max, err, op_names[o]);
 		if (ret)
 			return ret;
 	}
@@ -96,6 +138,7 @@ static uint64_t sum_values(json_t *obj)
 static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *err)
 {
 	json_t *e = json_object_get(j, "errors"), *a = json_object_get(j, "apply"), *l = json_object_get(j, "latency");
+	int ret;
 
 	if (!json_is_object(j))
 		return rt_error_set(err, EINVAL, "probe file: a 'qps' entry is not an object");
@@ -129,6 +172,8 @@ static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *er
 	}
 	if (json_is_object(json_object_get(j, "wc_errors")))
 		q->wc_errors = sum_values(json_object_get(j, "wc_errors"));
+	if ((ret = read_batch(json_object_get(j, "wrs_per_post"), q, err)))
+		return ret;
 	return read_ops(json_object_get(j, "ops"), q->op, err);
 }
 
@@ -273,20 +318,23 @@ static void op_add(struct rt_probe_op_summary *d, const struct rt_probe_op_summa
 	d->inline_bytes += s->inline_bytes;
 	d->signaled_wrs += s->signaled_wrs;
 	d->signaled_bytes += s->signaled_bytes;
-	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++) {
 		d->hist[b] += s->hist[b];
+		d->hist_max[b] = s->hist_max[b] > d->hist_max[b] ? s->hist_max[b] : d->hist_max[b];
+	}
 }
 
-uint64_t rt_probe_summary_class(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
-				struct rt_probe_op_summary *out, uint64_t *sq_full)
+uint64_t rt_probe_summary_class_queue(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
+				      struct rt_probe_op_summary *out, struct rt_probe_class_queue *qq)
 {
 	const char *want = qpt == RT_QPT_UD ? "UD" : "RC";
 
 	memset(out, 0, sizeof(*out));
-	if (sq_full)
-		*sq_full = 0;
+	if (qq)
+		memset(qq, 0, sizeof(*qq));
 	for (size_t i = 0; i < s->n_qps; i++) {
 		const struct rt_probe_qp_summary *q = &s->qps[i];
+		uint64_t before = out->wrs;
 
 		if (strcmp(q->qp_type, want))
 			continue;
@@ -298,8 +346,28 @@ uint64_t rt_probe_summary_class(const struct rt_probe_summary *s, enum rt_opcode
 			op_add(out, &q->op[RT_PROBE_OP_WRITE]);
 			op_add(out, &q->op[RT_PROBE_OP_WRITE_IMM]);
 		}
-		if (sq_full)
-			*sq_full += q->sq_full;
+		if (!qq || out->wrs == before)
+			continue;
+		qq->qps++;
+		qq->post_calls += q->post_calls;
+		qq->sq_full += q->sq_full;
+		for (unsigned b = 0; b < RT_BATCH_BUCKETS; b++) {
+			qq->batch[b] += q->batch[b];
+			qq->batch_max[b] = q->batch_max[b] > qq->batch_max[b] ? q->batch_max[b] : qq->batch_max[b];
+		}
+		if (q->max_send_wr && (!qq->max_send_wr || q->max_send_wr < qq->max_send_wr))
+			qq->max_send_wr = q->max_send_wr;
 	}
 	return out->wrs;
+}
+
+uint64_t rt_probe_summary_class(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
+				struct rt_probe_op_summary *out, uint64_t *sq_full)
+{
+	struct rt_probe_class_queue q;
+	uint64_t n = rt_probe_summary_class_queue(s, op, qpt, out, &q);
+
+	if (sq_full)
+		*sq_full = q.sq_full;
+	return n;
 }

@@ -2,7 +2,8 @@
 /*
  * Reader of the probe's per-process JSON (format "rtune-probe", version 1, docs/probe.md): parses one file into a
  * summary with, per QP and per opcode, the counts and the message-size histogram on the shared bucket scheme
- * (rt_hist.h), merges the files of several processes, and folds them into the store's (opcode, QP type) classes.
+ * (rt_hist.h) with the largest size sent per bucket, per QP the post-list batches, merges the files of several
+ * processes, and folds them into the store's (opcode, QP type) classes.
  * Used by `rtune probe` and the store's import; jansson lives here, never in the preloaded probe.
  */
 #ifndef RT_PROBE_READER_H
@@ -38,7 +39,9 @@ const char *rt_probe_op_name(enum rt_probe_op op);
 
 struct rt_probe_op_summary {
 	uint64_t wrs, bytes, inline_wrs, inline_bytes, signaled_wrs, signaled_bytes;
-	uint64_t hist[RT_HIST_BUCKETS]; /* WR counts per rt_hist_bucket(bytes) */
+	uint64_t hist[RT_HIST_BUCKETS];	    /* WR counts per rt_hist_bucket(bytes) */
+	uint32_t hist_max[RT_HIST_BUCKETS]; /* largest size sent in each non-empty bucket (the bucket's top for files
+					       of a probe that did not record it) */
 };
 
 struct rt_probe_qp_summary {
@@ -47,6 +50,8 @@ struct rt_probe_qp_summary {
 	uint32_t qp_num, max_inline_data, requested_max_inline_data, max_send_wr;
 	bool sq_sig_all, inline_raised, ex_api;
 	uint64_t post_calls;
+	uint64_t batch[RT_BATCH_BUCKETS];     /* post calls per rt_batch_bucket(WRs per call) */
+	uint32_t batch_max[RT_BATCH_BUCKETS]; /* largest batch seen in each non-empty bucket */
 	uint64_t sq_full, enomem_other, einval, other_errors, wrs_not_posted; /* enomem_other: inline/sge/unknown */
 	uint64_t apply_inline_set, apply_chain_too_long;
 	uint64_t lat_samples, lat_sum_ns, lat_min_ns, lat_max_ns;
@@ -79,6 +84,23 @@ int rt_probe_read_file(const char *path, struct rt_probe_summary **out, struct r
 void rt_probe_summary_free(struct rt_probe_summary *s);
 /* Appends src's QPs and counters to dst (the files of one application's processes). 0 or ENOMEM (dst unchanged). */
 int rt_probe_summary_merge(struct rt_probe_summary *dst, const struct rt_probe_summary *src);
+
+/* What the QPs of one (opcode class, QP type) did as queues: the post calls of those QPs (all their opcodes). */
+struct rt_probe_class_queue {
+	uint64_t qps;			      /* QPs of type qpt that posted at least one WR of the class */
+	uint64_t post_calls;		      /* their ibv_post_send / wr_complete calls */
+	uint64_t batch[RT_BATCH_BUCKETS];     /* of those calls, per rt_batch_bucket(WRs per call) */
+	uint32_t batch_max[RT_BATCH_BUCKETS]; /* largest batch seen per bucket */
+	uint64_t sq_full;		      /* SQ-full ENOMEM events on those QPs */
+	uint32_t max_send_wr;		      /* the smallest max_send_wr among them (0 when none) */
+};
+
+/*
+ * As rt_probe_summary_class(), and fills *q with the queue behaviour of the QPs that sent the class (post-list batches,
+ * SQ-full ENOMEM, the smallest send queue). Returns the number of WRs summed.
+ */
+uint64_t rt_probe_summary_class_queue(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
+				      struct rt_probe_op_summary *out, struct rt_probe_class_queue *q);
 
 /*
  * Sums, over the QPs of type qpt (RC or UD), the opcode class op (RT_OP_SEND = send, send with immediate and send with

@@ -5,7 +5,7 @@
 # ib_write_bw (new API and --use_old_post_send) and librdmacm's rping. The recorded WR counts and byte totals must equal
 # exactly what each application was asked to send (derived from its arguments). Then apply mode (inline WRs counted,
 # on both post APIs), an unwritable output path (the app still succeeds, one line on stderr), a program that never
-# touches verbs (no file), an exec'd app, and `rtune probe` storing a histogram.
+# touches verbs (no file), an exec'd app, and `rtune probe` storing a histogram (RC, and UD then tuned with --app).
 set -uo pipefail
 lib=$RTUNE_BUILD_DIR/probe/preload/librtune_probe.so
 rtune=$RTUNE_BUILD_DIR/cli/rtune
@@ -152,6 +152,51 @@ grep -q "pingpong send/rc: 50 messages, 1600 bytes" /tmp/rp.out || fail "rtune p
 grep -q "stored 1 histogram of 'pingpong' in '/tmp/rp.db'" /tmp/rp.out || fail "rtune probe: not stored"
 check --label "rtune probe --out" --qpt RC --op send --wrs 50 --bytes 1600 --size 32 /tmp/rp.json ||
 	fail "rtune probe --out file"
+
+# rtune probe of a UD-only application: its histogram is stored as send/ud with the largest size it sent (64, not the
+# bucket's top 71); a short calibration of rxe0 then lets `rtune tune --app` weight the UD entry by it, while the RC
+# entry says the app sent nothing there (issue 15 items 6 and 10)
+ibv_ud_pingpong -d rxe0 -g 1 -n 50 -s 64 > /tmp/rpu.srv.log 2>&1 &
+spid=$!
+waitport 18515 || fail "rtune probe (UD): server never listened"
+"$rtune" probe --db /tmp/rp.db --name udapp --out /tmp/rpu.json -- ibv_ud_pingpong -d rxe0 -g 1 -n 50 -s 64 "$A" \
+	> /tmp/rpu.out 2>&1 || { fail "rtune probe (UD) exited $?"; cat /tmp/rpu.out; }
+wait "$spid" || fail "rtune probe (UD): server failed"
+cat /tmp/rpu.out
+grep -q "udapp send/ud: 50 messages, 3200 bytes" /tmp/rpu.out || fail "rtune probe (UD): summary line"
+grep -q "stored 1 histogram of 'udapp'" /tmp/rpu.out || fail "rtune probe (UD): not stored"
+python3 - /tmp/rpu.json /tmp/rp.db <<'PY' || fail "rtune probe (UD): file or stored histogram"
+import json, sqlite3, struct, sys
+d = json.load(open(sys.argv[1]))
+[q] = [q for q in d["qps"] if q["qp_type"] == "UD" and "send" in q["ops"]]
+assert q["ops"]["send"]["hist"] == [[64, 64, 50]], q["ops"]["send"]["hist"]
+assert q["wrs_per_post"] == [[1, 1, 50]], q["wrs_per_post"]
+rows = sqlite3.connect(sys.argv[2]).execute(
+    "SELECT qpt, messages, bucket_max, batch, max_send_wr FROM histograms WHERE app = 'udapp'").fetchall()
+assert len(rows) == 1 and rows[0][0] == "ud" and rows[0][1] == 50, rows
+bmax = struct.unpack("<240I", rows[0][2])
+assert max(bmax) == 64, [x for x in bmax if x]
+assert struct.unpack("<17Q", rows[0][3])[0] == 50 and rows[0][4] > 0, rows[0][3:]
+print("ok rtune probe (UD): stored send/ud, largest size 64, 50 single-WR posts, max_send_wr", rows[0][4])
+PY
+if "$rtune" calibrate -d rxe0 -x 1 --quick --budget 20 --ops send --qp-type rc,ud --sizes 16,32,64,128 \
+	--db /tmp/rp.db > /tmp/rpu.cal 2>&1; then
+	"$rtune" tune --db /tmp/rp.db --app udapp --json --dry-run > /tmp/rpu.tune.json 2> /tmp/rpu.tune.err ||
+		{ fail "tune --app udapp: $(cat /tmp/rpu.tune.err)"; }
+	python3 - /tmp/rpu.tune.json <<'PY' || fail "tune --app udapp: decisions"
+import json, sys
+by = {(d["opcode"], d["qp_type"]): d for d in json.load(open(sys.argv[1]))["decisions"]}
+ud, rc = by[("send", "ud")], by[("send", "rc")]
+codes = lambda d: [r["code"] for r in d["reasons"]]
+assert ud["gain_from_histogram"] is True and "app_sent_nothing" not in codes(ud), ud
+assert ud["inline_threshold"] in (0, 64) or ud["inline_threshold"] < 64, ud["inline_threshold"]
+assert rc["gain_from_histogram"] is False and "app_sent_nothing" in codes(rc), codes(rc)
+print("ok tune --app udapp: UD entry weighted by the UD histogram (threshold %d), RC entry: app sent nothing"
+      % ud["inline_threshold"])
+PY
+else
+	fail "calibrate for tune --app: $(tail -3 /tmp/rpu.cal)"
+fi
 
 # rtune probe --apply PROFILE: the probe reads the profile's inline_threshold and inlines the 32-byte SENDs
 cat > /tmp/rp-profile.json <<'JSON'

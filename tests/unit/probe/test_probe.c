@@ -132,6 +132,113 @@ static void test_counts_and_buckets(void **state)
 	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 10);
 }
 
+/* Post one WR of bytes bytes (opcode SEND) on qp. */
+static void post_size(struct ibv_qp *qp, uint32_t bytes)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = bytes };
+	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+
+	assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+}
+
+/*
+ * Each bucket keeps the largest size really sent, and each post-list bucket the largest batch: through the file
+ * ([lo, hi, count] with hi = that size), the reader and the (opcode, QP type) class with its queue behaviour.
+ */
+static void test_size_and_batch_max(void **state)
+{
+	struct ibv_qp_init_attr ua = { .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 32, .max_recv_wr = 32, .max_send_sge = 1 } };
+	struct ibv_qp *qp = fake_rc_qp(0, 0), *ud = rt_probe_create_qp(&fk.pd, &ua);
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	struct ibv_send_wr w[6], *bad;
+	const struct rt_probe_qp_summary *r;
+	struct rt_probe_op_summary o;
+	struct rt_probe_class_queue q;
+	char *doc;
+	size_t len;
+	uint32_t qpn;
+	static struct rt_probe_qp_summary mine[2];
+	struct rt_probe_summary sub = { 0 };
+
+	(void)state;
+	assert_non_null(qp);
+	assert_non_null(ud);
+	for (int i = 0; i < 5; i++)
+		post_size(qp, 64);
+	post_size(qp, 97);
+	post_size(qp, 100);
+	post_size(qp, 98);
+	for (int i = 0; i < 6; i++)
+		w[i] = mkwr(&sge, 1, IBV_WR_SEND, 0);
+	chain(w, 6);
+	assert_int_equal(ibv_post_send(qp, w, &bad), 0);
+	for (int i = 0; i < 3; i++)
+		post_size(ud, 64);
+
+	assert_int_equal(rt_probe_render_json(false, &doc, &len), 0);
+	assert_non_null(strstr(doc, "[64,64,5]")); /* not the bucket's top, 71 */
+	assert_non_null(strstr(doc, "[96,100,3]"));
+	assert_non_null(strstr(doc, "[8,8,6]"));
+	assert_non_null(strstr(doc, "[5,6,1]")); /* one post call of 6 WRs, in the 5..8 batch bucket */
+	free(doc);
+	r = qp_rec(qp->qp_num);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(64)], 64);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(100)], 100);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(72)], 0); /* empty bucket */
+	assert_int_equal(r->batch[rt_batch_bucket(1)], 8);
+	assert_int_equal(r->batch[rt_batch_bucket(6)], 1);
+	assert_int_equal(r->batch_max[rt_batch_bucket(6)], 6);
+	assert_int_equal(r->batch_max[rt_batch_bucket(1)], 1);
+
+	/* the classes keep RC and UD apart, with the queue behaviour of the QPs that sent them (these two QPs only: the
+	 * earlier tests' QPs are still in the probe's record) */
+	mine[0] = *r;
+	mine[1] = *qp_rec(ud->qp_num);
+	sub.qps = mine;
+	sub.n_qps = 2;
+	assert_int_equal(rt_probe_summary_class_queue(&sub, RT_OP_SEND, RT_QPT_UD, &o, &q), 3);
+	assert_int_equal(o.hist[rt_hist_bucket(64)], 3);
+	assert_int_equal(o.hist_max[rt_hist_bucket(64)], 64);
+	assert_int_equal(q.qps, 1);
+	assert_int_equal(q.post_calls, 3);
+	assert_int_equal(q.max_send_wr, 32);
+	assert_int_equal(rt_probe_summary_class_queue(&sub, RT_OP_SEND, RT_QPT_RC, &o, &q), 14);
+	assert_int_equal(q.post_calls, 9);
+	assert_int_equal(q.batch_max[rt_batch_bucket(6)], 6);
+	assert_int_equal(q.max_send_wr, 128);
+	assert_int_equal(rt_probe_summary_class_queue(&sub, RT_OP_WRITE, RT_QPT_UD, &o, &q), 0);
+	assert_int_equal(q.qps, 0);
+
+	/* destroyed QPs keep their maxima (folded from the thread's entry) */
+	qpn = qp->qp_num;
+	assert_int_equal(rt_probe_destroy_qp(ud), 0);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	r = qp_rec(qpn);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(100)], 100);
+	assert_int_equal(r->batch_max[rt_batch_bucket(6)], 6);
+}
+
+/* A file written before the probe kept the largest size: hi is the bucket's top, out-of-bucket values are ignored. */
+static void test_reader_hist_max(void **state)
+{
+	const char *doc = "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":[{\"qp_type\":\"RC\","
+			  "\"wrs_per_post\":[[1,1,4],[3,4,2]],\"ops\":{\"send\":{\"wrs\":8,"
+			  "\"hist\":[[64,71,5],[96,9999,2],[128,130,1]]}}}]}";
+	struct rt_probe_summary *s = NULL;
+	struct rt_error err;
+
+	(void)state;
+	assert_int_equal(rt_probe_parse(doc, strlen(doc), &s, &err), 0);
+	assert_int_equal(s->qps[0].op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(64)], 71);
+	assert_int_equal(s->qps[0].op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(96)], 103);
+	assert_int_equal(s->qps[0].op[RT_PROBE_OP_SEND].hist_max[rt_hist_bucket(128)], 130);
+	assert_int_equal(s->qps[0].batch[0], 4);
+	assert_int_equal(s->qps[0].batch[rt_batch_bucket(4)], 2);
+	assert_int_equal(s->qps[0].batch_max[rt_batch_bucket(4)], 4);
+	rt_probe_summary_free(s);
+}
+
 static void test_bad_wr_and_enomem(void **state)
 {
 	struct ibv_qp *qp = fake_rc_qp(64, 0);
@@ -483,6 +590,7 @@ static void test_threads(void **state)
 {
 	pthread_t th[NTHREADS];
 	uint64_t want_bytes[NQPS] = { 0 }, want_small[NQPS] = { 0 };
+	uint32_t want_max[NQPS][RT_HIST_BUCKETS] = { { 0 } };
 
 	(void)state;
 	for (int q = 0; q < NQPS; q++)
@@ -503,6 +611,8 @@ static void test_threads(void **state)
 
 				want_bytes[i % NQPS] += len;
 				want_small[i % NQPS] += rt_hist_bucket(len) == rt_hist_bucket(5);
+				if (len > want_max[i % NQPS][rt_hist_bucket(len)])
+					want_max[i % NQPS][rt_hist_bucket(len)] = len;
 			}
 	}
 	for (int q = 0; q < NQPS; q++) {
@@ -512,8 +622,11 @@ static void test_threads(void **state)
 		assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2 * NTHREADS * NPOSTS / NQPS);
 		assert_int_equal(r->op[RT_PROBE_OP_SEND].bytes, want_bytes[q]);
 		assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(5)], want_small[q]);
-		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+		for (unsigned b = 0; b < RT_HIST_BUCKETS; b++) {
 			hsum += r->op[RT_PROBE_OP_SEND].hist[b];
+			/* the largest size of each bucket, over every thread and both waves */
+			assert_int_equal(r->op[RT_PROBE_OP_SEND].hist_max[b], want_max[q][b]);
+		}
 		assert_int_equal(hsum, 2 * NTHREADS * NPOSTS / NQPS);
 		assert_int_equal(r->post_calls, 2 * NTHREADS * NPOSTS / NQPS);
 	}
@@ -1152,6 +1265,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_and_buckets),
+		cmocka_unit_test(test_size_and_batch_max),
+		cmocka_unit_test(test_reader_hist_max),
 		cmocka_unit_test(test_bad_wr_and_enomem),
 		cmocka_unit_test(test_apply_mode),
 		cmocka_unit_test(test_apply_profile),

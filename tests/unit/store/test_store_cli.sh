@@ -216,7 +216,7 @@ python3 -c "import sqlite3; c=sqlite3.connect('$tmp/newer.db'); c.execute('PRAGM
 cp "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" import --db "$tmp/newer.db" "$tmp/p.json" 2>"$tmp/err"; rc=$?
 check "newer schema: exit 1" test $rc -eq 1
-check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports ([0-9]*); upgrade rtune" "$tmp/err"
+check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports ([0-9][0-9]*); upgrade rtune" "$tmp/err"
 check "newer schema: file unchanged" cmp -s "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" export --db "$db" --format yaml 2>/dev/null; rc=$?
 check "unknown format: usage exit 2" test $rc -eq 2

@@ -172,6 +172,14 @@ static void test_histogram(void **state)
 	h.inline_count = 900;
 	h.signaled_count = 64;
 	h.sq_full_enomem = 3;
+	h.bucket_max[rt_hist_bucket(32)] = 32;
+	h.bucket_max[rt_hist_bucket(4096)] = 4200;
+	h.post_calls = 500;
+	h.batch[0] = 400;
+	h.batch[rt_batch_bucket(12)] = 100;
+	h.batch_max[0] = 1;
+	h.batch_max[rt_batch_bucket(12)] = 12;
+	h.max_send_wr = 64;
 	h.created_ns = 1000;
 	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
 	assert_true(h.id > 0);
@@ -183,6 +191,23 @@ static void test_histogram(void **state)
 	assert_int_equal(back.messages, 2020);
 	assert_int_equal(back.sq_full_enomem, 3);
 	assert_memory_equal(back.buckets, h.buckets, sizeof(h.buckets));
+	/* what the bucket counts leave out: the largest size sent per bucket, the post-list batches, the SQ */
+	assert_memory_equal(back.bucket_max, h.bucket_max, sizeof(h.bucket_max));
+	assert_int_equal(back.bucket_max[rt_hist_bucket(4096)], 4200);
+	assert_int_equal(back.post_calls, 500);
+	assert_memory_equal(back.batch, h.batch, sizeof(h.batch));
+	assert_memory_equal(back.batch_max, h.batch_max, sizeof(h.batch_max));
+	assert_int_equal(back.max_send_wr, 64);
+	/* UD is its own histogram: the RC one is not returned for it */
+	assert_int_equal(rt_store_get_histogram(st, "kvstore", RT_OP_SEND, RT_QPT_UD, &back, &err), ENOENT);
+	h.qpt = RT_QPT_UD;
+	h.messages = 7;
+	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
+	assert_int_equal(rt_store_get_histogram(st, "kvstore", RT_OP_SEND, RT_QPT_UD, &back, &err), 0);
+	assert_int_equal(back.messages, 7);
+	assert_int_equal(rt_store_get_histogram(st, "kvstore", RT_OP_SEND, RT_QPT_RC, &back, &err), 0);
+	assert_int_equal(back.messages, 2020);
+	h.qpt = RT_QPT_RC;
 	assert_int_equal(rt_store_get_histogram(st, "kvstore", RT_OP_WRITE, RT_QPT_RC, &back, &err), ENOENT);
 	assert_non_null(strstr(err.text, "no histogram of app 'kvstore'"));
 	h.app[0] = '\0';

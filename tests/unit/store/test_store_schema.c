@@ -228,6 +228,68 @@ static void test_migrate_from_v1(void **state)
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'cqmod'"), 1);
 }
 
+/* A v3 store (before bucket_max/batch) holding a histogram: migrated, its row reads back with the new fields unknown
+ * (0), a new row keeps them. */
+static void test_migrate_from_v3(void **state)
+{
+	char path[1200];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct rt_store_histogram h, back;
+	struct rt_node_info node;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/v3.db", dir);
+	sql(path, v1_sql);
+	/* v1 -> v3 exactly as rtune 0.1 migrated (the v2 and v3 statements of store.c, frozen here), plus a histogram */
+	sql(path,
+	    "CREATE TABLE histograms(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON"
+	    " DELETE CASCADE, app TEXT NOT NULL, op TEXT NOT NULL, qpt TEXT NOT NULL, created_ns INTEGER NOT NULL,"
+	    " messages INTEGER NOT NULL, bytes INTEGER NOT NULL, inline_count INTEGER NOT NULL,"
+	    " signaled_count INTEGER NOT NULL, sq_full_enomem INTEGER NOT NULL, buckets BLOB NOT NULL);"
+	    "CREATE INDEX histograms_app ON histograms(app, op, qpt, created_ns);"
+	    "ALTER TABLE runs ADD COLUMN cqmod TEXT;"
+	    "ALTER TABLE profiles ADD COLUMN app TEXT NOT NULL DEFAULT '';"
+	    "ALTER TABLE profiles ADD COLUMN histogram_id INTEGER REFERENCES histograms(id) ON DELETE SET NULL;"
+	    "CREATE INDEX profiles_current ON profiles(node_id, device, port, op, qpt, measured_at);"
+	    "CREATE INDEX profiles_run ON profiles(run_uuid);"
+	    "ALTER TABLE profiles ADD COLUMN cal_cpu_numa_node INTEGER;"
+	    "ALTER TABLE profiles ADD COLUMN cal_numa_local INTEGER;"
+	    /* a row as rtune 0.1 wrote it (its bucket counts do not matter here) */
+	    "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
+	    " signaled_count, sq_full_enomem, buckets) VALUES(1, 'old', 'send', 'rc', 5, 5, 320, 0, 5, 2,"
+	    " zeroblob(1920));"
+	    "PRAGMA user_version = 3;");
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
+	assert_int_equal(rt_store_check(st, &err), 0);
+	assert_int_equal(rt_store_get_histogram(st, "old", RT_OP_SEND, RT_QPT_RC, &back, &err), 0);
+	assert_int_equal(back.messages, 5);
+	assert_int_equal(back.sq_full_enomem, 2);
+	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
+		assert_int_equal(back.bucket_max[b], 0); /* not recorded: unknown, not invented */
+	for (unsigned b = 0; b < RT_BATCH_BUCKETS; b++)
+		assert_int_equal(back.batch[b] + back.batch_max[b], 0);
+	assert_int_equal(back.post_calls + back.max_send_wr, 0);
+	memset(&h, 0, sizeof(h));
+	snprintf(h.app, sizeof(h.app), "new");
+	h.buckets[rt_hist_bucket(64)] = 10;
+	h.bucket_max[rt_hist_bucket(64)] = 64;
+	h.batch[0] = 10;
+	h.batch_max[0] = 1;
+	h.max_send_wr = 16;
+	h.messages = 10;
+	tu_node(&node, "old-host");
+	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
+	assert_int_equal(rt_store_get_histogram(st, "new", RT_OP_SEND, RT_QPT_RC, &back, &err), 0);
+	assert_int_equal(back.bucket_max[rt_hist_bucket(64)], 64);
+	assert_int_equal(back.max_send_wr, 16);
+	rt_store_close(st);
+	assert_int_equal(
+		sql_int(NULL, path, "SELECT count(*) FROM pragma_table_info('histograms') WHERE name = 'bucket_max'"),
+		1);
+}
+
 /* Opening with open (rt_store_open or rt_store_open_existing) must fail with msg and leave the file byte-for-byte as
  * it was, without -wal/-shm/-journal side files. */
 static void expect_refused_by(int (*open)(const char *, struct rt_store **, struct rt_error *), const char *path,
@@ -330,7 +392,7 @@ static void test_other_sqlite_database(void **state)
 
 static void test_newer_schema(void **state)
 {
-	char path[1200];
+	char path[1200], msg[200];
 	struct rt_store *st = NULL;
 	struct rt_error err;
 
@@ -339,13 +401,9 @@ static void test_newer_schema(void **state)
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	rt_store_close(st);
 	sql(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version = 9; CREATE TABLE future(x);");
-	{
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "schema version 9 is newer than this rtune supports (%d); upgrade rtune",
-			 RT_STORE_SCHEMA_VERSION);
-		expect_refused(path, EPROTONOSUPPORT, msg);
-	}
+	snprintf(msg, sizeof(msg), "schema version 9 is newer than this rtune supports (%d); upgrade rtune",
+		 RT_STORE_SCHEMA_VERSION);
+	expect_refused(path, EPROTONOSUPPORT, msg);
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name = 'future'"), 1);
 }
 
@@ -405,6 +463,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_never_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_sqlite_database, setup, teardown),

@@ -416,7 +416,7 @@ static void test_signal_knee_cap_batch(void **state)
 	rt_tuner_result_free(&res);
 
 	/* the app posts lists of 128 WRs: never signal less often than once per list... nor more often */
-	c.in.app[RT_OP_SEND].post_list_batch = 128;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].post_list_batch = 128;
 	for (size_t i = 0; i < c.in.n_rate; i++)
 		c.rate[i].sq_depth = 1024;
 	d = run(&c, &res);
@@ -426,7 +426,7 @@ static void test_signal_knee_cap_batch(void **state)
 	rt_tuner_result_free(&res);
 
 	/* ENOMEM during the sweep is named */
-	c.in.app[RT_OP_SEND].post_list_batch = 0;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].post_list_batch = 0;
 	c.rate[2].enomem = 3;
 	d = run(&c, &res);
 	assert_reason(d, "sq_overflow_seen");
@@ -490,8 +490,8 @@ static void test_histogram_threshold(void **state)
 	counts[rt_hist_bucket(60)] = 500;
 	assert_int_equal(rt_tuner_hist_from_buckets(counts, &bins, &nb, NULL), 0);
 	assert_int_equal(nb, 2);
-	c.in.app[RT_OP_SEND].bins = bins;
-	c.in.app[RT_OP_SEND].n_bins = nb;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].bins = bins;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].n_bins = nb;
 	d = run(&c, &res);
 	assert_int_equal(d->inline_threshold, rt_hist_bucket_hi(rt_hist_bucket(60)));
 	assert_int_equal(d->max_inline_data, d->inline_threshold);
@@ -508,8 +508,8 @@ static void test_histogram_threshold(void **state)
 	memset(counts, 0, sizeof(counts));
 	counts[rt_hist_bucket(900)] = 1000;
 	rt_tuner_hist_from_buckets(counts, &bins, &nb, NULL);
-	c.in.app[RT_OP_SEND].bins = bins;
-	c.in.app[RT_OP_SEND].n_bins = nb;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].bins = bins;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].n_bins = nb;
 	d = run(&c, &res);
 	assert_int_equal(d->inline_threshold, 0);
 	assert_reason(d, "histogram_threshold");
@@ -524,8 +524,8 @@ static void test_histogram_threshold(void **state)
 	counts[rt_hist_bucket(200)] = 3000;
 	counts[rt_hist_bucket(4000)] = 2000;
 	rt_tuner_hist_from_buckets(counts, &bins, &nb, NULL);
-	c.in.app[RT_OP_SEND].bins = bins;
-	c.in.app[RT_OP_SEND].n_bins = nb;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].bins = bins;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].n_bins = nb;
 	d = run(&c, &res);
 	assert_int_equal(d->inline_threshold, rt_hist_bucket_hi(rt_hist_bucket(200)));
 	assert_true(fabs(d->hist_share_inlined - 0.8) < 1e-9);
@@ -558,14 +558,14 @@ static void test_api_errors(void **state)
 	o.n_boot = 5;
 	assert_int_equal(rt_tuner_run(&c.in, &o, &res, &err), EINVAL);
 	rt_tuner_opts_default(&o);
-	c.in.app[RT_OP_SEND].bins = bad;
-	c.in.app[RT_OP_SEND].n_bins = 2;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].bins = bad;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].n_bins = 2;
 	assert_int_equal(rt_tuner_run(&c.in, &o, &res, &err), EINVAL);
 	assert_non_null(strstr(err.text, "overlap"));
 	bad[1].lo = 50;
 	bad[1].hi = 40;
 	assert_int_equal(rt_tuner_run(&c.in, &o, &res, &err), EINVAL);
-	c.in.app[RT_OP_SEND].n_bins = 0;
+	c.in.app[RT_OP_SEND][RT_QPT_RC].n_bins = 0;
 	assert_int_equal(rt_tuner_run(&c.in, &o, &res, &err), 0);
 	rt_tuner_result_free(&res);
 	rt_tuner_result_free(&res); /* harmless twice */
@@ -666,7 +666,7 @@ static void test_input_from_run(void **state)
 	assert_int_equal(in.limits.sq_depth, 512);
 	assert_true(in.limits.hardware);
 	assert_ptr_equal(in.cqmod, run.cqmod);
-	assert_null(in.app[RT_OP_SEND].bins);
+	assert_null(in.app[RT_OP_SEND][RT_QPT_RC].bins);
 }
 
 /* Random, often hostile points (NaN, infinities, negatives, zero sizes, duplicates, odd CIs, raw samples of any
