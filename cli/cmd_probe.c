@@ -284,7 +284,7 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
  */
 static int run_app(char **argv, const char *lib, const char *out_pattern, const char *profile, int *exec_err)
 {
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_term;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, dfl = { .sa_handler = SIG_DFL }, old_int, old_term, old_chld;
 	char preload[PATH_MAX * 2];
 	const char *prev = getenv("LD_PRELOAD");
 	int status = 0, fds[2], e = 0;
@@ -298,9 +298,11 @@ static int run_app(char **argv, const char *lib, const char *out_pattern, const 
 		snprintf(preload, sizeof(preload), "%s", lib);
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -1;
-	/* the application gets ^C; rtune waits for it and imports what it recorded */
+	/* the application gets ^C; rtune waits for it and imports what it recorded (an inherited SIGCHLD SIG_IGN would
+	 * reap it before waitpid could tell its status) */
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGTERM, &ign, &old_term);
+	sigaction(SIGCHLD, &dfl, &old_chld);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -309,6 +311,7 @@ static int run_app(char **argv, const char *lib, const char *out_pattern, const 
 		close(fds[1]);
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
 		errno = e;
 		return -1;
 	}
@@ -316,6 +319,7 @@ static int run_app(char **argv, const char *lib, const char *out_pattern, const 
 		close(fds[0]);
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
 		setenv("LD_PRELOAD", preload, 1);
 		setenv("RTUNE_PROBE_OUT", out_pattern, 1);
 		if (profile)
@@ -337,6 +341,7 @@ static int run_app(char **argv, const char *lib, const char *out_pattern, const 
 		}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
 	if (n == (ssize_t)sizeof(e)) {
 		*exec_err = e ? e : ENOEXEC;
 		return -1;

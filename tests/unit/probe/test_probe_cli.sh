@@ -55,6 +55,12 @@ PROBE_APP_EXIT=7 probe --db "$db" --name exit7 -- "$app" ops 1
 [ $rc = 7 ] && ok "the application's exit status 7 is rtune probe's" || bad "exit 7 gave $rc"
 grep -q "stored 2 histograms of 'exit7'" "$tmp/err" && ok "what a failing application sent is still stored" ||
   bad "exit 7: not stored"
+# an inherited SIGCHLD SIG_IGN (some launchers set it) must not lose the status: rtune resets it while it waits
+PROBE_APP_EXIT=7 LD_PRELOAD=$fakedev timeout 60 python3 -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$rtune" probe --no-store -- "$app" ops 1 >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc = 7 ] && ok "SIGCHLD ignored by the caller: still the application's 7" || { bad "SIGCHLD ignored gave $rc"; cat "$tmp/err"; }
 PROBE_APP_SIGNAL=15 probe --no-store -- "$app" ops 1
 [ $rc = 143 ] && ok "killed by SIGTERM: 143" || bad "SIGTERM gave $rc"
 PROBE_APP_SIGNAL=9 probe --no-store -- "$app" ops 1
