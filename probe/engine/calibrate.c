@@ -36,6 +36,11 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 	o->numa = RT_NUMA_LOCAL;
 }
 
+/* The budget's split (what is left after set-up): the latency grid ends at LAT_SHARE, the signaling sweep at
+ * RATE_SHARE, CQ moderation and teardown take the rest; the progress bar places the phases the same way. */
+#define LAT_SHARE 0.65
+#define RATE_SHARE 0.93
+
 struct cal {
 	const struct rt_cal_opts *o;
 	struct rt_run *run;
@@ -1038,9 +1043,9 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			uint64_t now = rt_clock_mono_ns();
 			double left = now < c->deadline ? (double)(c->deadline - now) : 0;
 
-			lat_deadline = now + (uint64_t)(left * 0.65);
-			rate_deadline = now + (uint64_t)(left * 0.93);
-			lat_budget = left * 0.65;
+			lat_deadline = now + (uint64_t)(left * LAT_SHARE);
+			rate_deadline = now + (uint64_t)(left * RATE_SHARE);
+			lat_budget = left * LAT_SHARE;
 		}
 		n_pts = c->sched.n_pts ? c->sched.n_pts : 1;
 		/* round 0 (every point gets first_batch) should take at most 40 % of the latency budget; a batch also
@@ -1054,7 +1059,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			c->sched.batch = o->quick ? 64 : 128;
 		}
 	}
-	bar_phase(c, 0, 0.65); /* the budget's split, below */
+	bar_phase(c, 0, LAT_SHARE);
 	progress(c, "latency", 0);
 	t_lat = rt_clock_mono_ns();
 	c->sched.hard_deadline_ns = lat_deadline + (rate_deadline - lat_deadline) / 2;
@@ -1087,13 +1092,13 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	}
 	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	t_lat = rt_clock_mono_ns();
-	bar_phase(c, 0.65, 0.93);
+	bar_phase(c, LAT_SHARE, RATE_SHARE);
 	rc = run_rate(c, rate_deadline, err);
 	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	set_params(c);
 	if (rc)
 		goto fail;
-	bar_phase(c, 0.93, 1);
+	bar_phase(c, RATE_SHARE, 1);
 	n_ops = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_ops += o->ops[op];
