@@ -39,7 +39,8 @@ pty dumb "$tmp/dumb" || { bad "calibrate with TERM=dumb exited $?"; tr '\r' '\n'
 if grep -q '\[[#.]*\]' "$tmp/dumb"; then bad "TERM=dumb: a progress bar was drawn"; else ok "TERM=dumb: no bar"; fi
 TERM=xterm LD_PRELOAD=$fakedev timeout 120 "$rtune" calibrate -d fake0 --quick --budget 2 --db "$tmp/rtune.db" \
   >/dev/null 2>"$tmp/file" || { bad "calibrate with stderr a file exited $?"; tail -5 "$tmp/file"; }
-if grep -q '\[[#.]*\]' "$tmp/file"; then bad "stderr a file: a progress bar was drawn"; else ok "stderr a file: no bar"; fi
+if grep -q '\[[#.]*\]' "$tmp/file"; then bad "stderr a file: a progress bar was drawn"
+else ok "stderr a file: no bar"; fi
 
 pty xterm "$tmp/tty" || { bad "calibrate on a terminal exited $?"; tr '\r' '\n' <"$tmp/tty" | tail -5; }
 python3 - "$tmp/tty" <<'PY'

@@ -60,14 +60,16 @@ PROBE_APP_EXIT=7 LD_PRELOAD=$fakedev timeout 60 python3 -c 'import os, signal, s
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)
 os.execv(sys.argv[1], sys.argv[1:])' "$rtune" probe --no-store -- "$app" ops 1 >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc = 7 ] && ok "SIGCHLD ignored by the caller: still the application's 7" || { bad "SIGCHLD ignored gave $rc"; cat "$tmp/err"; }
+[ $rc = 7 ] && ok "SIGCHLD ignored by the caller: still the application's 7" ||
+  { bad "SIGCHLD ignored gave $rc"; cat "$tmp/err"; }
 PROBE_APP_SIGNAL=15 probe --no-store -- "$app" ops 1
 [ $rc = 143 ] && ok "killed by SIGTERM: 143" || bad "SIGTERM gave $rc"
 PROBE_APP_SIGNAL=9 probe --no-store -- "$app" ops 1
 [ $rc = 137 ] && ok "killed by SIGKILL: 137" || bad "SIGKILL gave $rc"
 probe --no-store -- "$tmp/no-such-program"
 [ $rc = 127 ] && grep -q "^rtune: cannot run '$tmp/no-such-program': No such file or directory$" "$tmp/err" &&
-  [ "$(wc -l <"$tmp/err")" = 1 ] && ok "command not found: 127, one line" || { bad "not found gave $rc"; cat "$tmp/err"; }
+  [ "$(wc -l <"$tmp/err")" = 1 ] && ok "command not found: 127, one line" ||
+  { bad "not found gave $rc"; cat "$tmp/err"; }
 printf '#!/bin/sh\nexit 0\n' >"$tmp/noexec"
 chmod 0644 "$tmp/noexec"
 probe --no-store -- "$tmp/noexec"
