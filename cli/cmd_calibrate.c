@@ -74,6 +74,19 @@ struct cal_ctx {
 	struct rt_error store_err;
 };
 
+/*
+ * The progress bar is drawn only on a terminal that can redraw a line: stderr a TTY and TERM set and not "dumb" (a
+ * serial console, an Emacs shell buffer, the Soft-RoCE guest's log); elsewhere nothing is drawn, so logs never fill
+ * with bars.
+ */
+static bool progress_wanted(void)
+{
+	const char *term = getenv("TERM");
+
+	return isatty(STDERR_FILENO) && term && *term && strcmp(term, "dumb") != 0;
+}
+
+/* Draws the bar: frac is the work done (the engine's phases placed by their budget shares), eta the budget left. */
 static void on_progress(void *arg, const char *phase, double frac, double eta)
 {
 	struct cal_ctx *x = arg;
@@ -90,7 +103,7 @@ static void on_progress(void *arg, const char *phase, double frac, double eta)
 	if (now - x->last_ms < 200 && frac < 1 && strcmp(phase, "done") != 0)
 		return;
 	x->last_ms = now;
-	fprintf(stderr, "\r[%.*s%.*s] %3.0f%% %-14s ETA %3.0fs ", fill, "##############################", w - fill,
+	fprintf(stderr, "\r[%.*s%.*s] %3.0f%% %-14s <=%3.0fs left ", fill, "##############################", w - fill,
 		"..............................", frac * 100, phase, eta);
 	fflush(stderr);
 }
@@ -487,7 +500,7 @@ int cmd_calibrate(int argc, char **argv)
 	o.stop = &g_stop;
 	o.progress = on_progress;
 	o.on_begin = on_begin;
-	x.tty = isatty(STDERR_FILENO);
+	x.tty = progress_wanted();
 	memset(runs, 0, sizeof(runs));
 	if (o.numa == RT_NUMA_ALL) {
 		n_runs = 2;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * `rtune probe`: runs an unmodified RDMA application with librtune_probe.so preloaded, collects the JSON file each of
- * its processes wrote, prints what it sent (per opcode and QP type: messages, bytes, inline, signaled, SQ-full ENOMEM),
- * and stores the message-size histograms in the store as the application's histograms (`rtune tune --app NAME`).
- * With --apply the probe also applies a profile (raises max_inline_data, inlines small SEND/RDMA WRITE WRs).
+ * its processes wrote, prints on stderr what it sent (per opcode class and QP type: messages, bytes, inline, signaled;
+ * per QP type its QPs and SQ-full ENOMEM), stores the SEND and RDMA WRITE message-size histograms as the application's
+ * (`rtune tune --app NAME`) and exits with the application's status, like a shell: the application's standard output
+ * stays the application's. With --apply the probe also applies a profile (raises max_inline_data, inlines small
+ * SEND/RDMA WRITE WRs).
  */
 #include "cli.h"
 #include "rt_probe_reader.h"
 #include "rt_store.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,13 +36,17 @@ static const char usage[] =
 	"  --name APP       name to store the histograms under (default: CMD's base name)\n"
 	"  --apply PROFILE  also apply the profile: raise max_inline_data at QP creation and set IBV_SEND_INLINE on\n"
 	"                   SEND/RDMA WRITE WRs up to its inline_threshold (RTUNE_INLINE_THRESHOLD=BYTES overrides)\n"
-	"  --out FILE       keep the probe's JSON (one process: FILE; several: FILE.<pid> each)\n"
+	"  --out FILE       keep the probe's JSON (one process: FILE; several: FILE.<pid> each), replacing a regular\n"
+	"                   file atomically; '-' writes it to standard output after CMD ended\n"
 	"  --no-store       do not write to the store\n"
 	"  -h, --help       this text\n"
 	"\n"
 	"Environment passed to the probe: RTUNE_PROBE_SAMPLE=K (time 1 in K signaled sends, 0 = off, default 64).\n"
 	"The probe library is found through $RTUNE_PROBE_LIB, next to this rtune (build tree) or in the install libdir.\n"
-	"exit codes: 0 ok, 1 failure (CMD failed, recorded nothing, or the store could not be written), 2 usage\n";
+	"What rtune probe prints goes to standard error; CMD's standard output is CMD's alone.\n"
+	"exit codes: CMD's own exit status (128+N when a signal N killed it), else 1 when CMD succeeded but rtune\n"
+	"failed after it (nothing recorded, the store or --out not written); when CMD did not run: 2 usage, 1 failure,\n"
+	"127 CMD not found, 126 CMD not executable\n";
 
 /* Finds librtune_probe.so: $RTUNE_PROBE_LIB, the build tree next to this executable, the install directory. */
 static int find_probe_lib(char *out, size_t len)
@@ -72,54 +79,135 @@ static int find_probe_lib(char *out, size_t len)
 	return access(out, R_OK) ? ENOENT : 0;
 }
 
-/* Copies src to dst, creating dst 0600 and refusing an existing name or a symlink. */
-static int copy_file(const char *src, const char *dst)
+/* Reads the file at path into *out (NUL-terminated, *len bytes). 0 or an errno. */
+static int slurp(const char *path, char **out, size_t *len)
 {
-	char buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC), out, ret = 0;
-	ssize_t n;
+	FILE *f = fopen(path, "rbe");
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	int ret = 0;
 
-	if (in < 0)
+	if (!f)
 		return errno;
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		ret = errno;
-		close(in);
-		return ret;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			ret = errno ? errno : EIO;
+	for (;;) {
+		if (cap - n < 65536) {
+			char *nb = realloc(buf, cap + 65536 + 1);
+
+			if (!nb) {
+				ret = ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap += 65536;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+
+		n += r;
+		if (r == 0) {
+			if (ferror(f))
+				ret = EIO;
 			break;
 		}
-	if (n < 0)
-		ret = errno;
-	close(in);
-	if (close(out) && !ret)
-		ret = errno;
-	return ret;
+	}
+	fclose(f);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	return 0;
 }
 
-static void print_class(const char *app, const struct rt_probe_summary *sum)
+/*
+ * Writes the probe file src to dst as every rtune output is written: "-" is standard output, anything else goes
+ * through rt_write_file_atomic (0644, a regular file replaced atomically). Returns 0 or RT_EXIT_FAIL with one line
+ * printed.
+ */
+static int write_out(const char *src, const char *dst)
 {
+	struct rt_error err = { 0 };
+	char *data = NULL;
+	size_t len = 0;
+	int e = slurp(src, &data, &len);
+
+	if (e) {
+		rt_cli_error("cannot read the probe's output '%s': %s", src, strerror(e));
+		return RT_EXIT_FAIL;
+	}
+	if (!strcmp(dst, "-")) {
+		e = fwrite(data, 1, len, stdout) != len || fflush(stdout) ? EIO : 0;
+		if (e)
+			rt_cli_error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
+	} else if (rt_write_file_atomic(dst, data, len, 0644, &err)) {
+		rt_cli_error("%s", err.text);
+		e = EIO;
+	} else {
+		fprintf(stderr, "rtune probe: wrote '%s'\n", dst);
+	}
+	free(data);
+	return e ? RT_EXIT_FAIL : RT_EXIT_OK;
+}
+
+/* One line per (QP type, opcode class) the application used; each QP type's QPs and SQ-full ENOMEM; samples. */
+static void print_summary(const char *app, const struct rt_probe_summary *sum)
+{
+	char types[8][16];
+	size_t n_types = 0;
 	bool any = false;
 
-	for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
-		for (int op = 0; op < RT_OP__COUNT; op++) {
-			struct rt_probe_op_summary o;
-			uint64_t sq_full;
+	/* the QP types in the order the probe met them ("RC", "UD", "UC", "XRC_SEND", ...), at most 8 */
+	for (size_t i = 0; i < sum->n_qps; i++) {
+		size_t t = 0;
 
-			if (!rt_probe_summary_class(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &sq_full))
+		while (t < n_types && strcmp(types[t], sum->qps[i].qp_type))
+			t++;
+		if (t == n_types && n_types < sizeof(types) / sizeof(types[0]))
+			snprintf(types[n_types++], sizeof(types[0]), "%s", sum->qps[i].qp_type);
+	}
+	for (size_t t = 0; t < n_types; t++) {
+		char qpt[16];
+		uint64_t n_qps = 0, sq_full = 0, wc_errors = 0;
+		size_t k;
+
+		for (k = 0; k < sizeof(qpt) - 1 && types[t][k]; k++)
+			qpt[k] = (char)tolower((unsigned char)types[t][k]);
+		qpt[k] = '\0';
+		for (int op = 0; op < RT_PROBE_OP__COUNT; op++) {
+			struct rt_probe_op_summary o = { 0 };
+
+			for (size_t i = 0; i < sum->n_qps; i++) {
+				const struct rt_probe_op_summary *q = &sum->qps[i].op[op];
+
+				if (strcmp(sum->qps[i].qp_type, types[t]))
+					continue;
+				o.wrs += q->wrs;
+				o.bytes += q->bytes;
+				o.inline_wrs += q->inline_wrs;
+				o.signaled_wrs += q->signaled_wrs;
+			}
+			if (!o.wrs)
 				continue;
 			any = true;
-			printf("rtune probe: %s %s/%s: %llu messages, %llu bytes, %llu inline, %llu signaled, "
-			       "%llu SQ-full ENOMEM\n",
-			       app, rt_opcode_name((enum rt_opcode)op), rt_qp_type_name((enum rt_qp_type)qpt),
-			       (unsigned long long)o.wrs, (unsigned long long)o.bytes, (unsigned long long)o.inline_wrs,
-			       (unsigned long long)o.signaled_wrs, (unsigned long long)sq_full);
+			fprintf(stderr,
+				"rtune probe: %s %s/%s: %llu messages, %llu bytes, %llu inline, %llu signaled\n", app,
+				rt_probe_op_name((enum rt_probe_op)op), qpt, (unsigned long long)o.wrs,
+				(unsigned long long)o.bytes, (unsigned long long)o.inline_wrs,
+				(unsigned long long)o.signaled_wrs);
 		}
+		for (size_t i = 0; i < sum->n_qps; i++)
+			if (!strcmp(sum->qps[i].qp_type, types[t])) {
+				n_qps++;
+				sq_full += sum->qps[i].sq_full;
+				wc_errors += sum->qps[i].wc_errors;
+			}
+		fprintf(stderr, "rtune probe: %s %s: %llu QP%s, %llu SQ-full ENOMEM, %llu error completions\n", app,
+			qpt, (unsigned long long)n_qps, n_qps == 1 ? "" : "s", (unsigned long long)sq_full,
+			(unsigned long long)wc_errors);
+	}
 	if (!any)
-		printf("rtune probe: %s posted no SEND or RDMA WRITE on RC or UD QPs\n", app);
+		fprintf(stderr, "rtune probe: %s posted no work requests\n", app);
 	uint64_t n = 0, sum_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
 
 	for (size_t i = 0; i < sum->n_qps; i++) {
@@ -133,13 +221,14 @@ static void print_class(const char *app, const struct rt_probe_summary *sum)
 		max_ns = q->lat_max_ns > max_ns ? q->lat_max_ns : max_ns;
 	}
 	if (n)
-		printf("rtune probe: %s post->completion latency (sampled): %llu samples, mean %.1f us, min %.1f us, "
-		       "max %.1f us\n",
-		       app, (unsigned long long)n, (double)sum_ns / (double)n / 1e3, (double)min_ns / 1e3,
-		       (double)max_ns / 1e3);
+		fprintf(stderr,
+			"rtune probe: %s post->completion latency (sampled): %llu samples, mean %.1f us, min %.1f us, "
+			"max %.1f us\n",
+			app, (unsigned long long)n, (double)sum_ns / (double)n / 1e3, (double)min_ns / 1e3,
+			(double)max_ns / 1e3);
 	if (sum->drops)
-		printf("rtune probe: %llu records were dropped by the probe (see 'drops' in the JSON)\n",
-		       (unsigned long long)sum->drops);
+		fprintf(stderr, "rtune probe: %llu records were dropped by the probe (see 'drops' in the JSON)\n",
+			(unsigned long long)sum->drops);
 }
 
 static int store_histograms(const char *db, const char *app, const struct rt_probe_summary *sum)
@@ -186,49 +275,89 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
 			stored++;
 		}
 	if (stored)
-		printf("rtune probe: stored %d histogram%s of '%s' in '%s'\n", stored, stored == 1 ? "" : "s", app,
-		       rt_store_path(st));
+		fprintf(stderr,
+			"rtune probe: stored %d histogram%s of '%s' in '%s' (SEND and RDMA WRITE on RC and UD QPs)\n",
+			stored, stored == 1 ? "" : "s", app, rt_store_path(st));
 	rt_store_close(st);
 	return RT_EXIT_OK;
 }
 
-/* Runs argv with the probe; returns the wait status, or -1 with errno. */
-static int run_app(char **argv, const char *lib, const char *out_pattern, const char *profile)
+/*
+ * Runs argv with the probe. Returns its wait status; or -1 with *exec_err the errno when argv[0] could not be run
+ * (told through a close-on-exec pipe, so the application's own 127 is never mistaken for it), or -1 with *exec_err 0
+ * and errno when rtune could not start it.
+ */
+static int run_app(char **argv, const char *lib, const char *out_pattern, const char *profile, int *exec_err)
 {
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_term;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, dfl = { .sa_handler = SIG_DFL }, old_int, old_term, old_chld;
 	char preload[PATH_MAX * 2];
 	const char *prev = getenv("LD_PRELOAD");
-	int status = 0;
+	int status = 0, fds[2], e = 0;
+	ssize_t n;
 	pid_t pid;
 
+	*exec_err = 0;
 	if (prev && *prev)
 		snprintf(preload, sizeof(preload), "%s:%s", lib, prev);
 	else
 		snprintf(preload, sizeof(preload), "%s", lib);
-	/* the application gets ^C; rtune waits for it and imports what it recorded */
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	/* the application gets ^C; rtune waits for it and imports what it recorded (an inherited SIGCHLD SIG_IGN would
+	 * reap it before waitpid could tell its status) */
 	sigaction(SIGINT, &ign, &old_int);
 	sigaction(SIGTERM, &ign, &old_term);
+	sigaction(SIGCHLD, &dfl, &old_chld);
 	fflush(NULL);
 	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
+	if (pid < 0) {
+		e = errno;
+		close(fds[0]);
+		close(fds[1]);
 		sigaction(SIGINT, &old_int, NULL);
 		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
+		errno = e;
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		sigaction(SIGCHLD, &old_chld, NULL);
 		setenv("LD_PRELOAD", preload, 1);
 		setenv("RTUNE_PROBE_OUT", out_pattern, 1);
 		if (profile)
 			setenv("RTUNE_PROFILE", profile, 1);
 		execvp(argv[0], argv);
-		fprintf(stderr, "rtune probe: cannot run '%s': %s\n", argv[0], strerror(errno));
+		e = errno;
+		if (write(fds[1], &e, sizeof(e)) < 0)
+			_exit(127);
 		_exit(127);
 	}
+	close(fds[1]);
+	while ((n = read(fds[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
+		if (errno != EINTR) {
+			status = -1;
+			break;
+		}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
+	if (n == (ssize_t)sizeof(e)) {
+		*exec_err = e ? e : ENOEXEC;
+		return -1;
+	}
 	return status;
+}
+
+/* The shell's status of a wait status: the exit code, or 128 + the signal that killed it. */
+static int shell_status(int status)
+{
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
 
 int cmd_probe(int argc, char **argv)
@@ -246,7 +375,7 @@ int cmd_probe(int argc, char **argv)
 	char lib[PATH_MAX], dir[PATH_MAX], pattern[PATH_MAX + 32], app[RT_NAME_LEN];
 	struct rt_probe_summary *sum = NULL;
 	bool no_store = false;
-	int c, status, ret = RT_EXIT_OK, nfiles = 0;
+	int c, status, ret = RT_EXIT_OK, nfiles = 0, exec_err = 0, app_status = 0;
 	char **files = NULL;
 	DIR *d;
 	struct dirent *de;
@@ -292,17 +421,18 @@ int cmd_probe(int argc, char **argv)
 	}
 	snprintf(pattern, sizeof(pattern), "%s/probe.%%p.json", dir);
 
-	status = run_app(argv + optind, lib, pattern, apply);
+	status = run_app(argv + optind, lib, pattern, apply, &exec_err);
 	if (status < 0) {
-		rt_cli_error("cannot run '%s': %s", argv[optind], strerror(errno));
-		ret = RT_EXIT_FAIL;
-	} else if (WIFSIGNALED(status)) {
-		rt_cli_error("'%s' was killed by signal %d; importing what it wrote", argv[optind], WTERMSIG(status));
-		ret = RT_EXIT_FAIL;
-	} else if (WEXITSTATUS(status)) {
-		rt_cli_error("'%s' exited with status %d; importing what it wrote", argv[optind], WEXITSTATUS(status));
-		ret = RT_EXIT_FAIL;
+		/* CMD never ran: a shell's 127 (not found) or 126 (not executable), or 1 when rtune could not start it */
+		rt_cli_error("cannot run '%s': %s", argv[optind], strerror(exec_err ? exec_err : errno));
+		rmdir(dir);
+		return exec_err == ENOENT ? 127 : exec_err ? 126 : RT_EXIT_FAIL;
 	}
+	app_status = shell_status(status);
+	if (WIFSIGNALED(status))
+		rt_cli_error("'%s' was killed by signal %d; importing what it wrote", argv[optind], WTERMSIG(status));
+	else if (WEXITSTATUS(status))
+		rt_cli_error("'%s' exited with status %d; importing what it wrote", argv[optind], WEXITSTATUS(status));
 
 	d = opendir(dir);
 	while (d && (de = readdir(d))) {
@@ -347,7 +477,7 @@ int cmd_probe(int argc, char **argv)
 			     argv[optind]);
 		ret = RT_EXIT_FAIL;
 	} else {
-		print_class(app, sum);
+		print_summary(app, sum);
 		if (!no_store && store_histograms(db, app, sum))
 			ret = RT_EXIT_FAIL;
 	}
@@ -355,19 +485,14 @@ int cmd_probe(int argc, char **argv)
 		if (out) {
 			char dst[PATH_MAX * 2];
 			const char *pid = strrchr(files[i], '/') + 7; /* "<pid>.json" after "/probe." */
-			int e;
 
-			if (nfiles == 1)
+			/* "-": every process's document in turn on standard output (a JSON text sequence) */
+			if (nfiles == 1 || !strcmp(out, "-"))
 				snprintf(dst, sizeof(dst), "%s", out);
 			else
 				snprintf(dst, sizeof(dst), "%s.%.*s", out, (int)strcspn(pid, "."), pid);
-			e = copy_file(files[i], dst);
-			if (e) {
-				rt_cli_error("cannot write '%s': %s", dst, strerror(e));
+			if (write_out(files[i], dst))
 				ret = RT_EXIT_FAIL;
-			} else {
-				printf("rtune probe: wrote '%s'\n", dst);
-			}
 		}
 		unlink(files[i]);
 		free(files[i]);
@@ -375,5 +500,6 @@ int cmd_probe(int argc, char **argv)
 	free(files);
 	rmdir(dir);
 	rt_probe_summary_free(sum);
-	return ret;
+	/* the application's status first, as a shell would; rtune's own failure only when the application succeeded */
+	return app_status ? app_status : ret;
 }

@@ -569,8 +569,18 @@ static void format_env(struct rt_buf *b, const struct rt_node_info *node, const 
 		rt_buf_printf(
 			b, "# libfabric verbs provider and UCX take one value per process: from %s port %d (RC %s)\n",
 			first->device, first->port, rt_profile_opcode_name(first->opcode));
-		rt_buf_printf(b, "export FI_VERBS_INLINE_SIZE=%" PRIu32 "\n", first->inline_threshold);
-		rt_buf_printf(b, "export UCX_RC_VERBS_TX_CQ_MODERATION=%" PRIu32 "\n", first->signal_interval);
+		/* libfabric reads FI_VERBS_INLINE_SIZE=0 as "the device's maximum" (verbs_init.c): never inline is
+		 * left to libfabric's default rather than exported as its opposite (docs/profile-schema.md) */
+		if (first->inline_threshold)
+			rt_buf_printf(b, "export FI_VERBS_INLINE_SIZE=%" PRIu32 "\n", first->inline_threshold);
+		else
+			rt_buf_printf(b, "# FI_VERBS_INLINE_SIZE not set: the profile never inlines and libfabric "
+					 "reads 0 as the device's maximum\n");
+		/* UCX_RC_* reaches rc_verbs and rc_mlx5 (their tables nest uct_rc_iface_config_table under "RC_");
+		 * UCX signals a WQE once `unsignaled >= TX_CQ_MODERATION` (rc_ep.h), i.e. one in moderation + 1 */
+		rt_buf_printf(b, "export UCX_RC_TX_MIN_INLINE=%" PRIu32 "\n", first->max_inline_data);
+		rt_buf_printf(b, "export UCX_RC_TX_CQ_MODERATION=%" PRIu32 "\n",
+			      first->signal_interval ? first->signal_interval - 1 : 0);
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &v[i];

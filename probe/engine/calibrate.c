@@ -36,6 +36,11 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 	o->numa = RT_NUMA_LOCAL;
 }
 
+/* The budget's split (what is left after set-up): the latency grid ends at LAT_SHARE, the signaling sweep at
+ * RATE_SHARE, CQ moderation and teardown take the rest; the progress bar places the phases the same way. */
+#define LAT_SHARE 0.65
+#define RATE_SHARE 0.93
+
 struct cal {
 	const struct rt_cal_opts *o;
 	struct rt_run *run;
@@ -63,7 +68,8 @@ struct cal {
 	size_t n_sizes;
 	struct rt_rng rng;
 	char notes[256];
-	double phase_s[2]; /* seconds spent in the latency grid and the signaling sweep */
+	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
+	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
 };
 
 static int64_t realtime_ns(void)
@@ -81,13 +87,27 @@ static void note(struct cal *c, const char *s)
 	snprintf(c->notes + l, sizeof(c->notes) - l, "%s%s", l ? "; " : "", s);
 }
 
-static void progress(struct cal *c, const char *phase)
+/* Starts a phase that fills [lo, hi] of the progress bar (the phases' shares of the budget). */
+static void bar_phase(struct cal *c, double lo, double hi)
+{
+	c->bar_lo = lo;
+	c->bar_hi = hi;
+}
+
+/*
+ * Reports work done: frac (0-1) of the current phase's work (the scheduler's decided pairs, the signaling cells
+ * measured, the opcodes' CQ moderation probes), placed in the phase's span of the bar and never moving back; eta is
+ * the budget left, an upper bound. Never fails.
+ */
+static void progress(struct cal *c, const char *phase, double frac)
 {
 	uint64_t now = rt_clock_mono_ns();
-	double span = (double)(c->deadline - c->t_start), el = (double)(now - c->t_start);
+	double done = c->bar_lo + (c->bar_hi - c->bar_lo) * fmin(1, fmax(0, frac));
 
+	if (done > c->bar_done)
+		c->bar_done = done;
 	if (c->o->progress)
-		c->o->progress(c->o->cb_ctx, phase, span > 0 ? fmin(1, el / span) : 1,
+		c->o->progress(c->o->cb_ctx, phase, c->bar_done,
 			       now < c->deadline ? (double)(c->deadline - now) / 1e9 : 0);
 }
 
@@ -557,11 +577,11 @@ static uint64_t sched_clock(void *ctx)
 	return rt_clock_mono_ns();
 }
 
+/* The scheduler's own measure of the latency grid done (pairs decided, or its deadline's share if further). */
 static void sched_progress(void *ctx, double frac, double eta)
 {
-	(void)frac;
 	(void)eta;
-	progress(ctx, "latency");
+	progress(ctx, "latency", frac);
 }
 
 static int plan_latency(struct cal *c)
@@ -729,7 +749,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			r->reps++;
 			r->msgs += rr.msgs;
 			r->enomem += rr.enomem;
-			progress(c, "signaling");
+			progress(c, "signaling", (double)(rep * n_cells + i + 1) / (double)(n_cells * reps));
 		}
 	}
 out:
@@ -886,7 +906,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	uint64_t lat_deadline, rate_deadline, t_lat;
 	double per_sample_ns = 0;
 	double budget_ns;
-	int rc;
+	int rc, n_ops;
 
 	if (!err)
 		err = &local_err;
@@ -1023,9 +1043,9 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			uint64_t now = rt_clock_mono_ns();
 			double left = now < c->deadline ? (double)(c->deadline - now) : 0;
 
-			lat_deadline = now + (uint64_t)(left * 0.65);
-			rate_deadline = now + (uint64_t)(left * 0.93);
-			lat_budget = left * 0.65;
+			lat_deadline = now + (uint64_t)(left * LAT_SHARE);
+			rate_deadline = now + (uint64_t)(left * RATE_SHARE);
+			lat_budget = left * LAT_SHARE;
 		}
 		n_pts = c->sched.n_pts ? c->sched.n_pts : 1;
 		/* round 0 (every point gets first_batch) should take at most 40 % of the latency budget; a batch also
@@ -1039,7 +1059,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			c->sched.batch = o->quick ? 64 : 128;
 		}
 	}
-	progress(c, "latency");
+	bar_phase(c, 0, LAT_SHARE);
+	progress(c, "latency", 0);
 	t_lat = rt_clock_mono_ns();
 	c->sched.hard_deadline_ns = lat_deadline + (rate_deadline - lat_deadline) / 2;
 	rc = rt_sched_run(&c->sched, lat_deadline, sched_measure, sched_clock, sched_progress, c);
@@ -1071,15 +1092,20 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	}
 	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	t_lat = rt_clock_mono_ns();
+	bar_phase(c, LAT_SHARE, RATE_SHARE);
 	rc = run_rate(c, rate_deadline, err);
 	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	set_params(c);
 	if (rc)
 		goto fail;
-	for (int op = 0; op < RT_OP__COUNT; op++) {
+	bar_phase(c, RATE_SHARE, 1);
+	n_ops = 0;
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		n_ops += o->ops[op];
+	for (int op = 0, done = 0; op < RT_OP__COUNT; op++) {
 		if (!o->ops[op])
 			continue;
-		progress(c, "cq moderation");
+		progress(c, "cq moderation", (double)done++ / n_ops);
 		rc = rt_client_cqmod(&c->cli, (enum rt_opcode)op, o->quick ? 50e6 : 150e6, &run->cqmod[op], err);
 		if (rc)
 			goto fail;
@@ -1096,7 +1122,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			goto fail;
 		}
 	}
-	progress(c, "done");
+	bar_phase(c, 1, 1);
+	progress(c, "done", 1);
 	run->status = RT_RUN_COMPLETE;
 	teardown(c);
 	run->ended_ns = realtime_ns();

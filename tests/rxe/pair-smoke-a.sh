@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Two-guest smoke, node A: serves ibv_rc_pingpong and rping on its own rxe0 for node B across the link.
 set -euo pipefail
+bash "$(dirname "$0")/guest-identity.sh" rtune-guest-a
 ibv_rc_pingpong -d rxe0 -g 1 -n 100 > /tmp/srv.log 2>&1 || { cat /tmp/srv.log; echo "FAIL: pingpong server"; exit 1; }
 cat /tmp/srv.log
 grep -q '100 iters' /tmp/srv.log || { echo "FAIL: pingpong server incomplete"; exit 1; }

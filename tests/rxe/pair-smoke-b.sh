@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Two-guest smoke, node B: ibv_rc_pingpong and rping against node A across the link; checks the devices are distinct.
 set -euo pipefail
+bash "$(dirname "$0")/guest-identity.sh" rtune-guest-b
 ok=0
 for i in $(seq 1 30); do   # bounded: wait for A's server
   if ibv_rc_pingpong -d rxe0 -g 1 -n 100 "$RTUNE_VM_PEER_ADDR" > /tmp/cli.log 2>&1; then ok=1; break; fi

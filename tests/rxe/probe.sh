@@ -5,7 +5,9 @@
 # ib_write_bw (new API and --use_old_post_send) and librdmacm's rping. The recorded WR counts and byte totals must equal
 # exactly what each application was asked to send (derived from its arguments). Then apply mode (inline WRs counted,
 # on both post APIs), an unwritable output path (the app still succeeds, one line on stderr), a program that never
-# touches verbs (no file), an exec'd app, and `rtune probe` storing a histogram (RC, and UD then tuned with --app).
+# touches verbs (no file), an exec'd app, and `rtune probe`: storing a histogram (RC, and UD then tuned with --app),
+# its summary on stderr (the app's stdout its own), an existing --out file replaced, RDMA READs in the summary (rping's
+# server), the app's exit status.
 set -uo pipefail
 lib=$RTUNE_BUILD_DIR/probe/preload/librtune_probe.so
 rtune=$RTUNE_BUILD_DIR/cli/rtune
@@ -144,12 +146,16 @@ ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 > /tmp/rp.srv.log 2>&1 &
 spid=$!
 waitport 18515 || fail "rtune probe: server never listened"
 rm -f /tmp/rp.db /tmp/rp.json
+echo stale > /tmp/rp.json # an existing --out file is replaced
 "$rtune" probe --db /tmp/rp.db --name pingpong --out /tmp/rp.json -- ibv_rc_pingpong -d rxe0 -g 1 -n 50 -s 32 "$A" \
-	> /tmp/rp.out 2>&1 || { fail "rtune probe exited $?"; cat /tmp/rp.out; }
+	> /tmp/rp.out 2> /tmp/rp.err || { fail "rtune probe exited $?"; cat /tmp/rp.out /tmp/rp.err; }
 wait "$spid" || fail "rtune probe: server failed"
-cat /tmp/rp.out
-grep -q "pingpong send/rc: 50 messages, 1600 bytes" /tmp/rp.out || fail "rtune probe: summary line"
-grep -q "stored 1 histogram of 'pingpong' in '/tmp/rp.db'" /tmp/rp.out || fail "rtune probe: not stored"
+cat /tmp/rp.out /tmp/rp.err
+# the summary is on stderr: the application's standard output is its own
+grep -q "rtune" /tmp/rp.out && fail "rtune probe wrote into the application's standard output"
+grep -q "50 iters" /tmp/rp.out || fail "rtune probe: the application's output is missing"
+grep -q "pingpong send/rc: 50 messages, 1600 bytes" /tmp/rp.err || fail "rtune probe: summary line"
+grep -q "stored 1 histogram of 'pingpong' in '/tmp/rp.db'" /tmp/rp.err || fail "rtune probe: not stored"
 check --label "rtune probe --out" --qpt RC --op send --wrs 50 --bytes 1600 --size 32 /tmp/rp.json ||
 	fail "rtune probe --out file"
 
@@ -197,6 +203,19 @@ PY
 else
 	fail "calibrate for tune --app: $(tail -3 /tmp/rpu.cal)"
 fi
+# rtune probe on rping's server, which RDMA READs the client's buffer: READs appear in the summary; the application's
+# exit status is rtune probe's
+N=20 S=100
+"$rtune" probe --no-store --name rping-srv -- rping -s -a "$A" -C $N -S $S > /tmp/rps.out 2> /tmp/rps.err &
+spid=$!
+sleep 3
+timeout 60 rping -c -a "$A" -C $N -S $S > /tmp/rpc.out 2>&1 || fail "rping client under rtune probe's server failed"
+wait "$spid"; src=$?
+cat /tmp/rps.err
+[ "$src" = 0 ] || fail "rtune probe (rping server) exited $src"
+grep -q "rping-srv rdma_read/rc: $N messages, $((N * S)) bytes" /tmp/rps.err || fail "rtune probe: no RDMA READ line"
+"$rtune" probe --no-store -- sh -c 'exit 5' > /dev/null 2>&1
+[ $? = 5 ] || fail "rtune probe did not pass the application's exit status 5 on"
 
 # rtune probe --apply PROFILE: the probe reads the profile's inline_threshold and inlines the 32-byte SENDs
 cat > /tmp/rp-profile.json <<'JSON'

@@ -2,8 +2,9 @@
 /*
  * A software RDMA device for host tests of `rtune calibrate`, LD_PRELOADed into rtune in place of libibverbs' device
  * functions: one device "fake0" with one ACTIVE InfiniBand port (LID 1, no GRH needed), whose RC and UD QPs connect in
- * loopback with a data path in memory: SEND, SEND with immediate and RDMA WRITE copy the payload, receives complete in
- * order, a send finds a posted receive or waits (in order) until one is posted, send queue slots are freed when the
+ * loopback with a data path in memory: SEND, SEND with immediate and RDMA WRITE copy the payload, RDMA READ copies
+ * remote memory into the first SGE, the 8-byte atomics (fetch-and-add, compare-and-swap) act on remote memory and return
+ * the old value in the first SGE (READ and atomics on RC only), receives complete in order, a send finds a posted receive or waits (in order) until one is posted, send queue slots are freed when the
  * signaled completion that retires them is polled (so a full send queue gives ENOMEM), QPs must be in RTS to post,
  * and max_inline_data above 256 is refused (EINVAL) as a provider would. Thread-safe with one lock (the engine's
  * responder thread polls while the client posts). CQ moderation is not supported (the engine then skips it).
@@ -73,6 +74,7 @@ struct fk_pend { /* a send or write waiting (in order) for a receive at its dest
 	struct fk_pend *next;
 	struct fk_qp *src;
 	uint64_t wr_id, raddr;
+	uint64_t laddr, compare_add, swap; /* RDMA READ and atomics: the first SGE and the atomic's operands */
 	enum ibv_wr_opcode op;
 	bool signaled, ud;
 	uint32_t imm, len, retire;
@@ -574,7 +576,11 @@ static void send_done(struct fk_qp *src, uint64_t wr_id, enum ibv_wr_opcode op, 
 {
 	struct ibv_wc wc = { .wr_id = wr_id,
 			     .status = IBV_WC_SUCCESS,
-			     .opcode = op == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE : IBV_WC_SEND };
+			     .opcode = op == IBV_WR_RDMA_WRITE		   ? IBV_WC_RDMA_WRITE
+				       : op == IBV_WR_RDMA_READ		   ? IBV_WC_RDMA_READ
+				       : op == IBV_WR_ATOMIC_FETCH_AND_ADD ? IBV_WC_FETCH_ADD
+				       : op == IBV_WR_ATOMIC_CMP_AND_SWP   ? IBV_WC_COMP_SWAP
+									   : IBV_WC_SEND };
 
 	if (!src || !signaled)
 		return;
@@ -590,6 +596,17 @@ static void deliver(struct fk_qp *q)
 
 		if (p->op == IBV_WR_RDMA_WRITE) {
 			memcpy((void *)(uintptr_t)p->raddr, p->data, p->len);
+		} else if (p->op == IBV_WR_RDMA_READ) {
+			memcpy((void *)(uintptr_t)p->laddr, (void *)(uintptr_t)p->raddr, p->len);
+		} else if (p->op == IBV_WR_ATOMIC_FETCH_AND_ADD || p->op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			uint64_t old, *target = (uint64_t *)(uintptr_t)p->raddr;
+
+			memcpy(&old, target, sizeof(old));
+			if (p->op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+				*target = old + p->compare_add;
+			else if (old == p->compare_add)
+				*target = p->swap;
+			memcpy((void *)(uintptr_t)p->laddr, &old, sizeof(old));
 		} else {
 			struct fk_recv *r;
 			struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV, .qp_num = q->qp.qp_num };
@@ -624,6 +641,17 @@ static void deliver(struct fk_qp *q)
 	}
 }
 
+static bool is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* Opcodes the fake takes on RC QPs only (UD carries SENDs only). */
+static bool rc_only_op(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_READ || is_atomic(op);
+}
+
 static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct fk_qp *q = (struct fk_qp *)qp;
@@ -646,7 +674,8 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		bool bad_wr = qp->state != IBV_QPS_RTS || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||
 			      ((wr->send_flags & IBV_SEND_INLINE) && len > q->max_inline) ||
 			      (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
-			       !(wr->opcode == IBV_WR_RDMA_WRITE && qp->qp_type == IBV_QPT_RC));
+			       !(rc_only_op(wr->opcode) && qp->qp_type == IBV_QPT_RC)) ||
+			      (is_atomic(wr->opcode) && (wr->num_sge < 1 || wr->sg_list[0].length != 8));
 
 		/* nothing at the other end is EINVAL too (a real RC QP would retry, then fail the WR) */
 		dst = bad_wr ? NULL : fk_qp_by_num(qp->qp_type == IBV_QPT_UD ? wr->wr.ud.remote_qpn : q->dest_qpn);
@@ -669,6 +698,14 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 				       .len = len };
 		if (qp->qp_type == IBV_QPT_UD)
 			p->raddr = 0;
+		if (is_atomic(wr->opcode)) {
+			p->raddr = wr->wr.atomic.remote_addr;
+			p->compare_add = wr->wr.atomic.compare_add;
+			p->swap = wr->wr.atomic.swap;
+		}
+		p->laddr = wr->num_sge > 0 ? wr->sg_list[0].addr : 0;
+		if (wr->opcode == IBV_WR_RDMA_READ && wr->num_sge > 0)
+			p->len = wr->sg_list[0].length;
 		len = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
 			memcpy(p->data + len, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);

@@ -9,10 +9,14 @@
  *   early N     the same threads post without end; main calls exit(0) after 50 ms while they post: the destructor
  *               writes the file while they run.
  *   noverbs N   N threads that never call verbs: no file, nothing printed by the probe.
- * Exit 0, or 1 with a message on stderr when a verbs call fails unexpectedly.
+ *   ops N       one thread, one loopback RC pair: N signaled WRs each of SEND 64 B, RDMA WRITE 128 B, RDMA READ 256 B,
+ *               atomic fetch-and-add and compare-and-swap (8 B); prints "ops N" (`rtune probe`'s tests).
+ * Exit 0, or 1 with a message on stderr when a verbs call fails unexpectedly. PROBE_APP_EXIT=K makes a mode that
+ * succeeded exit with K instead, PROBE_APP_SIGNAL=SIG raise SIG (exit statuses `rtune probe` must pass on).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -118,6 +122,111 @@ static void *poster(void *arg)
 	return NULL;
 }
 
+/* Posts one signaled WR and waits for its completion (receives reposted); 0 or -1 with a message. */
+static int post_wait(struct pair *p, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc[16];
+	bool done = false;
+	int n, rc = ibv_post_send(p->a, wr, &bad);
+
+	if (rc) {
+		fprintf(stderr, "probe_stress_app: post_send opcode %d: %s\n", wr->opcode, strerror(rc));
+		return -1;
+	}
+	for (int spins = 0; !done && spins < 1000000; spins++) {
+		n = ibv_poll_cq(p->cq, 16, wc);
+		if (n < 0)
+			return -1;
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "probe_stress_app: completion status %d\n", wc[k].status);
+				return -1;
+			}
+			if (wc[k].opcode == IBV_WC_RECV) {
+				if (post_recvs(p, 1))
+					return -1;
+			} else {
+				done = true;
+			}
+		}
+	}
+	return done ? 0 : -1;
+}
+
+/* Mode ops: N of each opcode class on one RC pair. 0 or 1. */
+static int ops(long n)
+{
+	static struct pair pr;
+	struct pair *p = &pr;
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 32,
+						.max_recv_wr = 64,
+						.max_send_sge = 1,
+						.max_recv_sge = 1,
+						.max_inline_data = 64 } };
+	static uint64_t target[4] __attribute__((aligned(8)));
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+	static const struct {
+		enum ibv_wr_opcode op;
+		uint32_t len;
+	} kinds[] = { { IBV_WR_SEND, 64 },
+		      { IBV_WR_RDMA_WRITE, 128 },
+		      { IBV_WR_RDMA_READ, 256 },
+		      { IBV_WR_ATOMIC_FETCH_AND_ADD, 8 },
+		      { IBV_WR_ATOMIC_CMP_AND_SWP, 8 } };
+	int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+	p->cq = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	p->mr = p->cq ? ibv_reg_mr(pd, p->buf, sizeof(p->buf), acc) : NULL;
+	ia.send_cq = ia.recv_cq = p->cq;
+	p->a = p->mr ? ibv_create_qp(pd, &ia) : NULL;
+	p->b = p->a ? ibv_create_qp(pd, &ia) : NULL;
+	if (!p->b || connect_to(p->a, p->b->qp_num) || connect_to(p->b, p->a->qp_num) || post_recvs(p, 64)) {
+		fprintf(stderr, "probe_stress_app: set-up failed: %s\n", strerror(errno));
+		return 1;
+	}
+	for (long i = 0; i < n; i++)
+		for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+			sge = (struct ibv_sge){ .addr = (uintptr_t)p->buf,
+						.length = kinds[k].len,
+						.lkey = p->mr->lkey };
+			wr = (struct ibv_send_wr){
+				.sg_list = &sge, .num_sge = 1, .opcode = kinds[k].op, .send_flags = IBV_SEND_SIGNALED
+			};
+			if (kinds[k].op == IBV_WR_RDMA_WRITE || kinds[k].op == IBV_WR_RDMA_READ) {
+				wr.wr.rdma.remote_addr = (uintptr_t)p->buf;
+				wr.wr.rdma.rkey = p->mr->rkey;
+			} else if (kinds[k].len == 8) {
+				wr.wr.atomic.remote_addr = (uintptr_t)&target[0];
+				wr.wr.atomic.rkey = p->mr->rkey;
+				wr.wr.atomic.compare_add = 1;
+			}
+			if (post_wait(p, &wr))
+				return 1;
+		}
+	printf("ops %ld\n", n);
+	fflush(stdout);
+	ibv_destroy_qp(p->a);
+	ibv_destroy_qp(p->b);
+	ibv_dereg_mr(p->mr);
+	ibv_destroy_cq(p->cq);
+	return 0;
+}
+
+/* The mode's status, or PROBE_APP_EXIT's / PROBE_APP_SIGNAL's when it succeeded. */
+static int finish(int rc)
+{
+	const char *e = getenv("PROBE_APP_EXIT"), *sig = getenv("PROBE_APP_SIGNAL");
+
+	if (rc)
+		return rc;
+	if (sig && *sig)
+		raise(atoi(sig));
+	return e && *e ? atoi(e) : 0;
+}
+
 static void *idler(void *arg)
 {
 	(void)arg;
@@ -131,10 +240,10 @@ int main(int argc, char **argv)
 	struct ibv_device **l;
 	struct pair *pairs;
 	pthread_t th[16];
-	bool noverbs = argc == 3 && !strcmp(argv[1], "noverbs");
+	bool noverbs = argc == 3 && !strcmp(argv[1], "noverbs"), is_ops = argc == 3 && !strcmp(argv[1], "ops");
 
-	if (n < 1 || n > 16 || (strcmp(argv[1], "threads") && strcmp(argv[1], "early") && !noverbs)) {
-		fprintf(stderr, "usage: probe_stress_app threads|early|noverbs N (1..16)\n");
+	if (n < 1 || n > 16 || (strcmp(argv[1], "threads") && strcmp(argv[1], "early") && !noverbs && !is_ops)) {
+		fprintf(stderr, "usage: probe_stress_app threads|early|noverbs|ops N (1..16)\n");
 		return 2;
 	}
 	if (noverbs) {
@@ -154,6 +263,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "probe_stress_app: no device\n");
 		free(pairs);
 		return 1;
+	}
+	if (is_ops) {
+		int rc = ops(n);
+
+		free(pairs);
+		ibv_dealloc_pd(pd);
+		ibv_close_device(ctx);
+		return finish(rc);
 	}
 	atomic_store(&forever, !strcmp(argv[1], "early"));
 	for (int t = 0; t < n; t++) {
@@ -183,5 +300,5 @@ int main(int argc, char **argv)
 	free(pairs);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	return 0;
+	return finish(0);
 }

@@ -195,7 +195,10 @@ static void test_env_and_prometheus(void **state)
 	text = slurp(out);
 	assert_non_null(strstr(text, "export RTUNE_PROFILE='/etc/rtune/it'\\''s.json'\n"));
 	assert_non_null(strstr(text, "export FI_VERBS_INLINE_SIZE=188\n"));
-	assert_non_null(strstr(text, "export UCX_RC_VERBS_TX_CQ_MODERATION=32\n"));
+	/* UCX: one name both rc_verbs and rc_mlx5 read; a WQE is signaled once `unsignaled >= value`: N - 1 */
+	assert_non_null(strstr(text, "export UCX_RC_TX_CQ_MODERATION=31\n"));
+	assert_non_null(strstr(text, "export UCX_RC_TX_MIN_INLINE=188\n"));
+	assert_null(strstr(text, "UCX_RC_VERBS_"));
 	assert_non_null(strstr(text, "export RTUNE_INLINE_THRESHOLD_MLX5_0_P1=188\n"));
 	assert_non_null(strstr(text, "export RTUNE_SIGNAL_INTERVAL_RXE0_P1=8\n"));
 	free(text);
@@ -220,6 +223,36 @@ static void test_env_and_prometheus(void **state)
 				     "port=\"1\",opcode=\"write\",qp_type=\"rc\"} 1700000000\n"));
 	assert_non_null(strstr(text, "# TYPE rtune_profile_age_seconds gauge\n"));
 	assert_non_null(strstr(text, "rtune_profile_confidence{"));
+	free(text);
+	rt_store_close(st);
+}
+
+/* A profile that never inlines and signals every WR: UCX gets moderation 0 (sq_sig_all), libfabric no 0 (its
+ * "device maximum"). */
+static void test_env_never_inline(void **state)
+{
+	struct rt_node_info node;
+	struct rt_store *st = NULL;
+	struct rt_profile_entry e;
+	struct rt_error err;
+	size_t added = 0;
+	char out[1300];
+	char *text;
+
+	(void)state;
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	tu_node(&node, "host-b");
+	tu_entry(&e, "rxe0", RT_PROFILE_OP_SEND, 0, 1, RUN_A, 1700000000);
+	e.max_inline_data = 0;
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &e, 1, &added, &err), 0);
+	snprintf(out, sizeof(out), "%s/env.sh", dir);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_ENV, out, NULL, &err), 0);
+	text = slurp(out);
+	assert_null(strstr(text, "export FI_VERBS_INLINE_SIZE"));
+	assert_non_null(strstr(text, "# FI_VERBS_INLINE_SIZE not set"));
+	assert_non_null(strstr(text, "export UCX_RC_TX_CQ_MODERATION=0\n"));
+	assert_non_null(strstr(text, "export UCX_RC_TX_MIN_INLINE=0\n"));
+	assert_non_null(strstr(text, "export RTUNE_SIGNAL_INTERVAL_RXE0_P1=1\n"));
 	free(text);
 	rt_store_close(st);
 }
@@ -751,6 +784,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_put_and_current, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_roundtrip_store_json_librtune, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_and_prometheus, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env_never_inline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic_export, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
