@@ -80,7 +80,15 @@ static const char migrate_v2[] =
 static const char migrate_v3[] = "ALTER TABLE profiles ADD COLUMN cal_cpu_numa_node INTEGER;"
 				 "ALTER TABLE profiles ADD COLUMN cal_numa_local INTEGER;";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3 };
+/* v3 -> v4: each decision's own confidence, the signal verdict, and the hysteresis record of a tuned entry (JSON:
+ * per decision what the run said, whether it changed the decision or was added as evidence, and why). NULL: a row
+ * written before (or imported without them). */
+static const char migrate_v4[] = "ALTER TABLE profiles ADD COLUMN inline_confidence TEXT;"
+				 "ALTER TABLE profiles ADD COLUMN signal_confidence TEXT;"
+				 "ALTER TABLE profiles ADD COLUMN signal_verdict TEXT;"
+				 "ALTER TABLE profiles ADD COLUMN hysteresis TEXT;";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3, migrate_v4 };
 
 int64_t rt_store_now_ns(void)
 {
