@@ -48,8 +48,9 @@ static const char *const topic_names[] = { "inline", "signal", "queue", "cq_mode
  * entries): by the code vocabulary of docs/tuner.md. */
 static const char *topic_of_code(const char *code)
 {
-	static const char *const inl[] = { "inline_",	   "limited_by_",	  "histogram_threshold", "expected_gain",
-					   "kneedle_knee", "rank_test_disagrees", "implausible_gain" };
+	static const char *const inl[] = { "inline_",	      "limited_by_",  "histogram_threshold",
+					   "expected_gain",   "kneedle_knee", "rank_test_disagrees",
+					   "implausible_gain" };
 	static const char *const sig[] = { "signal_", "no_rate_data", "sq_overflow_seen" };
 
 	for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
@@ -405,8 +406,8 @@ static int delete_superseded(struct rt_store *st, int64_t node_id, const struct 
 /* Stores entries (or tuned, when entries is NULL) for node in one transaction; replace: deleting first what they
  * supersede. */
 static int put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
-		       const struct rt_profile_entry *entries, const struct rt_store_tuned *tuned, size_t n, bool replace,
-		       size_t *added, struct rt_error *err)
+		       const struct rt_profile_entry *entries, const struct rt_store_tuned *tuned, size_t n,
+		       bool replace, size_t *added, struct rt_error *err)
 {
 	int64_t node_id;
 	size_t cnt = 0;
@@ -513,9 +514,9 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 }
 
 /* The columns row_read() reads, in its order. */
-#define ROW_COLS                                                                                                   \
-	"device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth, cq_depth,"       \
-	" cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"             \
+#define ROW_COLS                                                                                               \
+	"device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth, cq_depth," \
+	" cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"        \
 	" rtune_version, app, inline_confidence, signal_confidence, hysteresis, signal_verdict"
 
 /* Reads a row of ROW_COLS (from column 0) into t: the public entry with its bounded reasons, and (all) every reason
@@ -577,7 +578,8 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 		*node_out = node;
 	if (sqlite3_prepare_v2(
 		    st->db,
-		    "SELECT " ROW_COLS " FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
+		    "SELECT " ROW_COLS
+		    " FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
 		    " AND id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
 		    "  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
 		    " ORDER BY device, port, op, qpt",
@@ -620,7 +622,8 @@ int rt_store_profile_base(struct rt_store *st, const struct rt_node_info *node, 
 
 	memset(out, 0, sizeof(*out));
 	if (sqlite3_prepare_v2(st->db,
-			       "SELECT " ROW_COLS " FROM profiles WHERE node_id = (SELECT id FROM nodes WHERE node_key = ?1)"
+			       "SELECT " ROW_COLS
+			       " FROM profiles WHERE node_id = (SELECT id FROM nodes WHERE node_key = ?1)"
 			       " AND device = ?2 AND (guid = ?3 OR guid = '' OR ?3 = '') AND port = ?4 AND op = ?5"
 			       " AND qpt = ?6 AND run_uuid <> ?7 AND measured_at <= ?8"
 			       " ORDER BY measured_at DESC, id DESC LIMIT 1",
@@ -655,11 +658,12 @@ int rt_store_profile_reasons(struct rt_store *st, const char *node_key, const st
 
 	*out = NULL;
 	*n = 0;
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT p.reasons FROM profiles p JOIN nodes n ON n.id = p.node_id"
-			       " WHERE (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1) AND p.device = ?2 AND p.port = ?3"
-			       " AND p.op = ?4 AND p.qpt = ?5 AND p.run_uuid = ?6 ORDER BY p.id DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT p.reasons FROM profiles p JOIN nodes n ON n.id = p.node_id"
+		    " WHERE (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1) AND p.device = ?2 AND p.port = ?3"
+		    " AND p.op = ?4 AND p.qpt = ?5 AND p.run_uuid = ?6 ORDER BY p.id DESC LIMIT 1",
+		    -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "read reasons", err);
 	if (node_key)
 		sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
@@ -749,14 +753,14 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 		      "rtune_version", e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION);
 	/* 1.2: each decision's confidence, and the runs that support it (hysteresis) */
 	if (o)
-		json_object_update_new(
-			o, json_pack("{s:s, s:s, s:{s:{s:I, s:s}, s:{s:I, s:s}}}", "inline_confidence",
-				     rt_profile_confidence_name(e->inline_confidence), "signal_confidence",
-				     rt_profile_confidence_name(e->signal_confidence), "evidence", "inline", "runs",
-				     (json_int_t)(e->inline_runs ? e->inline_runs : 1), "since_run",
-				     e->inline_since[0] ? e->inline_since : e->run_id, "signal", "runs",
-				     (json_int_t)(e->signal_runs ? e->signal_runs : 1), "since_run",
-				     e->signal_since[0] ? e->signal_since : e->run_id));
+		json_object_update_new(o,
+				       json_pack("{s:s, s:s, s:{s:{s:I, s:s}, s:{s:I, s:s}}}", "inline_confidence",
+						 rt_profile_confidence_name(e->inline_confidence), "signal_confidence",
+						 rt_profile_confidence_name(e->signal_confidence), "evidence", "inline",
+						 "runs", (json_int_t)(e->inline_runs ? e->inline_runs : 1), "since_run",
+						 e->inline_since[0] ? e->inline_since : e->run_id, "signal", "runs",
+						 (json_int_t)(e->signal_runs ? e->signal_runs : 1), "since_run",
+						 e->signal_since[0] ? e->signal_since : e->run_id));
 	return o;
 }
 

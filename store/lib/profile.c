@@ -166,7 +166,8 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 		return rt_error_set(err, EINVAL, "%s.inline_confidence/signal_confidence: invalid", P(prefix));
 	if ((e->inline_since[0] && !is_uuid(e->inline_since)) || (e->signal_since[0] && !is_uuid(e->signal_since)))
 		return rt_error_set(err, EINVAL, "%s.evidence: since_run '%s' is not a uuid", P(prefix),
-				    e->inline_since[0] && !is_uuid(e->inline_since) ? e->inline_since : e->signal_since);
+				    e->inline_since[0] && !is_uuid(e->inline_since) ? e->inline_since
+										    : e->signal_since);
 	if (e->n_reasons > RT_PROFILE_MAX_REASONS)
 		return rt_error_set(err, EINVAL, "%s.reasons: more than %d", P(prefix), RT_PROFILE_MAX_REASONS);
 	if (e->measured_at < 0)
