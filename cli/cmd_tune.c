@@ -46,7 +46,8 @@ static const char usage[] =
 static const char *const topic_names[] = { "inline", "signal", "queue", "cq_moderation", "input" };
 
 /* Maps one tuner decision to a tuned profile entry of run's device: the run's own decision, every reason kept (the
- * store chooses what the bounded public entry shows). t->reasons is malloc'd (rt_store_tuned_release()); 0 or ENOMEM. */
+ * store chooses what the bounded public entry shows). t->reasons is malloc'd (rt_store_tuned_release()); returns 0
+ * or ENOMEM. */
 static int decision_to_tuned(const struct rt_run *run, const struct rt_tuner_decision *d, const char *app,
 			     struct rt_store_tuned *t)
 {
@@ -154,7 +155,7 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 	snprintf(t->inl.action, sizeof(t->inl.action), "%s", rt_hyst_action_name(ia));
 	snprintf(t->sig.action, sizeof(t->sig.action), "%s", rt_hyst_action_name(sa));
 
-	/* reasons: the kept decision's come from the current entry, the others from the run, then the hysteresis line */
+	/* reasons: a kept decision's from the current entry, the others from the run, then the hysteresis line */
 	v = calloc(t->n_reasons + base->n_reasons + 1, sizeof(*v));
 	if (!v)
 		return ENOMEM;
@@ -592,8 +593,8 @@ int cmd_tune(int argc, char **argv)
 		free(text);
 		print_hysteresis(tuned, res.n, o.dry_run);
 		if (!o.dry_run)
-			printf("\nprofile stored in '%s' (%zu entr%s, %zu changed by this run, %zu kept with this run as"
-			       " evidence; replacing any earlier tuning of this run); 'rtune export' writes it for"
+			printf("\nprofile stored in '%s' (%zu entr%s, %zu changed by this run, %zu kept with this run"
+			       " as evidence; replacing any earlier tuning of this run); 'rtune export' writes it for"
 			       " applications\n",
 			       rt_store_path(st), res.n, res.n == 1 ? "y" : "ies", n_changed, res.n - n_changed);
 	}

@@ -168,8 +168,9 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 /*
  * Stores n profile entries for node in one transaction. Each entry is validated (ranges as in the JSON schema) and its
  * inline_limit_excl derived (an entry whose inline_confidence and signal_confidence are both low while confidence is
- * not, i.e. made by a caller that does not set them, stores both as confidence); an entry with the same (node, device, port, opcode, qp type, run id) already stored is
- * kept as is (idempotent). hw_signature may be NULL (kept / computed from the node's stored devices).
+ * not, i.e. made by a caller that does not set them, stores both as confidence); an entry with the same (node, device,
+ * port, opcode, qp type, run id) already stored is kept as is (idempotent). hw_signature may be NULL (kept / computed
+ * from the node's stored devices).
  * *added (may be NULL) receives the number of new rows.
  */
 int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,

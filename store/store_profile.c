@@ -211,7 +211,7 @@ void rt_store_tuned_release(struct rt_store_tuned *t)
 	t->n_reasons = 0;
 }
 
-/* ---- hysteresis record and per-decision confidence ---------------------------------------------------------------- */
+/* ---- hysteresis record and per-decision confidence --------------------------------------------------------------- */
 
 /* Each decision's confidence as stored: both as confidence for a caller that set neither (both low, confidence not). */
 static void entry_confidences(const struct rt_profile_entry *e, enum rt_profile_confidence *ic,
