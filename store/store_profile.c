@@ -278,17 +278,19 @@ static void hysteresis_read(const char *text, struct rt_profile_entry *e, struct
 	json_decref(o);
 }
 
-/* Inserts entries for node_id inside the caller's transaction; counts new rows. entries, or tuned when entries is NULL
- * (then each tuned entry's every reason and hysteresis record are stored). reasons_json, when not NULL, holds each
+/* Inserts entries for node_id inside the caller's transaction; counts new rows. tuned when not NULL (then each tuned
+ * entry's every reason and hysteresis record are stored), else entries. reasons_json, when not NULL, holds each
  * entry's reasons already serialised (else they are serialised here); cal, when not NULL, where each entry's
  * calibration ran (an imported entry: its run is not in this store). */
 static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries,
 			  const struct rt_store_tuned *tuned, size_t n, const char *const *reasons_json,
 			  const struct rt_cal *cal, size_t *added, struct rt_error *err)
 {
+	if (!entries && !tuned)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct rt_store_tuned *t = entries ? NULL : &tuned[i];
-		const struct rt_profile_entry *e = entries ? &entries[i] : &tuned[i].e;
+		const struct rt_store_tuned *t = tuned ? &tuned[i] : NULL;
+		const struct rt_profile_entry *e = t ? &t->e : &entries[i];
 		enum rt_profile_confidence ic, sc;
 		sqlite3_stmt *s;
 		char *own = NULL, *hyst; /* serialised here */
@@ -387,7 +389,7 @@ static int delete_superseded(struct rt_store *st, int64_t node_id, const struct 
 			       -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "replace profile", err);
 	for (size_t i = 0; i < n && !rc; i++) {
-		const struct rt_profile_entry *e = entries ? &entries[i] : &tuned[i].e;
+		const struct rt_profile_entry *e = tuned ? &tuned[i].e : &entries[i];
 
 		sqlite3_bind_int64(s, 1, node_id);
 		sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);
@@ -403,7 +405,7 @@ static int delete_superseded(struct rt_store *st, int64_t node_id, const struct 
 	return rc;
 }
 
-/* Stores entries (or tuned, when entries is NULL) for node in one transaction; replace: deleting first what they
+/* Stores tuned (when not NULL) or entries for node in one transaction; replace: deleting first what they
  * supersede. */
 static int put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 		       const struct rt_profile_entry *entries, const struct rt_store_tuned *tuned, size_t n,
@@ -415,9 +417,11 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 
 	if (added)
 		*added = 0;
+	if (n && !tuned && !entries)
+		return rt_error_set(err, EINVAL, "store profile: %zu entries given as NULL", n);
 	/* validate everything first, so a replace never deletes what an invalid entry would not restore */
 	for (size_t i = 0; i < n; i++)
-		if ((rc = rt_profile_entry_validate(entries ? &entries[i] : &tuned[i].e, err)))
+		if ((rc = rt_profile_entry_validate(tuned ? &tuned[i].e : &entries[i], err)))
 			return rc;
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
