@@ -984,6 +984,10 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 		{ "rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high." },
 		{ "rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)." },
 		{ "rtune_profile_age_seconds", "Age of the profile entry when this file was written." },
+		{ "rtune_inline_confidence", "Confidence of the inline threshold: 0 low, 1 medium, 2 high." },
+		{ "rtune_signal_confidence", "Confidence of the signal interval: 0 low, 1 medium, 2 high." },
+		{ "rtune_inline_evidence_runs", "Calibration runs that support the inline threshold." },
+		{ "rtune_signal_evidence_runs", "Calibration runs that support the signal interval." },
 	};
 	int64_t now = (int64_t)time(NULL);
 
@@ -1001,7 +1005,11 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 			case 4: val = e->cq_depth; break;
 			case 5: val = e->confidence; break;
 			case 6: val = e->measured_at; break;
-			default: val = now > e->measured_at ? now - e->measured_at : 0; break;
+			case 7: val = now > e->measured_at ? now - e->measured_at : 0; break;
+			case 8: val = e->inline_confidence; break;
+			case 9: val = e->signal_confidence; break;
+			case 10: val = e->inline_runs; break;
+			default: val = e->signal_runs; break;
 			}
 			rt_buf_printf(b, "%s{node=\"", metrics[m].name);
 			prom_label(b, node->hostname);

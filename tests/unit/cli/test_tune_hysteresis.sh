@@ -141,6 +141,13 @@ assert e["evidence"]["inline"] == {"runs": 2, "since_run": sys.argv[2]}, e["evid
 assert e["evidence"]["signal"]["runs"] == 2 and e["run_id"] == sys.argv[3]
 assert any(r["code"] == "decision_kept" for r in e["reasons"]), e["reasons"]
 PY
+if python3 -c "import jsonschema" 2>/dev/null; then
+  python3 -c "import json, jsonschema, sys; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))" \
+    "$dir/b.json" "$(dirname "$0")/../../../docs/profile-v1.schema.json" && ok kept-profile-validates || bad kept-profile-validates
+fi
+"$rtune" export --db "$db" --format prometheus > "$dir/b.prom"
+grep -q '^rtune_inline_evidence_runs{node="hyst-host",device="mlx5_0",port="1",opcode="send",qp_type="rc"} 2$' "$dir/b.prom" \
+  && grep -q '^rtune_signal_confidence{.*qp_type="rc"} 2$' "$dir/b.prom" && ok prometheus-evidence || bad prometheus-evidence
 "$rtune" history --db "$db" > "$dir/h1.txt"
 grep -E "^2 .* 128 B .*no drift: evidence for 128 B \(2 runs\)" "$dir/h1.txt" > /dev/null && ! grep -q "threshold .*->" "$dir/h1.txt" \
   && ok history-no-drift || bad "history-no-drift: $(cat "$dir/h1.txt")"
