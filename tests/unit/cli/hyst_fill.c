@@ -38,14 +38,16 @@ static int cmp_float(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Fills p with N_SAMPLES raw samples around median_ns (sd sd_ns) and their summary. 0 or -1 (out of memory). */
-static int point(struct rt_lat_point *p, uint32_t size, bool inl, double median_ns, double sd_ns, uint64_t *seed)
+/* Fills p (a send point of QP type qpt) with N_SAMPLES raw samples around median_ns (sd sd_ns) and their summary.
+ * 0 or -1 (out of memory). */
+static int point(struct rt_lat_point *p, enum rt_qp_type qpt, uint32_t size, bool inl, double median_ns, double sd_ns,
+		 uint64_t *seed)
 {
 	double sum = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->op = RT_OP_SEND;
-	p->qpt = RT_QPT_RC;
+	p->qpt = qpt;
 	p->kind = RT_LAT_PINGPONG;
 	p->msg_bytes = size;
 	p->inl = inl;
@@ -90,7 +92,7 @@ int main(int argc, char **argv)
 	char *shape, *tok, *save = NULL;
 	size_t n = 0, k = 0;
 
-	bool warn = argc > 4 && !strcmp(argv[4], "warn");
+	bool warn = argc > 4 && !strcmp(argv[4], "warn"), ud = argc > 4 && !strcmp(argv[4], "ud");
 
 	if (argc < 3 || argc > 5) {
 		fprintf(stderr, "usage: hyst_fill DB SHAPE [STATUS [FLAGS]]\n");
@@ -116,7 +118,7 @@ int main(int argc, char **argv)
 	snprintf(r.dev.name, sizeof(r.dev.name), "mlx5_0");
 	snprintf(r.dev.node_guid, sizeof(r.dev.node_guid), "0011:2233:4455:6677");
 	r.dev.max_inline_rc = 1024;
-	r.dev.max_inline_ud = -1;
+	r.dev.max_inline_ud = 1024;
 	r.dev.max_qp_wr = 32768;
 	r.dev.numa_node = 0;
 	r.dev.port_count = 1;
@@ -132,7 +134,7 @@ int main(int argc, char **argv)
 	seed += n;
 	free(v);
 
-	r.lat = calloc(2 * N_SIZES, sizeof(*r.lat));
+	r.lat = calloc(4 * N_SIZES, sizeof(*r.lat));
 	r.rate = calloc(sizeof(ns) / sizeof(ns[0]), sizeof(*r.rate));
 	if (!r.lat || !r.rate)
 		return 1;
@@ -140,8 +142,11 @@ int main(int argc, char **argv)
 		uint32_t size = 16u << i;
 		double noninl = 2000.0 + 0.5 * size;
 
-		if (point(&r.lat[r.n_lat++], size, false, noninl, 4.0, &seed) ||
-		    point(&r.lat[r.n_lat++], size, true, noninl - gain[i], 4.0, &seed))
+		if (point(&r.lat[r.n_lat++], RT_QPT_RC, size, false, noninl, 4.0, &seed) ||
+		    point(&r.lat[r.n_lat++], RT_QPT_RC, size, true, noninl - gain[i], 4.0, &seed))
+			return 1;
+		if (ud && (point(&r.lat[r.n_lat++], RT_QPT_UD, size, false, noninl, 4.0, &seed) ||
+			   point(&r.lat[r.n_lat++], RT_QPT_UD, size, true, noninl - gain[i], 4.0, &seed)))
 			return 1;
 	}
 	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {

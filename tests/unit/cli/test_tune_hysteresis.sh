@@ -73,6 +73,19 @@ assert e["confidence"] == d["confidence"]
 assert e["evidence"]["inline"]["runs"] == 1 and e["evidence"]["inline"]["since_run"] == e["run_id"]
 PY
 
+# a UD entry (no rate sweep) keeps its own inline confidence instead of the signal decision's "low"
+db=$dir/u.db
+"$fill" "$db" "$A" complete ud > /dev/null && "$rtune" tune --db "$db" --json > "$dir/ud.json" && "$rtune" export --db "$db" -o "$dir/ud-p.json" \
+  && python3 - "$dir/ud.json" "$dir/ud-p.json" <<'PY' && ok ud-inline-confidence || bad ud-inline-confidence
+import json, sys
+tune, prof = (json.load(open(p)) for p in sys.argv[1:])
+[d] = [x for x in tune["decisions"] if x["qp_type"] == "ud"]
+[e] = [x for x in prof["entries"] if x["qp_type"] == "ud"]
+print("ud: confidence", e["confidence"], "inline", e["inline_confidence"], "signal", e["signal_confidence"])
+assert d["signal_measured"] is False and e["signal_confidence"] == "low" and e["confidence"] == "low"
+assert e["inline_confidence"] == d["inline_confidence"] != "low", (e, d["inline_confidence"])
+PY
+
 # ---- issue 15.9: the newest complete run, said so; a newer interrupted run skipped ----
 db=$dir/s.db
 read -r id1 _ < <("$fill" "$db" "$A")
