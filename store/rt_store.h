@@ -190,7 +190,9 @@ int rt_store_replace_profile(struct rt_store *st, const struct rt_node_info *nod
  * node's current decision), filtered to
  * device (name or GUID) when not NULL. node_key NULL = the local node if it has profiles, else the only node that has
  * any (EEXIST with the list in err when several do). *out is malloc'd (free()), *n may be 0; node_out (may be NULL)
- * receives the node's identity and hw_sig (may be NULL, 32 bytes) its signature.
+ * receives the node's identity and hw_sig (may be NULL, 32 bytes) its signature. Each entry carries at most
+ * RT_PROFILE_MAX_REASONS of its stored reasons (all of them: rt_store_profile_reasons()), chosen as the profile
+ * document does (docs/profile-schema.md): one explanation per decision first, then the warnings, then the rest.
  */
 int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *device, struct rt_profile_entry **out,
 			 size_t *n, struct rt_node_info *node_out, char *hw_sig, struct rt_error *err);
