@@ -68,6 +68,7 @@ static const struct rt_store_tuned *change_of(const struct rt_store_tuned *c, si
 	return hit && hit->inl.action[0] ? hit : NULL;
 }
 
+/* True when the run changed the decision (replaced, or forced by --force). */
 static bool changed(const struct rt_store_change *c)
 {
 	return !strcmp(c->action, "replaced") || !strcmp(c->action, "forced");
