@@ -31,7 +31,7 @@ static const char usage[] =
 	"\n"
 	"  --app NAME         weight the inline threshold by the message sizes application NAME sends (recorded with\n"
 	"                     'rtune probe --name NAME')\n"
-	"  -d, --ib-dev DEV   the most recent run of this device (when RUN is not given)\n"
+	"  -d, --ib-dev DEV   the newest complete run of this device (when RUN is not given)\n"
 	"  --tolerance PCT    signaling interval: smallest N whose rate is within PCT %% of the best (default 1.5)\n"
 	"  --seed N           seed of the bootstrap (default 1: the same input gives the same decisions)\n"
 	"  --json             print the decisions as JSON on stdout\n"
