@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * `rtune history [DEVICE]`: every calibration run in the store, oldest first, with its effective status (a run left
- * "running" by a process that died is shown as interrupted), its point counts and the decision stored from it, plus
- * the drift: how each device's inline threshold and signal interval moved from one run to the next.
+ * "running" by a process that died is shown as interrupted), its point counts and the decision stored after it, plus
+ * the drift: where a run really changed a device's inline threshold or signal interval, from what to what and why
+ * (the hysteresis of `rtune tune`), and where it was only added as evidence of the decision that stayed.
  */
 #include "cli.h"
 #include "rt_store.h"
@@ -18,7 +19,8 @@ static const char usage[] =
 	"usage: rtune history [DEVICE] [--db PATH] [--json]\n"
 	"\n"
 	"List the calibration runs in the store (oldest first) with their status, points and the decision stored\n"
-	"from each (send/RC inline threshold and signal interval), and the drift of each device between runs.\n"
+	"after each (send/RC inline threshold and signal interval), and the drift of each device between runs: a\n"
+	"decision a run changed (from, to, why), or the decision a run was added to as evidence without a change.\n"
 	"A run whose process died before finishing shows as interrupted.\n"
 	"\n"
 	"  DEVICE          only this device (name or node GUID)\n"
@@ -52,6 +54,62 @@ static const struct rt_store_run_summary *previous(const struct rt_store_run_sum
 	return NULL;
 }
 
+/* The send/RC entry stored after run r, with its hysteresis record, or NULL. */
+static const struct rt_store_tuned *change_of(const struct rt_store_tuned *c, size_t n,
+					      const struct rt_store_run_summary *r)
+{
+	const struct rt_store_tuned *hit = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(c[i].e.run_id, r->uuid) && !strcmp(c[i].e.device, r->device) &&
+		    c[i].e.port == r->port_num && c[i].e.opcode == RT_PROFILE_OP_SEND &&
+		    c[i].e.qp_type == RT_PROFILE_QPT_RC)
+			hit = &c[i];
+	return hit && hit->inl.action[0] ? hit : NULL;
+}
+
+/* True when the run changed the decision (replaced, or forced by --force). */
+static bool changed(const struct rt_store_change *c)
+{
+	return !strcmp(c->action, "replaced") || !strcmp(c->action, "forced");
+}
+
+/* The drift column of a run whose entry has a hysteresis record. */
+static void drift_text(const struct rt_store_tuned *t, char *buf, size_t len)
+{
+	const struct rt_profile_entry *e = &t->e;
+	size_t off = 0;
+
+	if (!strcmp(t->inl.action, "first") && !strcmp(t->sig.action, "first")) {
+		snprintf(buf, len, "first decision");
+		return;
+	}
+	if (!changed(&t->inl) && !changed(&t->sig)) {
+		snprintf(buf, len,
+			 "no drift: evidence for %" PRIu32 " B (%" PRIu32 " runs) and N %" PRIu32 " (%" PRIu32
+			 " runs); this run said %" PRIu32 " B, N %" PRIu32,
+			 e->inline_threshold, e->inline_runs, e->signal_interval, e->signal_runs, t->inl.run_value,
+			 t->sig.run_value);
+		return;
+	}
+	buf[0] = '\0';
+	if (changed(&t->inl))
+		off += (size_t)snprintf(buf + off, len - off, "threshold %" PRIu32 "->%" PRIu32 " B %s: %s",
+					t->inl.previous, e->inline_threshold, t->inl.action, t->inl.why);
+	if (off < len && changed(&t->sig))
+		snprintf(buf + off, len - off, "%sN %" PRIu32 "->%" PRIu32 " %s: %s", off ? "; " : "", t->sig.previous,
+			 e->signal_interval, t->sig.action, t->sig.why);
+}
+
+/* One decision's hysteresis record as JSON. */
+static json_t *change_json(const struct rt_store_change *c, uint32_t value, uint32_t runs, const char *since)
+{
+	return json_pack("{s:s, s:I, s:I, s:o, s:I, s:s, s:s}", "action", c->action, "value", (json_int_t)value,
+			 "run_value", (json_int_t)c->run_value, "previous",
+			 strcmp(c->action, "first") ? json_integer(c->previous) : json_null(), "runs", (json_int_t)runs,
+			 "since_run", since, "why", c->why);
+}
+
 int cmd_history(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -62,10 +120,11 @@ int cmd_history(int argc, char **argv)
 	};
 	const char *db = NULL, *device = NULL;
 	struct rt_store_run_summary *v = NULL;
+	struct rt_store_tuned *chg = NULL;
 	struct rt_store *st = NULL;
 	struct rt_error err;
 	bool json = false;
-	size_t n = 0;
+	size_t n = 0, n_chg = 0;
 	int c, rc = RT_EXIT_FAIL;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -84,7 +143,7 @@ int cmd_history(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		return RT_EXIT_FAIL;
 	}
-	if (rt_store_run_list(st, device, &v, &n, &err)) {
+	if (rt_store_run_list(st, device, &v, &n, &err) || rt_store_profile_changes(st, device, &chg, &n_chg, &err)) {
 		rt_cli_error("%s", err.text);
 		goto out;
 	}
@@ -95,8 +154,33 @@ int cmd_history(int argc, char **argv)
 		for (size_t i = 0; doc && i < n; i++) {
 			json_t *r = rt_store_run_summary_json(&v[i]);
 			const struct rt_store_run_summary *p = v[i].has_profile ? previous(v, i) : NULL;
+			const struct rt_store_tuned *t = v[i].has_profile ? change_of(chg, n_chg, &v[i]) : NULL;
 
-			if (r && p)
+			if (r && t) {
+				/* recorded by the hysteresis: drift only where the run changed a decision */
+				json_object_set_new(r, "decision",
+						    json_pack("{s:o, s:o}", "inline",
+							      change_json(&t->inl, t->e.inline_threshold,
+									  t->e.inline_runs, t->e.inline_since),
+							      "signal",
+							      change_json(&t->sig, t->e.signal_interval,
+									  t->e.signal_runs, t->e.signal_since)));
+				if (changed(&t->inl) || changed(&t->sig))
+					json_object_set_new(
+						r, "drift",
+						json_pack("{s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "from_run_id",
+							  p ? json_string(p->uuid) : json_null(),
+							  "inline_threshold_from", (json_int_t)t->inl.previous,
+							  "inline_threshold_to", (json_int_t)t->e.inline_threshold,
+							  "signal_interval_from", (json_int_t)t->sig.previous,
+							  "signal_interval_to", (json_int_t)t->e.signal_interval,
+							  "inline_why",
+							  changed(&t->inl) ? json_string(t->inl.why) : json_null(),
+							  "signal_why",
+							  changed(&t->sig) ? json_string(t->sig.why) : json_null()));
+				else
+					json_object_set_new(r, "drift", json_null());
+			} else if (r && p)
 				json_object_set_new(r, "drift",
 						    json_pack("{s:s, s:I, s:I, s:I, s:I}", "from_run_id", p->uuid,
 							      "inline_threshold_from", (json_int_t)p->inline_threshold,
@@ -127,14 +211,17 @@ int cmd_history(int argc, char **argv)
 	       "status", "lat", "rate", "threshold", "N", "drift");
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_store_run_summary *r = &v[i], *p = r->has_profile ? previous(v, i) : NULL;
-		char when[32], thr[16] = "-", ni[16] = "-", drift[96] = "";
+		const struct rt_store_tuned *t = r->has_profile ? change_of(chg, n_chg, r) : NULL;
+		char when[32], thr[16] = "-", ni[16] = "-", drift[2 * RT_STORE_REASON_LEN + 64] = "";
 
 		fmt_time(r->started_ns, when, sizeof(when));
 		if (r->has_profile) {
 			snprintf(thr, sizeof(thr), "%" PRIu32 " B", r->inline_threshold);
 			snprintf(ni, sizeof(ni), "%" PRIu32, r->signal_interval);
 		}
-		if (p)
+		if (t)
+			drift_text(t, drift, sizeof(drift));
+		else if (p)
 			snprintf(drift, sizeof(drift),
 				 "threshold %+" PRId64 " B (%" PRIu32 "->%" PRIu32 "), N %" PRIu32 "->%" PRIu32
 				 " since run %" PRId64,
@@ -147,6 +234,7 @@ int cmd_history(int argc, char **argv)
 	rc = RT_EXIT_OK;
 out:
 	free(v);
+	free(chg);
 	rt_store_close(st);
 	return rc;
 }

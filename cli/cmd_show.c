@@ -109,10 +109,13 @@ static void print_curves(const struct rt_run *run, const struct rt_profile_entry
 	}
 }
 
-static void print_entry(const struct rt_profile_entry *e)
+/* Prints entry e and every reason the store keeps for it (all: NULL when unreadable, then the entry's own). */
+static void print_entry(const struct rt_profile_entry *e, const struct rt_store_reason *all, size_t n_all)
 {
-	printf("%s port %d %s/%s   confidence %s\n", e->device, e->port, rt_profile_opcode_name(e->opcode),
-	       rt_profile_qp_type_name(e->qp_type), rt_profile_confidence_name(e->confidence));
+	printf("%s port %d %s/%s   confidence %s (inline %s, signal %s)\n", e->device, e->port,
+	       rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type),
+	       rt_profile_confidence_name(e->confidence), rt_profile_confidence_name(e->inline_confidence),
+	       rt_profile_confidence_name(e->signal_confidence));
 	printf("    inline_threshold %" PRIu32 " B%s   max_inline_data %" PRIu32 " B   signal_interval %" PRIu32
 	       "   sq_depth %" PRIu32 "   cq_depth %" PRIu32 "\n",
 	       e->inline_threshold, e->inline_threshold ? "" : " (never inline)", e->max_inline_data,
@@ -126,8 +129,27 @@ static void print_entry(const struct rt_profile_entry *e)
 	print_when(e->measured_at);
 	printf(" on CPUs %s (device NUMA node %d), run %s, rtune %s%s%s\n", e->cpus[0] ? e->cpus : "unknown",
 	       e->numa_node, e->run_id, e->rtune_version, e->app[0] ? ", weighted by app " : "", e->app);
-	for (unsigned i = 0; i < e->n_reasons; i++)
-		printf("    - %s: %s\n", e->reasons[i].code, e->reasons[i].text);
+	printf("    evidence: inline_threshold %" PRIu32 " run%s since run %s, signal_interval %" PRIu32
+	       " run%s since run %s\n",
+	       e->inline_runs, e->inline_runs == 1 ? "" : "s", e->inline_since[0] ? e->inline_since : e->run_id,
+	       e->signal_runs, e->signal_runs == 1 ? "" : "s", e->signal_since[0] ? e->signal_since : e->run_id);
+	if (all)
+		for (size_t i = 0; i < n_all; i++)
+			printf("    - %s%s: %s\n", all[i].code, all[i].warn ? " (warning)" : "", all[i].text);
+	else
+		for (unsigned i = 0; i < e->n_reasons; i++)
+			printf("    - %s: %s\n", e->reasons[i].code, e->reasons[i].text);
+}
+
+/* Every stored reason of e as JSON (with topic and severity), or NULL when the store has none to tell. */
+static json_t *all_reasons_json(const struct rt_store_reason *all, size_t n_all)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n_all; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "code", all[i].code, "text", all[i].text,
+						   "topic", all[i].topic, "severity", all[i].warn ? "warn" : "info"));
+	return a;
 }
 
 int cmd_show(int argc, char **argv)
@@ -170,13 +192,22 @@ int cmd_show(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		goto out;
 	}
+	char nkey[RT_STORE_NODE_KEY_LEN];
+
 	if (json) {
 		json_t *doc = json_pack("{s:o, s:[]}", "node", rt_store_node_json(&node, sig), "entries");
 		json_t *arr = json_object_get(doc, "entries");
 
 		for (size_t i = 0; doc && i < n; i++) {
 			json_t *e = rt_store_entry_json(&v[i]);
+			struct rt_store_reason *all = NULL;
+			size_t n_all = 0;
 			struct rt_run run;
+
+			/* show lists every reason the store keeps (the profile document carries a bounded choice) */
+			if (e && rt_store_profile_reasons(st, rt_store_node_key(&node, nkey), &v[i], &all, &n_all, NULL) == 0)
+				json_object_set_new(e, "reasons", all_reasons_json(all, n_all));
+			free(all);
 
 			if (e && rt_store_run_load(st, v[i].run_id, NULL, &run, NULL) == 0) {
 				json_object_set_new(e, "run", rt_store_run_json(&run));
@@ -198,8 +229,14 @@ int cmd_show(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			struct rt_run run;
 
+			struct rt_store_reason *all = NULL;
+			size_t n_all = 0;
+			bool have =
+				rt_store_profile_reasons(st, rt_store_node_key(&node, nkey), &v[i], &all, &n_all, NULL) == 0;
+
 			putchar('\n');
-			print_entry(&v[i]);
+			print_entry(&v[i], have ? all : NULL, n_all);
+			free(all);
 			if (rt_store_run_load(st, v[i].run_id, NULL, &run, NULL) == 0) {
 				print_curves(&run, &v[i]);
 				rt_run_release(&run);

@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 5
+#define RT_STORE_SCHEMA_VERSION 6
 
 struct rt_store;
 
@@ -189,8 +189,10 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 
 /*
  * Stores n profile entries for node in one transaction. Each entry is validated (ranges as in the JSON schema) and its
- * inline_limit_excl derived; an entry with the same (node, device, port, opcode, qp type, run id) already stored is
- * kept as is (idempotent). hw_signature may be NULL (kept / computed from the node's stored devices).
+ * inline_limit_excl derived (an entry whose inline_confidence and signal_confidence are both low while confidence is
+ * not, i.e. made by a caller that does not set them, stores both as confidence); an entry with the same (node, device,
+ * port, opcode, qp type, run id) already stored is kept as is (idempotent). hw_signature may be NULL (kept / computed
+ * from the node's stored devices).
  * *added (may be NULL) receives the number of new rows.
  */
 int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
@@ -205,13 +207,77 @@ int rt_store_replace_profile(struct rt_store *st, const struct rt_node_info *nod
 			     const struct rt_profile_entry *entries, size_t n, struct rt_error *err);
 
 /*
- * The current profile of a node: per (device, port, opcode, qp type) the most recently measured entry, filtered to
+ * The current profile of a node: per (device, port, opcode, qp type) the most recently measured entry (with
+ * hysteresis, a run that did not change the decision stores it again, as evidence: the latest row is always the
+ * node's current decision), filtered to
  * device (name or GUID) when not NULL. node_key NULL = the local node if it has profiles, else the only node that has
  * any (EEXIST with the list in err when several do). *out is malloc'd (free()), *n may be 0; node_out (may be NULL)
- * receives the node's identity and hw_sig (may be NULL, 32 bytes) its signature.
+ * receives the node's identity and hw_sig (may be NULL, 32 bytes) its signature. Each entry carries at most
+ * RT_PROFILE_MAX_REASONS of its stored reasons (all of them: rt_store_profile_reasons()), chosen as the profile
+ * document does (docs/profile-schema.md): one explanation per decision first, then the warnings, then the rest.
  */
 int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *device, struct rt_profile_entry **out,
 			 size_t *n, struct rt_node_info *node_out, char *hw_sig, struct rt_error *err);
+
+/* ---- tuned entries: every reason, and the hysteresis record (`rtune tune`) ------------------------------------- */
+
+#define RT_STORE_REASON_LEN 320
+
+/* One reason as the store keeps it: every reason of a tuned entry is stored, with the decision it explains. */
+struct rt_store_reason {
+	char code[48];
+	char text[RT_STORE_REASON_LEN];
+	char topic[16]; /* "inline", "signal", "queue", "cq_moderation", "input", "profile" (the hysteresis) */
+	bool warn;	/* a warning (else an explanation) */
+};
+
+/* What one run did to one decision of the node's current profile (docs/tuner.md, "Hysteresis"). */
+struct rt_store_change {
+	char action[12];    /* "first" (no earlier decision), "kept" (the run is added as evidence), "replaced",
+			     * "forced" (replaced by --force); "" = not recorded (a row from before, or imported) */
+	uint32_t run_value; /* the run's own answer: threshold bytes, or N */
+	uint32_t previous;  /* the decision before this run (kept / replaced / forced) */
+	char why[RT_STORE_REASON_LEN];
+};
+
+/* A tuned profile entry with what the store keeps beyond the public entry. */
+struct rt_store_tuned {
+	struct rt_profile_entry e; /* the decision stored (after hysteresis); e.reasons is not read by the writer */
+	struct rt_store_reason *reasons; /* every reason in order: borrowed by the writer, malloc'd by the readers */
+	size_t n_reasons;
+	char signal_verdict[16]; /* "knee", "indifferent", "not_measured"; "" unknown */
+	struct rt_store_change inl, sig;
+};
+
+/* Frees what a reader allocated in t (its reasons); t stays valid and empty of them. NULL is a no-op. */
+void rt_store_tuned_release(struct rt_store_tuned *t);
+
+/*
+ * As rt_store_replace_profile() for tuned entries: every reason is stored (the public entry and the JSON profile
+ * carry a bounded choice of them, see rt_store_get_profile()), with each decision's confidence, the signal verdict
+ * and the hysteresis record. All entries are validated first; on failure the store is unchanged.
+ */
+int rt_store_replace_tuned(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			   const struct rt_store_tuned *t, size_t n, struct rt_error *err);
+
+/*
+ * The node's decision for key's device (name, and GUID when both are known: a replaced NIC starts afresh), port,
+ * opcode and QP type as it stood before the run key->run_id: the latest stored entry measured no later than
+ * key->measured_at from another run. 0 and *out (release with rt_store_tuned_release()), ENOENT when there is none
+ * (no err text then), or an errno + err.
+ */
+int rt_store_profile_base(struct rt_store *st, const struct rt_node_info *node, const struct rt_profile_entry *key,
+			  struct rt_store_tuned *out, struct rt_error *err);
+
+/* Every stored reason of the entry e (of the node node_key, NULL as in rt_store_get_profile()) read back from the
+ * store: *out malloc'd (free()), *n may be 0. ENOENT when the entry is not stored. */
+int rt_store_profile_reasons(struct rt_store *st, const char *node_key, const struct rt_profile_entry *e,
+			     struct rt_store_reason **out, size_t *n, struct rt_error *err);
+
+/* Every stored entry of the store's runs (device name or GUID when not NULL), oldest measurement first, with its
+ * hysteresis record (what `rtune history` shows); reasons are not read (n_reasons 0). *out malloc'd: free() it. */
+int rt_store_profile_changes(struct rt_store *st, const char *device, struct rt_store_tuned **out, size_t *n,
+			     struct rt_error *err);
 
 /* Validates one entry (ranges, names, consistency); 0 or EINVAL with the field named in err. */
 int rt_profile_entry_validate(const struct rt_profile_entry *e, struct rt_error *err);

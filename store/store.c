@@ -106,8 +106,16 @@ static const char migrate_v5[] = "ALTER TABLE histograms ADD COLUMN bucket_max B
 				 "ALTER TABLE histograms ADD COLUMN batch_max BLOB;"
 				 "ALTER TABLE histograms ADD COLUMN max_send_wr INTEGER;";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1, migrate_v2, migrate_v3, migrate_v4,
-								     migrate_v5 };
+/* v5 -> v6: each decision's own confidence, the signal verdict, and the hysteresis record of a tuned entry (JSON:
+ * per decision what the run said, whether it changed the decision or was added as evidence, and why). NULL: a row
+ * written before (or imported without them). */
+static const char migrate_v6[] = "ALTER TABLE profiles ADD COLUMN inline_confidence TEXT;"
+				 "ALTER TABLE profiles ADD COLUMN signal_confidence TEXT;"
+				 "ALTER TABLE profiles ADD COLUMN signal_verdict TEXT;"
+				 "ALTER TABLE profiles ADD COLUMN hysteresis TEXT;";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3,
+								     migrate_v4, migrate_v5, migrate_v6 };
 
 int64_t rt_store_now_ns(void)
 {

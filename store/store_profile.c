@@ -40,47 +40,260 @@ struct rt_cal {
 	int numa_local; /* 0 / 1 */
 };
 
-static char *reasons_to_json(const struct rt_profile_entry *e)
+/* ---- reasons: all of them in the store, a bounded choice in the public entry ------------------------------------- */
+
+static const char *const topic_names[] = { "inline", "signal", "queue", "cq_moderation", "input", "profile" };
+
+/* The decision a reason code explains, for reasons stored without their topic (rows written before schema 4, imported
+ * entries): by the code vocabulary of docs/tuner.md. */
+static const char *topic_of_code(const char *code)
+{
+	static const char *const inl[] = { "inline_",	      "limited_by_",  "histogram_threshold",
+					   "expected_gain",   "kneedle_knee", "rank_test_disagrees",
+					   "implausible_gain" };
+	static const char *const sig[] = { "signal_", "no_rate_data", "sq_overflow_seen" };
+
+	for (size_t i = 0; i < sizeof(inl) / sizeof(inl[0]); i++)
+		if (!strncmp(code, inl[i], strlen(inl[i])))
+			return "inline";
+	for (size_t i = 0; i < sizeof(sig) / sizeof(sig[0]); i++)
+		if (!strncmp(code, sig[i], strlen(sig[i])))
+			return "signal";
+	if (!strcmp(code, "queue_depths"))
+		return "queue";
+	if (!strncmp(code, "cq_moderation", 13))
+		return "cq_moderation";
+	if (!strncmp(code, "decision_", 9))
+		return "profile";
+	return "input";
+}
+
+/* Appends one reason object to a (a JSON array); false when out of memory. */
+static bool reason_append(json_t *a, const char *code, const char *text, const char *topic, bool warn)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "code", code, "text", text, "topic",
+			      topic && topic[0] ? topic : topic_of_code(code), "severity", warn ? "warn" : "info");
+
+	return o && json_array_append_new(a, o) == 0;
+}
+
+/* The reasons column of a tuned entry: every reason, with topic and severity. malloc'd JSON text, NULL when out of
+ * memory. */
+static char *tuned_reasons_to_json(const struct rt_store_tuned *t)
 {
 	json_t *a = json_array();
-	char *s;
+	char *s = NULL;
+	bool ok = a != NULL;
 
-	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++)
-		json_array_append_new(a,
-				      json_pack("{s:s, s:s}", "code", e->reasons[i].code, "text", e->reasons[i].text));
-	s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	for (size_t i = 0; ok && i < t->n_reasons; i++)
+		ok = reason_append(a, t->reasons[i].code, t->reasons[i].text, t->reasons[i].topic, t->reasons[i].warn);
+	if (ok)
+		s = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
 	return s;
 }
 
-static void reasons_from_json(const char *text, struct rt_profile_entry *e)
+/* The reasons column of a plain entry (its own, at most RT_PROFILE_MAX_REASONS); malloc'd, NULL when out of memory. */
+static char *reasons_to_json(const struct rt_profile_entry *e)
+{
+	json_t *a = json_array();
+	char *s = NULL;
+	bool ok = a != NULL;
+
+	for (unsigned i = 0; ok && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++)
+		ok = reason_append(a, e->reasons[i].code, e->reasons[i].text, NULL, false);
+	if (ok)
+		s = json_dumps(a, JSON_COMPACT);
+	json_decref(a);
+	return s;
+}
+
+/* Parses a reasons column into *out (malloc'd, NULL when empty) and *n; a reason without topic gets the one of its
+ * code. 0 or ENOMEM; text that is not a JSON array reads as no reasons. */
+static int reasons_parse(const char *text, struct rt_store_reason **out, size_t *n)
 {
 	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	size_t cnt = json_is_array(a) ? json_array_size(a) : 0;
+	struct rt_store_reason *v = NULL;
 
-	e->n_reasons = 0;
-	for (size_t i = 0; a && i < json_array_size(a) && e->n_reasons < RT_PROFILE_MAX_REASONS; i++) {
+	*out = NULL;
+	*n = 0;
+	if (cnt && !(v = calloc(cnt, sizeof(*v)))) {
+		json_decref(a);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < cnt; i++) {
 		json_t *o = json_array_get(a, i);
 		const char *c = json_string_value(json_object_get(o, "code"));
 		const char *t = json_string_value(json_object_get(o, "text"));
+		const char *tp = json_string_value(json_object_get(o, "topic"));
+		const char *sev = json_string_value(json_object_get(o, "severity"));
+		struct rt_store_reason *r = &v[*n];
 
-		snprintf(e->reasons[e->n_reasons].code, sizeof(e->reasons[0].code), "%s", c ? c : "");
-		snprintf(e->reasons[e->n_reasons].text, sizeof(e->reasons[0].text), "%s", t ? t : "");
-		e->n_reasons++;
+		snprintf(r->code, sizeof(r->code), "%s", c ? c : "");
+		snprintf(r->text, sizeof(r->text), "%s", t ? t : "");
+		snprintf(r->topic, sizeof(r->topic), "%s", tp ? tp : topic_of_code(r->code));
+		r->warn = sev && !strcmp(sev, "warn");
+		(*n)++;
 	}
 	json_decref(a);
+	*out = v;
+	return 0;
 }
 
-/* Inserts entries for node_id inside the caller's transaction; counts new rows. reasons_json, when not NULL, holds each
+/* Copies one stored reason into the next slot of e (the text cut at a UTF-8 character boundary). */
+static void reason_put(struct rt_profile_entry *e, const struct rt_store_reason *r)
+{
+	struct rt_profile_reason *d = &e->reasons[e->n_reasons++];
+	size_t n = rt_profile_utf8_fit(r->text, strlen(r->text), sizeof(d->text));
+
+	snprintf(d->code, sizeof(d->code), "%s", r->code);
+	memcpy(d->text, r->text, n);
+	d->text[n] = '\0';
+}
+
+/*
+ * Chooses the RT_PROFILE_MAX_REASONS reasons of the public entry from every stored one (docs/profile-schema.md): first
+ * one explanation per decision — the first non-warning reason of each topic, inline, signal, queue, cq_moderation,
+ * then the profile's own (hysteresis) — then the warnings, then the other explanations, each group in stored order.
+ */
+static void reasons_pick(const struct rt_store_reason *v, size_t n, struct rt_profile_entry *e)
+{
+	bool used[64] = { false };
+	size_t lim = n < 64 ? n : 64;
+
+	e->n_reasons = 0;
+	for (size_t t = 0; t < sizeof(topic_names) / sizeof(topic_names[0]); t++) {
+		if (!strcmp(topic_names[t], "input"))
+			continue;
+		for (size_t i = 0; i < lim && e->n_reasons < RT_PROFILE_MAX_REASONS; i++) {
+			if (v[i].warn || used[i] || strcmp(v[i].topic, topic_names[t]))
+				continue;
+			used[i] = true;
+			reason_put(e, &v[i]);
+			break;
+		}
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < lim && e->n_reasons < RT_PROFILE_MAX_REASONS; i++)
+			if (!used[i] && v[i].warn == (pass == 0)) {
+				used[i] = true;
+				reason_put(e, &v[i]);
+			}
+}
+
+/* Fills e's bounded reasons from a reasons column; keeps every one in *all (may be NULL: then freed). 0 or ENOMEM. */
+static int reasons_read(const char *text, struct rt_profile_entry *e, struct rt_store_reason **all, size_t *n_all)
+{
+	struct rt_store_reason *v;
+	size_t n;
+	int rc = reasons_parse(text, &v, &n);
+
+	e->n_reasons = 0;
+	if (rc)
+		return rc;
+	reasons_pick(v, n, e);
+	if (all) {
+		*all = v;
+		*n_all = n;
+	} else {
+		free(v);
+	}
+	return 0;
+}
+
+void rt_store_tuned_release(struct rt_store_tuned *t)
+{
+	if (!t)
+		return;
+	free(t->reasons);
+	t->reasons = NULL;
+	t->n_reasons = 0;
+}
+
+/* ---- hysteresis record and per-decision confidence --------------------------------------------------------------- */
+
+/* Each decision's confidence as stored: both as confidence for a caller that set neither (both low, confidence not). */
+static void entry_confidences(const struct rt_profile_entry *e, enum rt_profile_confidence *ic,
+			      enum rt_profile_confidence *sc)
+{
+	bool unset = e->inline_confidence == RT_PROFILE_CONF_LOW && e->signal_confidence == RT_PROFILE_CONF_LOW &&
+		     e->confidence != RT_PROFILE_CONF_LOW;
+
+	*ic = unset ? e->confidence : e->inline_confidence;
+	*sc = unset ? e->confidence : e->signal_confidence;
+}
+
+/* One decision of the hysteresis column: {"runs", "since", and for a tuned entry "action", "run_value", "previous",
+ * "why"}. */
+static json_t *change_json(uint32_t runs, const char *since, const char *run_id, const struct rt_store_change *c)
+{
+	json_t *o = json_pack("{s:I, s:s}", "runs", (json_int_t)(runs ? runs : 1), "since", since[0] ? since : run_id);
+
+	if (o && c && c->action[0])
+		json_object_update_new(o, json_pack("{s:s, s:I, s:I, s:s}", "action", c->action, "run_value",
+						    (json_int_t)c->run_value, "previous", (json_int_t)c->previous,
+						    "why", c->why));
+	return o;
+}
+
+/* The hysteresis column of entry e (t: its tuned record, may be NULL); malloc'd, NULL when out of memory. */
+static char *hysteresis_to_json(const struct rt_profile_entry *e, const struct rt_store_tuned *t)
+{
+	json_t *o = json_pack("{s:o, s:o}", "inline",
+			      change_json(e->inline_runs, e->inline_since, e->run_id, t ? &t->inl : NULL), "signal",
+			      change_json(e->signal_runs, e->signal_since, e->run_id, t ? &t->sig : NULL));
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+/* Reads one decision of a hysteresis column (o may be NULL: one run, since the entry's own run). */
+static void change_read(json_t *o, const char *run_id, uint32_t *runs, char since[40], struct rt_store_change *c)
+{
+	json_int_t r = json_integer_value(json_object_get(o, "runs"));
+	const char *s = json_string_value(json_object_get(o, "since"));
+	const char *a = json_string_value(json_object_get(o, "action"));
+	const char *w = json_string_value(json_object_get(o, "why"));
+
+	*runs = r >= 1 && r <= UINT32_MAX ? (uint32_t)r : 1;
+	snprintf(since, 40, "%s", s && s[0] ? s : run_id);
+	if (!c)
+		return;
+	memset(c, 0, sizeof(*c));
+	snprintf(c->action, sizeof(c->action), "%s", a ? a : "");
+	c->run_value = (uint32_t)json_integer_value(json_object_get(o, "run_value"));
+	c->previous = (uint32_t)json_integer_value(json_object_get(o, "previous"));
+	snprintf(c->why, sizeof(c->why), "%s", w ? w : "");
+}
+
+/* Fills e's evidence fields (and t's changes when t is not NULL) from a hysteresis column (NULL: an older row). */
+static void hysteresis_read(const char *text, struct rt_profile_entry *e, struct rt_store_tuned *t)
+{
+	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+
+	change_read(json_object_get(o, "inline"), e->run_id, &e->inline_runs, e->inline_since, t ? &t->inl : NULL);
+	change_read(json_object_get(o, "signal"), e->run_id, &e->signal_runs, e->signal_since, t ? &t->sig : NULL);
+	json_decref(o);
+}
+
+/* Inserts entries for node_id inside the caller's transaction; counts new rows. tuned when not NULL (then each tuned
+ * entry's every reason and hysteresis record are stored), else entries. reasons_json, when not NULL, holds each
  * entry's reasons already serialised (else they are serialised here); cal, when not NULL, where each entry's
  * calibration ran (an imported entry: its run is not in this store). */
-static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
-			  const char *const *reasons_json, const struct rt_cal *cal, size_t *added,
-			  struct rt_error *err)
+static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries,
+			  const struct rt_store_tuned *tuned, size_t n, const char *const *reasons_json,
+			  const struct rt_cal *cal, size_t *added, struct rt_error *err)
 {
+	if (!entries && !tuned)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct rt_profile_entry *e = &entries[i];
+		const struct rt_store_tuned *t = tuned ? &tuned[i] : NULL;
+		const struct rt_profile_entry *e = t ? &t->e : &entries[i];
+		enum rt_profile_confidence ic, sc;
 		sqlite3_stmt *s;
-		char *own = NULL; /* reasons serialised here */
+		char *own = NULL, *hyst; /* serialised here */
 		const char *reasons;
 		int rc;
 
@@ -90,16 +303,23 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			" max_inline_data, signal_interval, sq_depth, cq_depth, cq_mod_count, cq_mod_period_us,"
 			" numa_node, cpus,"
 			" confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns, app, histogram_id,"
-			" cal_cpu_numa_node, cal_numa_local)"
+			" cal_cpu_numa_node, cal_numa_local, inline_confidence, signal_confidence, signal_verdict,"
+			" hysteresis)"
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
 			" CASE WHEN ?22 = '' THEN NULL ELSE (SELECT id FROM histograms WHERE node_id = ?1 AND app = ?22"
-			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END, ?23, ?24)",
+			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END, ?23, ?24, ?25, ?26,"
+			" NULLIF(?27, ''), ?28)",
 			err);
 		if (!s)
 			return err ? err->code : EIO;
-		reasons = reasons_json ? reasons_json[i] : (own = reasons_to_json(e));
-		if (!reasons)
+		reasons = reasons_json ? reasons_json[i] : (own = t ? tuned_reasons_to_json(t) : reasons_to_json(e));
+		hyst = hysteresis_to_json(e, t);
+		if (!reasons || !hyst) {
+			free(own);
+			free(hyst);
 			return rt_error_set(err, ENOMEM, "out of memory");
+		}
+		entry_confidences(e, &ic, &sc);
 		sqlite3_bind_int64(s, 1, node_id);
 		sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 3, e->guid, -1, SQLITE_STATIC);
@@ -120,8 +340,11 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		sqlite3_bind_text(s, 16, rt_profile_confidence_name(e->confidence), -1, SQLITE_STATIC);
 		/* checked: unchecked, a failed bind left reasons NULL and INSERT OR IGNORE then dropped the entry silently,
 		 * counted as "already present" */
-		if (sqlite3_bind_text(s, 17, reasons, -1, SQLITE_STATIC) != SQLITE_OK) {
+		if (sqlite3_bind_text(s, 17, reasons, -1, SQLITE_STATIC) != SQLITE_OK ||
+		    sqlite3_bind_text(s, 28, hyst, -1, SQLITE_STATIC) != SQLITE_OK) {
+			sqlite3_reset(s);
 			free(own);
+			free(hyst);
 			return rt_store_sql_error(st, "store profile", err);
 		}
 		sqlite3_bind_int64(s, 18, e->measured_at);
@@ -133,6 +356,9 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			sqlite3_bind_int(s, 23, cal[i].cpu_numa_node);
 		if (cal && cal[i].numa_local >= 0)
 			sqlite3_bind_int(s, 24, cal[i].numa_local);
+		sqlite3_bind_text(s, 25, rt_profile_confidence_name(ic), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 26, rt_profile_confidence_name(sc), -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 27, t ? t->signal_verdict : "", -1, SQLITE_STATIC);
 		rc = sqlite3_step(s);
 		if (rc == SQLITE_DONE && added)
 			*added += (size_t)sqlite3_changes(st->db);
@@ -142,6 +368,7 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			rc = 0;
 		sqlite3_reset(s); /* reasons is bound SQLITE_STATIC: released only after the reset */
 		free(own);
+		free(hyst);
 		if (rc)
 			return rc;
 	}
@@ -150,8 +377,8 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 
 /* Deletes, inside the caller's transaction, the entries of node_id that the given entries would supersede: same
  * device, port, opcode, QP type and run. */
-static int delete_superseded(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries, size_t n,
-			     struct rt_error *err)
+static int delete_superseded(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries,
+			     const struct rt_store_tuned *tuned, size_t n, struct rt_error *err)
 {
 	sqlite3_stmt *s = NULL;
 	int rc = 0;
@@ -162,7 +389,7 @@ static int delete_superseded(struct rt_store *st, int64_t node_id, const struct 
 			       -1, &s, NULL) != SQLITE_OK)
 		return rt_store_sql_error(st, "replace profile", err);
 	for (size_t i = 0; i < n && !rc; i++) {
-		const struct rt_profile_entry *e = &entries[i];
+		const struct rt_profile_entry *e = tuned ? &tuned[i].e : &entries[i];
 
 		sqlite3_bind_int64(s, 1, node_id);
 		sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);
@@ -178,9 +405,11 @@ static int delete_superseded(struct rt_store *st, int64_t node_id, const struct 
 	return rc;
 }
 
+/* Stores tuned (when not NULL) or entries for node in one transaction; replace: deleting first what they
+ * supersede. */
 static int put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
-		       const struct rt_profile_entry *entries, size_t n, bool replace, size_t *added,
-		       struct rt_error *err)
+		       const struct rt_profile_entry *entries, const struct rt_store_tuned *tuned, size_t n,
+		       bool replace, size_t *added, struct rt_error *err)
 {
 	int64_t node_id;
 	size_t cnt = 0;
@@ -188,15 +417,18 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 
 	if (added)
 		*added = 0;
+	if (n && !tuned && !entries)
+		return rt_error_set(err, EINVAL, "store profile: %zu entries given as NULL", n);
 	/* validate everything first, so a replace never deletes what an invalid entry would not restore */
 	for (size_t i = 0; i < n; i++)
-		if ((rc = rt_profile_entry_validate(&entries[i], err)))
+		if ((rc = rt_profile_entry_validate(tuned ? &tuned[i].e : &entries[i], err)))
 			return rc;
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, NULL, err)) ||
-	    (replace && (rc = delete_superseded(st, node_id, entries, n, err))) ||
-	    (rc = insert_entries(st, node_id, entries, n, NULL, NULL, &cnt, err)) || (rc = rt_store_commit(st, err))) {
+	    (replace && (rc = delete_superseded(st, node_id, entries, tuned, n, err))) ||
+	    (rc = insert_entries(st, node_id, entries, tuned, n, NULL, NULL, &cnt, err)) ||
+	    (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		return rc;
 	}
@@ -208,13 +440,19 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 int rt_store_put_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 			 const struct rt_profile_entry *entries, size_t n, size_t *added, struct rt_error *err)
 {
-	return put_profile(st, node, hw_signature, entries, n, false, added, err);
+	return put_profile(st, node, hw_signature, entries, NULL, n, false, added, err);
 }
 
 int rt_store_replace_profile(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
 			     const struct rt_profile_entry *entries, size_t n, struct rt_error *err)
 {
-	return put_profile(st, node, hw_signature, entries, n, true, NULL, err);
+	return put_profile(st, node, hw_signature, entries, NULL, n, true, NULL, err);
+}
+
+int rt_store_replace_tuned(struct rt_store *st, const struct rt_node_info *node, const char *hw_signature,
+			   const struct rt_store_tuned *t, size_t n, struct rt_error *err)
+{
+	return put_profile(st, node, hw_signature, NULL, t, n, true, NULL, err);
 }
 
 /*
@@ -289,6 +527,53 @@ static int pick_node(struct rt_store *st, const char *node_key, int64_t *node_id
 	return rc;
 }
 
+/* The columns row_read() reads, in its order. */
+#define ROW_COLS                                                                                               \
+	"device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth, cq_depth," \
+	" cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"        \
+	" rtune_version, app, inline_confidence, signal_confidence, hysteresis, signal_verdict"
+
+/* Reads a row of ROW_COLS (from column 0) into t: the public entry with its bounded reasons, and (all) every reason
+ * and the hysteresis record. 0 or ENOMEM. */
+static int row_read(sqlite3_stmt *s, struct rt_store_tuned *t, bool all)
+{
+	struct rt_profile_entry *e = &t->e;
+	const char *ic = (const char *)sqlite3_column_text(s, 20), *sc = (const char *)sqlite3_column_text(s, 21);
+
+	memset(t, 0, sizeof(*t));
+	snprintf(e->device, sizeof(e->device), "%s", sqlite3_column_text(s, 0));
+	snprintf(e->guid, sizeof(e->guid), "%s", sqlite3_column_text(s, 1));
+	e->port = sqlite3_column_int(s, 2);
+	rt_profile_opcode_parse((const char *)sqlite3_column_text(s, 3), &e->opcode);
+	rt_profile_qp_type_parse((const char *)sqlite3_column_text(s, 4), &e->qp_type);
+	e->inline_threshold = (uint32_t)sqlite3_column_int64(s, 5);
+	e->max_inline_data = (uint32_t)sqlite3_column_int64(s, 6);
+	e->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);
+	e->sq_depth = (uint32_t)sqlite3_column_int64(s, 8);
+	e->cq_depth = (uint32_t)sqlite3_column_int64(s, 9);
+	e->cq_moderation = sqlite3_column_type(s, 10) != SQLITE_NULL;
+	e->cq_mod_count = (uint32_t)sqlite3_column_int64(s, 10);
+	e->cq_mod_period_us = (uint32_t)sqlite3_column_int64(s, 11);
+	e->numa_node = sqlite3_column_int(s, 12);
+	snprintf(e->cpus, sizeof(e->cpus), "%s", sqlite3_column_text(s, 13));
+	rt_profile_confidence_parse((const char *)sqlite3_column_text(s, 14), &e->confidence);
+	e->measured_at = sqlite3_column_int64(s, 16);
+	snprintf(e->run_id, sizeof(e->run_id), "%s", sqlite3_column_text(s, 17));
+	snprintf(e->rtune_version, sizeof(e->rtune_version), "%s", sqlite3_column_text(s, 18));
+	snprintf(e->app, sizeof(e->app), "%s", sqlite3_column_text(s, 19));
+	/* a row from before schema 4: both decisions had the entry's one confidence */
+	if (!ic || rt_profile_confidence_parse(ic, &e->inline_confidence))
+		e->inline_confidence = e->confidence;
+	if (!sc || rt_profile_confidence_parse(sc, &e->signal_confidence))
+		e->signal_confidence = e->confidence;
+	hysteresis_read((const char *)sqlite3_column_text(s, 22), e, all ? t : NULL);
+	snprintf(t->signal_verdict, sizeof(t->signal_verdict), "%s",
+		 sqlite3_column_type(s, 23) == SQLITE_NULL ? "" : (const char *)sqlite3_column_text(s, 23));
+	rt_profile_entry_derive(e);
+	return reasons_read((const char *)sqlite3_column_text(s, 15), e, all ? &t->reasons : NULL,
+			    all ? &t->n_reasons : NULL);
+}
+
 int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *device, struct rt_profile_entry **out,
 			 size_t *n, struct rt_node_info *node_out, char *hw_sig, struct rt_error *err)
 {
@@ -307,10 +592,8 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 		*node_out = node;
 	if (sqlite3_prepare_v2(
 		    st->db,
-		    "SELECT device, guid, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
-		    " cq_depth,"
-		    " cq_mod_count, cq_mod_period_us, numa_node, cpus, confidence, reasons, measured_at, run_uuid,"
-		    " rtune_version, app FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
+		    "SELECT " ROW_COLS
+		    " FROM profiles p WHERE node_id = ?1 AND (?2 IS NULL OR device = ?2 OR guid = ?2)"
 		    " AND id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
 		    "  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
 		    " ORDER BY device, port, op, qpt",
@@ -320,45 +603,135 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 	if (device)
 		sqlite3_bind_text(s, 2, device, -1, SQLITE_STATIC);
 	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
-		struct rt_profile_entry *e;
-
 		struct rt_profile_entry *nv = rt_array_reserve(v, *n, &cap, sizeof(*v));
+		struct rt_store_tuned t;
 
-		if (!nv) {
+		if (!nv || row_read(s, &t, false)) {
 			rc = rt_error_set(err, ENOMEM, "out of memory");
 			goto out;
 		}
 		v = nv;
-		e = &v[(*n)++];
-		memset(e, 0, sizeof(*e));
-		snprintf(e->device, sizeof(e->device), "%s", sqlite3_column_text(s, 0));
-		snprintf(e->guid, sizeof(e->guid), "%s", sqlite3_column_text(s, 1));
-		e->port = sqlite3_column_int(s, 2);
-		rt_profile_opcode_parse((const char *)sqlite3_column_text(s, 3), &e->opcode);
-		rt_profile_qp_type_parse((const char *)sqlite3_column_text(s, 4), &e->qp_type);
-		e->inline_threshold = (uint32_t)sqlite3_column_int64(s, 5);
-		e->max_inline_data = (uint32_t)sqlite3_column_int64(s, 6);
-		e->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);
-		e->sq_depth = (uint32_t)sqlite3_column_int64(s, 8);
-		e->cq_depth = (uint32_t)sqlite3_column_int64(s, 9);
-		e->cq_moderation = sqlite3_column_type(s, 10) != SQLITE_NULL;
-		e->cq_mod_count = (uint32_t)sqlite3_column_int64(s, 10);
-		e->cq_mod_period_us = (uint32_t)sqlite3_column_int64(s, 11);
-		e->numa_node = sqlite3_column_int(s, 12);
-		snprintf(e->cpus, sizeof(e->cpus), "%s", sqlite3_column_text(s, 13));
-		rt_profile_confidence_parse((const char *)sqlite3_column_text(s, 14), &e->confidence);
-		reasons_from_json((const char *)sqlite3_column_text(s, 15), e);
-		e->measured_at = sqlite3_column_int64(s, 16);
-		snprintf(e->run_id, sizeof(e->run_id), "%s", sqlite3_column_text(s, 17));
-		snprintf(e->rtune_version, sizeof(e->rtune_version), "%s", sqlite3_column_text(s, 18));
-		snprintf(e->app, sizeof(e->app), "%s", sqlite3_column_text(s, 19));
-		rt_profile_entry_derive(e);
+		v[(*n)++] = t.e;
 	}
 	if (step != SQLITE_DONE)
 		rc = rt_store_sql_error(st, "read profiles", err);
 	else if (*n == 0 && device)
 		rc = rt_error_set(err, ENOENT, "no profile for device '%s' in store '%s'", device, st->path);
 out:
+	sqlite3_finalize(s);
+	if (rc) {
+		free(v);
+		*n = 0;
+	} else {
+		*out = v;
+	}
+	return rc;
+}
+
+int rt_store_profile_base(struct rt_store *st, const struct rt_node_info *node, const struct rt_profile_entry *key,
+			  struct rt_store_tuned *out, struct rt_error *err)
+{
+	char nkey[RT_STORE_NODE_KEY_LEN];
+	sqlite3_stmt *s = NULL;
+	int rc = 0, step;
+
+	memset(out, 0, sizeof(*out));
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT " ROW_COLS
+			       " FROM profiles WHERE node_id = (SELECT id FROM nodes WHERE node_key = ?1)"
+			       " AND device = ?2 AND (guid = ?3 OR guid = '' OR ?3 = '') AND port = ?4 AND op = ?5"
+			       " AND qpt = ?6 AND run_uuid <> ?7 AND measured_at <= ?8"
+			       " ORDER BY measured_at DESC, id DESC LIMIT 1",
+			       -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "read profile", err);
+	sqlite3_bind_text(s, 1, rt_store_node_key(node, nkey), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, key->device, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, key->guid, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 4, key->port);
+	sqlite3_bind_text(s, 5, rt_profile_opcode_name(key->opcode), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 6, rt_profile_qp_type_name(key->qp_type), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, key->run_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 8, key->measured_at);
+	step = sqlite3_step(s);
+	if (step == SQLITE_DONE)
+		rc = ENOENT;
+	else if (step != SQLITE_ROW)
+		rc = rt_store_sql_error(st, "read profile", err);
+	else if (row_read(s, out, true))
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+	sqlite3_finalize(s);
+	if (rc)
+		rt_store_tuned_release(out);
+	return rc;
+}
+
+int rt_store_profile_reasons(struct rt_store *st, const char *node_key, const struct rt_profile_entry *e,
+			     struct rt_store_reason **out, size_t *n, struct rt_error *err)
+{
+	sqlite3_stmt *s = NULL;
+	int rc = 0, step;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT p.reasons FROM profiles p JOIN nodes n ON n.id = p.node_id"
+		    " WHERE (?1 IS NULL OR n.node_key = ?1 OR n.hostname = ?1) AND p.device = ?2 AND p.port = ?3"
+		    " AND p.op = ?4 AND p.qpt = ?5 AND p.run_uuid = ?6 ORDER BY p.id DESC LIMIT 1",
+		    -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "read reasons", err);
+	if (node_key)
+		sqlite3_bind_text(s, 1, node_key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);
+	sqlite3_bind_int(s, 3, e->port);
+	sqlite3_bind_text(s, 4, rt_profile_opcode_name(e->opcode), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 5, rt_profile_qp_type_name(e->qp_type), -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 6, e->run_id, -1, SQLITE_STATIC);
+	step = sqlite3_step(s);
+	if (step == SQLITE_DONE)
+		rc = rt_error_set(err, ENOENT, "no profile entry of run '%s' in store '%s'", e->run_id, st->path);
+	else if (step != SQLITE_ROW)
+		rc = rt_store_sql_error(st, "read reasons", err);
+	else if (reasons_parse((const char *)sqlite3_column_text(s, 0), out, n))
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int rt_store_profile_changes(struct rt_store *st, const char *device, struct rt_store_tuned **out, size_t *n,
+			     struct rt_error *err)
+{
+	struct rt_store_tuned *v = NULL;
+	sqlite3_stmt *s = NULL;
+	size_t cap = 0;
+	int rc = 0, step;
+
+	*out = NULL;
+	*n = 0;
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT " ROW_COLS " FROM profiles p WHERE (?1 IS NULL OR device = ?1 OR guid = ?1)"
+			       " AND EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid)"
+			       " ORDER BY measured_at, id",
+			       -1, &s, NULL) != SQLITE_OK)
+		return rt_store_sql_error(st, "read profiles", err);
+	if (device)
+		sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		struct rt_store_tuned *nv = rt_array_reserve(v, *n, &cap, sizeof(*v));
+
+		if (!nv) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			break;
+		}
+		v = nv;
+		if (row_read(s, &v[*n], true)) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			break;
+		}
+		rt_store_tuned_release(&v[(*n)++]);
+	}
+	if (!rc && step != SQLITE_DONE)
+		rc = rt_store_sql_error(st, "read profiles", err);
 	sqlite3_finalize(s);
 	if (rc) {
 		free(v);
@@ -393,6 +766,16 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 		      rt_profile_confidence_name(e->confidence), "reasons", reasons ? reasons : json_array(),
 		      "measured_at", when, "run_id", e->run_id, "app", e->app[0] ? json_string(e->app) : json_null(),
 		      "rtune_version", e->rtune_version[0] ? e->rtune_version : RTUNE_VERSION);
+	/* 1.2: each decision's confidence, and the runs that support it (hysteresis) */
+	if (o)
+		json_object_update_new(o,
+				       json_pack("{s:s, s:s, s:{s:{s:I, s:s}, s:{s:I, s:s}}}", "inline_confidence",
+						 rt_profile_confidence_name(e->inline_confidence), "signal_confidence",
+						 rt_profile_confidence_name(e->signal_confidence), "evidence", "inline",
+						 "runs", (json_int_t)(e->inline_runs ? e->inline_runs : 1), "since_run",
+						 e->inline_since[0] ? e->inline_since : e->run_id, "signal", "runs",
+						 (json_int_t)(e->signal_runs ? e->signal_runs : 1), "since_run",
+						 e->signal_since[0] ? e->signal_since : e->run_id));
 	return o;
 }
 
@@ -624,6 +1007,10 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 		{ "rtune_profile_confidence", "Confidence of the profile entry: 0 low, 1 medium, 2 high." },
 		{ "rtune_profile_measured_timestamp_seconds", "When the profile entry was measured (unix time)." },
 		{ "rtune_profile_age_seconds", "Age of the profile entry when this file was written." },
+		{ "rtune_inline_confidence", "Confidence of the inline threshold: 0 low, 1 medium, 2 high." },
+		{ "rtune_signal_confidence", "Confidence of the signal interval: 0 low, 1 medium, 2 high." },
+		{ "rtune_inline_evidence_runs", "Calibration runs that support the inline threshold." },
+		{ "rtune_signal_evidence_runs", "Calibration runs that support the signal interval." },
 	};
 	int64_t now = (int64_t)time(NULL);
 
@@ -641,7 +1028,11 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 			case 4: val = e->cq_depth; break;
 			case 5: val = e->confidence; break;
 			case 6: val = e->measured_at; break;
-			default: val = now > e->measured_at ? now - e->measured_at : 0; break;
+			case 7: val = now > e->measured_at ? now - e->measured_at : 0; break;
+			case 8: val = e->inline_confidence; break;
+			case 9: val = e->signal_confidence; break;
+			case 10: val = e->inline_runs; break;
+			default: val = e->signal_runs; break;
 			}
 			rt_buf_printf(b, "%s{node=\"", metrics[m].name);
 			prom_label(b, node->hostname);
@@ -1107,7 +1498,7 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 		if ((rc = rt_store_device_upsert(st, node_id, dev, created, newest_s * 1000000000, &dev_id, err)))
 			return rc;
 	}
-	if ((rc = insert_entries(st, node_id, p->entries, p->n_entries, pr->reasons, pr->cal, &cnt, err)))
+	if ((rc = insert_entries(st, node_id, p->entries, NULL, p->n_entries, pr->reasons, pr->cal, &cnt, err)))
 		return rc;
 	*added = cnt;
 	*skipped = p->n_entries - cnt;

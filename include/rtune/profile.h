@@ -21,7 +21,7 @@ extern "C" {
 
 #define RT_PROFILE_SCHEMA_NAME "rtune-profile"
 #define RT_PROFILE_SCHEMA_MAJOR 1
-#define RT_PROFILE_SCHEMA_MINOR 1
+#define RT_PROFILE_SCHEMA_MINOR 2
 
 #define RT_PROFILE_MAX_REASONS 8
 
@@ -66,6 +66,14 @@ struct rt_profile_entry {
 	char run_id[40];	/* uuid of the calibration run the values came from */
 	char app[64];		/* application histogram the threshold was weighted by, "" = none */
 	char rtune_version[32]; /* rtune that produced the entry */
+	/* since schema 1.2 (an older document: both confidences are `confidence`, one run each, since run_id) */
+	enum rt_profile_confidence inline_confidence; /* of inline_threshold / max_inline_data */
+	enum rt_profile_confidence signal_confidence; /* of signal_interval (and the queue depths sized for it) */
+	uint32_t inline_runs;  /* calibration runs that support inline_threshold (>= 1): the run that set it and every
+				* later run whose own answer stayed within the between-run noise (hysteresis) */
+	uint32_t signal_runs;  /* the same for signal_interval */
+	char inline_since[40]; /* uuid of the run that set inline_threshold (run_id is the newest run considered) */
+	char signal_since[40]; /* uuid of the run that set signal_interval */
 };
 
 /* A loaded profile document (opaque). */
@@ -114,6 +122,9 @@ uint32_t rt_profile_signal_interval(const struct rt_profile_entry *e);
 uint32_t rt_profile_sq_depth(const struct rt_profile_entry *e);
 uint32_t rt_profile_cq_depth(const struct rt_profile_entry *e);
 enum rt_profile_confidence rt_profile_confidence(const struct rt_profile_entry *e);
+/* Confidence of each decision (schema 1.2; for an older document both equal rt_profile_confidence()). */
+enum rt_profile_confidence rt_profile_inline_confidence(const struct rt_profile_entry *e);
+enum rt_profile_confidence rt_profile_signal_confidence(const struct rt_profile_entry *e);
 
 /* Names as in the JSON document ("send", "rc", "high"); "unknown" for out-of-range values. */
 const char *rt_profile_opcode_name(enum rt_profile_opcode op);

@@ -162,6 +162,12 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 	if (e->numa_node < -1 || e->numa_node > RT_PROFILE_MAX_NUMA)
 		return rt_error_set(err, EINVAL, "%s.numa_node: %d is out of range -1..%d", P(prefix), e->numa_node,
 				    RT_PROFILE_MAX_NUMA);
+	if ((unsigned)e->inline_confidence >= N_OF(conf_names) || (unsigned)e->signal_confidence >= N_OF(conf_names))
+		return rt_error_set(err, EINVAL, "%s.inline_confidence/signal_confidence: invalid", P(prefix));
+	if ((e->inline_since[0] && !is_uuid(e->inline_since)) || (e->signal_since[0] && !is_uuid(e->signal_since)))
+		return rt_error_set(err, EINVAL, "%s.evidence: since_run '%s' is not a uuid", P(prefix),
+				    e->inline_since[0] && !is_uuid(e->inline_since) ? e->inline_since
+										    : e->signal_since);
 	if (e->n_reasons > RT_PROFILE_MAX_REASONS)
 		return rt_error_set(err, EINVAL, "%s.reasons: more than %d", P(prefix), RT_PROFILE_MAX_REASONS);
 	if (e->measured_at < 0)
@@ -311,6 +317,49 @@ static int get_str(struct ctx *c, const char *where, json_t *obj, const char *ke
 	return 0;
 }
 
+/* Reads the 1.2 fields of entry je into e (whose confidence is read already): each decision's confidence
+ * ("inline_confidence", "signal_confidence", optional: `confidence` when absent) and the "evidence" object
+ * ({"inline": {"runs": n, "since_run": uuid}, "signal": {...}}, optional: one run; an absent since_run stays "",
+ * meaning run_id). Returns 0, or EINVAL with the field named in c's error. */
+static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, struct rt_profile_entry *e)
+{
+	static const char *const keys[2] = { "inline", "signal" };
+	char tmp[64], w2[80];
+	json_t *ev;
+	int rc;
+
+	e->inline_confidence = e->signal_confidence = e->confidence;
+	for (int k = 0; k < 2; k++) {
+		enum rt_profile_confidence *conf = k ? &e->signal_confidence : &e->inline_confidence;
+
+		snprintf(w2, sizeof(w2), "%s_confidence", keys[k]);
+		if ((rc = get_str(c, where, je, w2, false, true, false, tmp, sizeof(tmp))))
+			return rc;
+		if (tmp[0] && rt_profile_confidence_parse(tmp, conf))
+			return fail(c, EINVAL, "%s.%s: '%s' is not low, medium or high", where, w2, tmp);
+	}
+	e->inline_runs = e->signal_runs = 1;
+	ev = json_object_get(je, "evidence");
+	if (!ev || json_is_null(ev))
+		return 0;
+	if (!json_is_object(ev))
+		return fail(c, EINVAL, "%s.evidence: expected an object or null, got %s", where, type_name(ev));
+	for (int k = 0; k < 2; k++) {
+		json_t *d = json_object_get(ev, keys[k]);
+
+		snprintf(w2, sizeof(w2), "%s.evidence.%s", where, keys[k]);
+		if (!d || json_is_null(d))
+			continue;
+		if (!json_is_object(d))
+			return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(d));
+		if ((rc = get_u32(c, w2, d, "runs", false, 1, UINT32_MAX, k ? &e->signal_runs : &e->inline_runs)) ||
+		    (rc = get_str(c, w2, d, "since_run", false, true, false, k ? e->signal_since : e->inline_since,
+				  sizeof(e->inline_since))))
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_version, struct rt_profile_entry *e)
 {
 	char where[48], tmp[64];
@@ -371,6 +420,8 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 		return rc;
 	if (rt_profile_confidence_parse(tmp, &e->confidence))
 		return fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
+	if ((rc = parse_decision_fields(c, where, je, e)))
+		return rc;
 	reasons = json_object_get(je, "reasons");
 	if (reasons && !json_is_array(reasons))
 		return fail(c, EINVAL, "%s.reasons: expected an array, got %s", where, type_name(reasons));
@@ -715,4 +766,12 @@ uint32_t rt_profile_cq_depth(const struct rt_profile_entry *e)
 enum rt_profile_confidence rt_profile_confidence(const struct rt_profile_entry *e)
 {
 	return e->confidence;
+}
+enum rt_profile_confidence rt_profile_inline_confidence(const struct rt_profile_entry *e)
+{
+	return e->inline_confidence;
+}
+enum rt_profile_confidence rt_profile_signal_confidence(const struct rt_profile_entry *e)
+{
+	return e->signal_confidence;
 }

@@ -300,11 +300,63 @@ static void test_sendq_model(void **state)
 	}
 }
 
+/* Schema 1.2: each decision's confidence and evidence are read; a 1.1 document without them still loads, both
+ * confidences then being its one confidence; a bad value in a new field is refused naming it. */
+static void test_decision_confidence(void **state)
+{
+	static const char head[] =
+		"{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"%s\"}, \"rtune_version\": \"0.1.0\","
+		" \"node\": {\"hostname\": \"n\"}, \"entries\": [{\"device\": \"mlx5_0\", \"port\": 1,"
+		" \"opcode\": \"send\", \"qp_type\": \"ud\", \"inline_threshold\": 64, \"max_inline_data\": 64,"
+		" \"signal_interval\": 1, \"sq_depth\": 128, \"cq_depth\": 128, \"confidence\": \"low\", %s"
+		" \"measured_at\": \"2026-11-29T13:00:00Z\", \"run_id\": \"6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab\"}]}";
+	char doc[2048];
+	struct rt_profile *p = NULL;
+	const struct rt_profile_entry *e;
+	struct rt_error err;
+
+	(void)state;
+	snprintf(doc, sizeof(doc), head, "1.2",
+		 "\"inline_confidence\": \"high\", \"signal_confidence\": \"low\", \"evidence\": {\"inline\":"
+		 " {\"runs\": 3, \"since_run\": \"00000000-1111-2222-3333-444444444444\"}, \"signal\": null},");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), 0);
+	assert_int_equal(rt_profile_schema_minor(p), 2);
+	e = rt_profile_entry_at(p, 0);
+	assert_int_equal(rt_profile_confidence(e), RT_PROFILE_CONF_LOW);
+	assert_int_equal(rt_profile_inline_confidence(e), RT_PROFILE_CONF_HIGH);
+	assert_int_equal(rt_profile_signal_confidence(e), RT_PROFILE_CONF_LOW);
+	assert_int_equal(e->inline_runs, 3);
+	assert_string_equal(e->inline_since, "00000000-1111-2222-3333-444444444444");
+	assert_int_equal(e->signal_runs, 1);
+	assert_string_equal(e->signal_since, "");
+	rt_profile_free(p);
+
+	/* an older document: both confidences are its confidence, one run each */
+	snprintf(doc, sizeof(doc), head, "1.1", "");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), 0);
+	e = rt_profile_entry_at(p, 0);
+	assert_int_equal(rt_profile_inline_confidence(e), RT_PROFILE_CONF_LOW);
+	assert_int_equal(rt_profile_signal_confidence(e), RT_PROFILE_CONF_LOW);
+	assert_int_equal(e->inline_runs, 1);
+	rt_profile_free(p);
+
+	snprintf(doc, sizeof(doc), head, "1.2", "\"signal_confidence\": \"sure\",");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), EINVAL);
+	assert_non_null(strstr(err.text, "entries[0].signal_confidence: 'sure' is not low, medium or high"));
+	snprintf(doc, sizeof(doc), head, "1.2", "\"evidence\": {\"inline\": {\"runs\": 0}},");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), EINVAL);
+	assert_non_null(strstr(err.text, "entries[0].evidence.inline.runs"));
+	snprintf(doc, sizeof(doc), head, "1.2", "\"evidence\": {\"signal\": {\"since_run\": \"yesterday\"}},");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), EINVAL);
+	assert_non_null(strstr(err.text, "since_run 'yesterday' is not a uuid"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_select_and_getters),
+		cmocka_unit_test(test_decision_confidence),
 		cmocka_unit_test(test_load_env_and_bad_paths),
 		cmocka_unit_test(test_hostile_in_memory),
 		cmocka_unit_test(test_sendq_basics),

@@ -47,7 +47,7 @@ assert d[3]['status']=='interrupted' and d[3]['stored_status']=='running' and d[
 check "export json exits 0" test $rc -eq 0
 check "export json is mode 0644" test "$(stat -c %a "$tmp/p.json")" = 644
 check "export json is a v1 profile" python3 -c "
-import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.1'}
+import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.2'}
 assert [e['inline_threshold'] for e in d['entries']]==[96,48]"
 check "export json carries the hardware of the calibration runs and where each entry was measured from (1.1)" python3 -c "
 import json; d=json.load(open('$tmp/p.json'))
@@ -217,7 +217,7 @@ python3 -c "import sqlite3; c=sqlite3.connect('$tmp/newer.db'); c.execute('PRAGM
 cp "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" import --db "$tmp/newer.db" "$tmp/p.json" 2>"$tmp/err"; rc=$?
 check "newer schema: exit 1" test $rc -eq 1
-check "newer schema: message" grep -q "schema version 7 is newer than this rtune supports ([0-9][0-9]*); upgrade rtune" "$tmp/err"
+check "newer schema: message" grep -Eq "schema version 7 is newer than this rtune supports \([0-9]+\); upgrade rtune" "$tmp/err"
 check "newer schema: file unchanged" cmp -s "$tmp/newer.db" "$tmp/newer.orig"
 "$rtune" export --db "$db" --format yaml 2>/dev/null; rc=$?
 check "unknown format: usage exit 2" test $rc -eq 2

@@ -778,6 +778,116 @@ static void test_import_no_entries(void **state)
 	rt_store_close(st);
 }
 
+/* Tuned entries: every reason is stored and read back, the public entry carries one explanation per decision before
+ * the warnings (issue 15.7); each decision's confidence and the hysteresis record round-trip; the base of a run is
+ * the node's latest entry from another run, and a replaced NIC (another GUID) has none. */
+static void test_tuned_reasons_and_base(void **state)
+{
+	static const char *const codes[12] = { "implausible_gain", "rank_test_disagrees", "non_monotone",
+					       "sq_overflow_seen", "insufficient_data",	  "inline_threshold",
+					       "expected_gain",	   "kneedle_knee",	  "signal_interval",
+					       "kneedle_knee",	   "queue_depths",	  "cq_moderation" };
+	static const char *const topics[12] = { "inline", "inline", "inline", "signal", "input", "inline",
+						"inline", "inline", "signal", "signal", "queue", "cq_moderation" };
+	struct rt_store_reason r[12], *all = NULL;
+	struct rt_store_tuned t, base;
+	struct rt_profile_entry *v = NULL, key;
+	struct rt_node_info node;
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	size_t n = 0, n_all = 0;
+
+	(void)state;
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	tu_node(&node, "host-t");
+	memset(&t, 0, sizeof(t));
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < 12; i++) {
+		snprintf(r[i].code, sizeof(r[i].code), "%s", codes[i]);
+		snprintf(r[i].text, sizeof(r[i].text), "reason %d", i);
+		snprintf(r[i].topic, sizeof(r[i].topic), "%s", topics[i]);
+		r[i].warn = i < 5;
+	}
+	tu_entry(&t.e, "mlx5_0", RT_PROFILE_OP_SEND, 128, 16, RUN_A, 1700000000);
+	t.e.inline_confidence = RT_PROFILE_CONF_HIGH;
+	t.e.signal_confidence = RT_PROFILE_CONF_MEDIUM;
+	t.e.confidence = RT_PROFILE_CONF_MEDIUM;
+	t.e.inline_runs = 3;
+	snprintf(t.e.inline_since, sizeof(t.e.inline_since), "%s", RUN_B);
+	t.reasons = r;
+	t.n_reasons = 12;
+	snprintf(t.signal_verdict, sizeof(t.signal_verdict), "knee");
+	snprintf(t.inl.action, sizeof(t.inl.action), "kept");
+	t.inl.run_value = 256;
+	t.inl.previous = 128;
+	snprintf(t.inl.why, sizeof(t.inl.why), "within the noise");
+	assert_int_equal(rt_store_replace_tuned(st, &node, NULL, &t, 1, &err), 0);
+
+	assert_int_equal(rt_store_get_profile(st, "host-t", NULL, &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].n_reasons, RT_PROFILE_MAX_REASONS);
+	/* one explanation per decision first, then the warnings in order */
+	assert_string_equal(v[0].reasons[0].code, "inline_threshold");
+	assert_string_equal(v[0].reasons[1].code, "signal_interval");
+	assert_string_equal(v[0].reasons[2].code, "queue_depths");
+	assert_string_equal(v[0].reasons[3].code, "cq_moderation");
+	assert_string_equal(v[0].reasons[4].code, "implausible_gain");
+	assert_string_equal(v[0].reasons[7].code, "sq_overflow_seen");
+	assert_int_equal(v[0].inline_confidence, RT_PROFILE_CONF_HIGH);
+	assert_int_equal(v[0].signal_confidence, RT_PROFILE_CONF_MEDIUM);
+	assert_int_equal(v[0].inline_runs, 3);
+	assert_string_equal(v[0].inline_since, RUN_B);
+	assert_int_equal(v[0].signal_runs, 1);
+	assert_string_equal(v[0].signal_since, RUN_A);
+	/* every reason is kept in the store */
+	assert_int_equal(rt_store_profile_reasons(st, "host-t", &v[0], &all, &n_all, &err), 0);
+	assert_int_equal(n_all, 12);
+	for (int i = 0; i < 12; i++) {
+		assert_string_equal(all[i].code, codes[i]);
+		assert_string_equal(all[i].topic, topics[i]);
+		assert_int_equal(all[i].warn, i < 5);
+	}
+	free(all);
+
+	/* the base of another, later run is this entry, with its record; of the same run there is none */
+	key = t.e;
+	snprintf(key.run_id, sizeof(key.run_id), "%s", RUN_B);
+	key.measured_at = 1700003600;
+	assert_int_equal(rt_store_profile_base(st, &node, &key, &base, &err), 0);
+	assert_int_equal(base.e.inline_threshold, 128);
+	assert_int_equal(base.n_reasons, 12);
+	assert_string_equal(base.signal_verdict, "knee");
+	assert_string_equal(base.inl.action, "kept");
+	assert_int_equal(base.inl.run_value, 256);
+	assert_string_equal(base.inl.why, "within the noise");
+	rt_store_tuned_release(&base);
+	assert_null(base.reasons);
+	key.measured_at = 1600000000; /* a run measured before it: nothing before */
+	assert_int_equal(rt_store_profile_base(st, &node, &key, &base, &err), ENOENT);
+	key.measured_at = 1700003600;
+	snprintf(key.run_id, sizeof(key.run_id), "%s", RUN_A);
+	assert_int_equal(rt_store_profile_base(st, &node, &key, &base, &err), ENOENT);
+	snprintf(key.run_id, sizeof(key.run_id), "%s", RUN_B);
+	snprintf(key.guid, sizeof(key.guid), "aaaa:bbbb:cccc:dddd");
+	assert_int_equal(rt_store_profile_base(st, &node, &key, &base, &err), ENOENT);
+	free(v);
+
+	/* a plain entry that sets only confidence: both decisions get it */
+	{
+		struct rt_profile_entry e;
+
+		tu_entry(&e, "mlx5_0", RT_PROFILE_OP_WRITE, 64, 16, RUN_B, 1700001000);
+		assert_int_equal(rt_store_put_profile(st, &node, NULL, &e, 1, NULL, &err), 0);
+		assert_int_equal(rt_store_get_profile(st, "host-t", NULL, &v, &n, NULL, NULL, &err), 0);
+		assert_int_equal(n, 2);
+		assert_int_equal(v[1].opcode, RT_PROFILE_OP_WRITE);
+		assert_int_equal(v[1].inline_confidence, RT_PROFILE_CONF_HIGH);
+		assert_int_equal(v[1].signal_confidence, RT_PROFILE_CONF_HIGH);
+		free(v);
+	}
+	rt_store_close(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -795,6 +905,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_import_cloned_machine_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_import_replaced_nic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_export_without_hostname, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tuned_reasons_and_base, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
