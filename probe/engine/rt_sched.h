@@ -55,6 +55,7 @@ struct rt_sched_pair {
 	unsigned batches;     /* visits */
 	unsigned rounds;      /* distinct rounds in which it was visited */
 	uint64_t t_first;     /* clock of its first visit */
+	uint64_t t_last;      /* clock after its last visit */
 	unsigned need_visits; /* re-measurement visits still owed (it cannot stop before) */
 	unsigned remeasured;  /* times it was flagged for re-measurement */
 	int sign_before;      /* its verdict when it was last flagged: +1 inline faster, -1 slower */

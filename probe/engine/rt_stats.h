@@ -59,8 +59,8 @@ double rt_stats_median_copy(const double *v, size_t n, double *scratch);
 /*
  * Widens out's median CI by the between-block spread: with B = n_blk >= 2 block medians, the half-width
  * t(1 - (1 - level)/2, B - 1) * 1.4826 * MAD(block medians) / sqrt(B) is laid around out->median, and the CI becomes
- * the union of that interval and the order-statistic one (so it is never narrower than either). B < 2 leaves out as it
- * is. Sets out->n_blocks. scratch: 2 * n_blk doubles.
+ * the union of that interval and the order-statistic one (so it is never narrower than either), clamped to the samples'
+ * [min, max]. B < 2 leaves out as it is. Sets out->n_blocks. scratch: 2 * n_blk doubles.
  */
 void rt_stats_block_ci(struct rt_summary *out, const double *blk_med, size_t n_blk, double level, double *scratch);
 

@@ -470,7 +470,8 @@ int rt_sched_run(struct rt_sched *s, uint64_t deadline_ns, rt_sched_measure_fn m
 			pr->rounds++;
 			if (pr->need_visits)
 				pr->need_visits--;
-			pr->state = pair_state(s, pr, clock(ctx));
+			pr->t_last = clock(ctx);
+			pr->state = pair_state(s, pr, pr->t_last);
 			if (progress) {
 				double tf, pf, el = (double)(clock(ctx) - t_start),
 					       span = (double)(deadline_ns - t_start);

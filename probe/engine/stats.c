@@ -210,10 +210,11 @@ void rt_stats_block_ci(struct rt_summary *out, const double *blk_med, size_t n_b
 	out->n_blocks = n_blk;
 	if (!isfinite(hw))
 		return;
+	/* within the range of what was seen: a half-width beyond it (a few blocks, t(1) = 12.7) says "nothing known" */
 	if (out->median - hw < out->ci_lo)
-		out->ci_lo = out->median - hw;
+		out->ci_lo = out->median - hw < out->min ? out->min : out->median - hw;
 	if (out->median + hw > out->ci_hi)
-		out->ci_hi = out->median + hw;
+		out->ci_hi = out->median + hw > out->max ? out->max : out->median + hw;
 }
 
 bool rt_stats_stationary(const double *blk_med, size_t n_blk, double level, double floor_ns, double *diff_out,
