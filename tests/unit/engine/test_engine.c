@@ -731,7 +731,7 @@ static void test_sched_nonstationary(void **state)
 	/* it stopped only once the shifted level dominated: its median is the new level */
 	assert_true(fabs(find(&s, 8, true)->sum.median - 1300) < 20);
 	{
-		size_t b[16], k = 0;
+		size_t b[16] = { 0 }, k = 0;
 
 		for (size_t i = 0; i < s.n_pairs && k < 16; i++)
 			if (&s.pairs[i] != pr)
