@@ -97,8 +97,11 @@ struct rt_lat_point {
 	bool inl;
 	uint32_t n_samples; /* samples measured for this point */
 	double median_ns, p99_ns, p999_ns, mean_ns, min_ns;
-	double ci_lo_ns, ci_hi_ns; /* confidence interval of the median (level in the run) */
+	double ci_lo_ns, ci_hi_ns; /* CI of the median (level in the run), widened by the between-block spread */
 	double cpu_ns_per_op;	   /* thread CPU time per operation */
+	uint32_t n_blocks;	   /* engine only (not stored): blocks the samples were measured in, 0 = unknown */
+	uint32_t n_rounds;	   /* engine only (not stored): scheduler rounds that sampled it, 0 = unknown */
+	bool remeasured;	   /* engine only (not stored): re-measured for an isolated verdict */
 	uint32_t n_kept;	   /* raw samples kept (bounded), in samples_ns; 0 when none */
 	float *samples_ns;	   /* owned by the run */
 };
@@ -114,7 +117,8 @@ struct rt_rate_point {
 	uint32_t reps;		  /* repetitions measured */
 	double mops;		  /* median message rate over the repetitions, millions/s */
 	double mops_lo, mops_hi;  /* min and max over the repetitions */
-	double cpu_ns_per_msg;	  /* sender thread CPU time per message */
+	double cpu_ns_per_msg;	  /* sender CPU busy per message: time inside ibv_post_send + polls that reaped */
+	double post_ns_per_msg;	  /* engine only (not stored): the ibv_post_send part of cpu_ns_per_msg */
 	uint64_t msgs;		  /* messages sent in total */
 	uint64_t enomem;	  /* ibv_post_send ENOMEM seen (must stay 0) */
 };

@@ -644,14 +644,55 @@ static int export_latency(struct cal *c, uint32_t keep)
 		l->ci_lo_ns = p->sum.ci_lo;
 		l->ci_hi_ns = p->sum.ci_hi;
 		l->cpu_ns_per_op = p->cpu_ns / (double)p->n;
+		l->n_blocks = (uint32_t)p->n_blk;
+		l->n_rounds = p->rounds;
+		l->remeasured = false;
 		step = (p->n + keep - 1) / keep;
 		l->samples_ns = malloc(((p->n + step - 1) / step) * sizeof(float));
 		if (!l->samples_ns)
 			return ENOMEM;
 		for (size_t k = 0; k < p->n; k += step)
 			l->samples_ns[l->n_kept++] = (float)p->samples[k];
+		for (size_t k = 0; k < c->sched.n_pairs; k++)
+			if ((c->sched.pairs[k].inl == i || c->sched.pairs[k].non == i) && c->sched.pairs[k].remeasured)
+				l->remeasured = true;
 	}
 	return 0;
+}
+
+/*
+ * Says in the notes which pairs were re-measured because their verdict disagreed with both neighbours in size, with
+ * the verdict before and after ("+" inline significantly faster, "-" slower, "=" neither), at most four of them.
+ */
+static void note_remeasured(struct cal *c)
+{
+	char msg[200];
+	size_t n = rt_sched_n_remeasured(&c->sched), shown = 0;
+	int len;
+
+	if (!n)
+		return;
+	len = snprintf(msg, sizeof(msg), "re-measured %zu isolated verdict%s:", n, n == 1 ? "" : "s");
+	for (size_t k = 0; k < c->sched.n_pairs && len > 0 && (size_t)len < sizeof(msg); k++) {
+		const struct rt_sched_pair *pr = &c->sched.pairs[k];
+		const struct rt_sched_point *a = &c->sched.pts[pr->inl], *b = &c->sched.pts[pr->non];
+		int after = rt_sched_sign(&a->sum, &b->sum);
+
+		if (!pr->remeasured)
+			continue;
+		if (shown++ == 4) {
+			snprintf(msg + len, sizeof(msg) - (size_t)len, " ...");
+			break;
+		}
+		len += snprintf(msg + len, sizeof(msg) - (size_t)len, " %s/%s/%s %u B %c->%c",
+				rt_opcode_name(a->cell.op), rt_qp_type_name(a->cell.qpt),
+				a->cell.kind == RT_LAT_PINGPONG ? "pp" : "cqe", a->cell.msg_bytes,
+				pr->sign_before > 0 ? '+' : '-',
+				after > 0   ? '+'
+				: after < 0 ? '-'
+					    : '=');
+	}
+	note(c, msg);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -661,6 +702,19 @@ static int cmp_dbl(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Median of x[0..n), n <= 8 (scratch v: 8 doubles); NAN when n == 0 or any is NAN. */
+static double median_of(const double *x, uint32_t n, double *v)
+{
+	if (n == 0 || n > 8)
+		return NAN;
+	for (uint32_t k = 0; k < n; k++)
+		if (isnan(x[k]))
+			return NAN;
+	memcpy(v, x, n * sizeof(double));
+	qsort(v, n, sizeof(double), cmp_dbl);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 {
 	static const uint32_t want_sizes[] = { 8, 64, 256 };
@@ -668,7 +722,8 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns = 0, reps = o->quick ? 3 : 5;
 	struct rt_run *run = c->run;
 	size_t n_cells, *order = NULL;
-	double(*mops)[8] = NULL, *cpu = NULL, rep_ns;
+	double(*mops)[8] = NULL, (*busy)[8] = NULL, (*post)[8] = NULL, rep_ns;
+	bool untimed = false;
 	int rc = 0;
 
 	for (size_t i = 0; i < 3; i++)
@@ -685,8 +740,9 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	run->n_rate = 0; /* counts the points of this array (the cleanup at out: walks them, none if it is NULL) */
 	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
 	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
-	cpu = calloc(n_cells ? n_cells : 1, sizeof(*cpu));
-	if (!run->rate || !order || !mops || !cpu) {
+	busy = calloc(n_cells ? n_cells : 1, sizeof(*busy));
+	post = calloc(n_cells ? n_cells : 1, sizeof(*post));
+	if (!run->rate || !order || !mops || !busy || !post) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
@@ -745,7 +801,11 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			if (rc)
 				goto out;
 			mops[order[i]][r->reps] = (double)rr.msgs / (rr.wall_ns / 1e3);
-			cpu[order[i]] += rr.cpu_ns;
+			/* busy CPU per message of this repetition; the thread's CPU time where calls cannot be timed */
+			busy[order[i]][r->reps] =
+				rr.msgs ? (rr.busy_timed ? rr.post_ns + rr.reap_ns : rr.cpu_ns) / (double)rr.msgs : 0;
+			post[order[i]][r->reps] = rr.msgs && rr.busy_timed ? rr.post_ns / (double)rr.msgs : NAN;
+			untimed |= !rr.busy_timed;
 			r->reps++;
 			r->msgs += rr.msgs;
 			r->enomem += rr.enomem;
@@ -764,8 +824,12 @@ out:
 		r->mops = r->reps % 2 ? v[r->reps / 2] : (v[r->reps / 2 - 1] + v[r->reps / 2]) / 2;
 		r->mops_lo = v[0];
 		r->mops_hi = v[r->reps - 1];
-		r->cpu_ns_per_msg = r->msgs ? cpu[i] / (double)r->msgs : 0;
+		/* medians over the repetitions, like the rate: a stall in one repetition does not move them */
+		r->cpu_ns_per_msg = median_of(busy[i], r->reps, v);
+		r->post_ns_per_msg = median_of(post[i], r->reps, v);
 	}
+	if (untimed)
+		note(c, "no tsc: rate cpu ns per msg is the sender thread's cpu time (spinning included)");
 	/* drop points never measured (interrupted before the first repetition reached them) */
 	{
 		size_t w = 0;
@@ -777,7 +841,8 @@ out:
 	}
 	free(order);
 	free(mops);
-	free(cpu);
+	free(busy);
+	free(post);
 	return rc;
 }
 
@@ -1048,15 +1113,21 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			lat_budget = left * LAT_SHARE;
 		}
 		n_pts = c->sched.n_pts ? c->sched.n_pts : 1;
-		/* round 0 (every point gets first_batch) should take at most 40 % of the latency budget; a batch also
-		 * costs a phase change, about 4 samples */
+		/* round 0 (every point gets first_batch) should take at most 40 % of the latency budget; each block of
+		 * a visit also costs a phase change, about 4 samples */
 		{
-			double fb = lat_budget * 0.4 / ((double)n_pts * per_sample) - 4;
+			size_t blk = 16;
+			double fb = lat_budget * 0.4 / ((double)n_pts * per_sample) * (double)blk / (double)(blk + 4);
 
+			c->sched.block = blk;
 			c->sched.first_batch = fb < 8			       ? 8
 					       : fb > (double)rule.min_samples ? rule.min_samples
 									       : (size_t)fb;
+			if (c->sched.first_batch > blk)
+				c->sched.first_batch -= c->sched.first_batch % blk;
 			c->sched.batch = o->quick ? 64 : 128;
+			/* the two rounds a pair needs before it stops are at least 5 % of the latency budget apart */
+			c->sched.min_span_ns = (uint64_t)fmax(100e6, lat_budget * 0.05);
 		}
 	}
 	bar_phase(c, 0, LAT_SHARE);
@@ -1085,6 +1156,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		*err = c->meas_err;
 		goto fail;
 	}
+	note_remeasured(c);
 	rc = export_latency(c, o->quick ? RAW_KEEP_QUICK : RAW_KEEP_MAX);
 	if (rc) {
 		rt_error_set(err, rc, "out of memory");

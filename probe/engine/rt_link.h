@@ -127,20 +127,27 @@ struct rt_client {
 	double timeout_ns;		  /* longest wait for any single answer */
 	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
 	bool yield;			  /* sched_yield() while waiting: the responder shares our only CPU */
+	bool in_sink;			  /* the last phase the responder acknowledged is SINK */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,
 		    struct rt_error *err);
 /* Sends END (no answer expected) after draining the send queues. */
 int rt_client_end(struct rt_client *c, struct rt_error *err);
-/* n latency samples (ns) of one cell; adds thread CPU time to *cpu_ns. Sets the responder's phase itself. */
+/* n latency samples (ns) of one cell; adds thread CPU time to *cpu_ns. Sets the responder's phase itself (not for a
+ * post->completion cell when the responder is already in SINK, which ignores size, inline and QP type). */
 int rt_client_lat(struct rt_client *c, enum rt_opcode op, enum rt_qp_type qpt, enum rt_lat_kind kind, uint32_t size,
 		  bool inl, size_t n, double *out, double *cpu_ns, struct rt_error *err);
 /* One throughput repetition on RC: posts for about duration_ns with one signaled WR every n_sig; responder must be in
- * SINK. Fills msgs, wall ns, CPU ns and ENOMEM count. */
+ * SINK. Fills msgs, wall ns, thread CPU ns, ENOMEM count, and the busy time: ns spent inside ibv_post_send (post_ns)
+ * and inside the ibv_poll_cq calls that returned completions (reap_ns), timed with rdtsc around each call and converted
+ * with the TSC rate measured over the repetition itself (no clock_gettime per WR); busy_timed is false where there is
+ * no TSC (then post_ns = reap_ns = 0). */
 struct rt_rate_rep {
 	uint64_t msgs, enomem;
 	double wall_ns, cpu_ns;
+	double post_ns, reap_ns;
+	bool busy_timed;
 };
 int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool inl, uint32_t n_sig, double duration_ns,
 		   struct rt_rate_rep *out, struct rt_error *err);

@@ -2,8 +2,10 @@
 /*
  * Aggregation and stopping rules of the calibration engine: order statistics of a sample (median, p99, p99.9 by linear
  * interpolation between order statistics), the distribution-free confidence interval of the median from the binomial
- * distribution of ranks, and the rule that decides when a point (or an inline/non-inline pair) has enough samples.
- * Pure C on arrays: no verbs, deterministic, unit-tested on the host.
+ * distribution of ranks, its widening by the between-block spread of block medians (samples measured in blocks are
+ * correlated: a stall shifts a whole block), the split-half stationarity test on block medians, and the rule that
+ * decides when a point (or an inline/non-inline pair) has enough samples. Pure C on arrays: no verbs, deterministic,
+ * unit-tested on the host.
  */
 #ifndef RT_STATS_H
 #define RT_STATS_H
@@ -17,6 +19,8 @@ struct rt_summary {
 	size_t n;
 	double median, p99, p999, mean, min, max;
 	double ci_lo, ci_hi; /* confidence interval of the median; equal to [min, max] when n is too small */
+	size_t n_blocks;     /* blocks whose medians widened the CI (rt_stats_block_ci), 0 = order statistics only */
+	double os_lo, os_hi; /* the order-statistic CI alone (what ci_lo/ci_hi are when n_blocks < 2) */
 };
 
 /* Sorts v[0..n) ascending in place. */
@@ -34,6 +38,41 @@ bool rt_stats_median_ci_ranks(size_t n, double level, size_t *lo, size_t *hi);
 
 /* Sorts v in place and fills out; n == 0 gives n = 0 and NANs. */
 void rt_stats_summarize(double *v, size_t n, double level, struct rt_summary *out);
+
+/* rt_stats_summarize of v[0..n) already sorted ascending. */
+void rt_stats_summarize_sorted(const double *v, size_t n, double level, struct rt_summary *out);
+
+/*
+ * Merges the unsorted add[0..m) (sorted in place) into the sorted sorted[0..n), which must have room for n + m.
+ */
+void rt_stats_merge_sorted(double *sorted, size_t n, double *add, size_t m);
+
+/*
+ * Quantile p in (0.5, 1) of Student's t distribution with df degrees of freedom (df >= 1): exact for df 1 and 2, a
+ * Cornish-Fisher expansion above (error < 0.3 % at df 3, less beyond). NAN for p or df outside the range.
+ */
+double rt_stats_t_quantile(double p, double df);
+
+/* Median of v[0..n) without changing v (scratch: n doubles); NAN when n == 0. */
+double rt_stats_median_copy(const double *v, size_t n, double *scratch);
+
+/*
+ * Widens out's median CI by the between-block spread: with B = n_blk >= 2 block medians, the half-width
+ * t(1 - (1 - level)/2, B - 1) * 1.4826 * MAD(block medians) / sqrt(B) is laid around out->median, and the CI becomes
+ * the union of that interval and the order-statistic one (so it is never narrower than either), clamped to the samples'
+ * [min, max]. B < 2 leaves out as it is. Sets out->n_blocks. scratch: 2 * n_blk doubles.
+ */
+void rt_stats_block_ci(struct rt_summary *out, const double *blk_med, size_t n_blk, double level, double *scratch);
+
+/*
+ * Split-half stationarity of a point from its block medians in time order: the medians of the first and the second half
+ * of the blocks differ by more than their noise (t(level, B - 2) * s * sqrt(1/B1 + 1/B2), s = 1.4826 * the median
+ * absolute deviation of each block median from its own half's median) and by more than floor_ns. Returns true
+ * (stationary) when they do not, and also when there are fewer than 4 blocks (nothing to compare yet); *diff_out (may be
+ * NULL) gets second-half minus first-half. scratch: 2 * n_blk doubles.
+ */
+bool rt_stats_stationary(const double *blk_med, size_t n_blk, double level, double floor_ns, double *diff_out,
+			 double *scratch);
 
 /* Relative width of the median's CI: (ci_hi - ci_lo) / median; INFINITY when undefined. */
 double rt_stats_ci_rel_width(const struct rt_summary *s);

@@ -59,6 +59,9 @@ static json_t *lat_json(const struct rt_lat_point *l, bool with_samples)
 	json_object_set_new(o, "ci_hi_ns", num(l->ci_hi_ns));
 	json_object_set_new(o, "ci_level", json_real(0.95));
 	json_object_set_new(o, "cpu_ns_per_op", num(l->cpu_ns_per_op));
+	json_object_set_new(o, "n_blocks", json_integer(l->n_blocks));
+	json_object_set_new(o, "n_rounds", json_integer(l->n_rounds));
+	json_object_set_new(o, "remeasured", json_boolean(l->remeasured));
 	json_object_set_new(o, "n_kept", json_integer(l->n_kept));
 	if (with_samples) {
 		json_t *a = json_array();
@@ -84,6 +87,7 @@ static json_t *rate_json(const struct rt_rate_point *r)
 	json_object_set_new(o, "mops_lo", num(r->mops_lo));
 	json_object_set_new(o, "mops_hi", num(r->mops_hi));
 	json_object_set_new(o, "cpu_ns_per_msg", num(r->cpu_ns_per_msg));
+	json_object_set_new(o, "post_ns_per_msg", num(r->post_ns_per_msg));
 	return o;
 }
 

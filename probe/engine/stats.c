@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Order statistics, the binomial confidence interval of the median, the stopping rule and the seeded PRNG of the
- * calibration engine (see rt_stats.h).
+ * Order statistics, the binomial confidence interval of the median and its block-median widening, the split-half
+ * stationarity test, the stopping rule and the seeded PRNG of the calibration engine (see rt_stats.h).
  */
 #include "rt_stats.h"
 
@@ -109,16 +109,35 @@ bool rt_stats_median_ci_ranks(size_t n, double level, size_t *lo, size_t *hi)
 
 void rt_stats_summarize(double *v, size_t n, double level, struct rt_summary *out)
 {
+	rt_stats_sort(v, n);
+	rt_stats_summarize_sorted(v, n, level, out);
+}
+
+void rt_stats_merge_sorted(double *sorted, size_t n, double *add, size_t m)
+{
+	size_t i = n, j = m, k = n + m;
+
+	rt_stats_sort(add, m);
+	while (j > 0) {
+		if (i > 0 && sorted[i - 1] > add[j - 1])
+			sorted[--k] = sorted[--i];
+		else
+			sorted[--k] = add[--j];
+	}
+}
+
+void rt_stats_summarize_sorted(const double *v, size_t n, double level, struct rt_summary *out)
+{
 	size_t lo, hi;
 	double sum = 0;
 
 	out->n = n;
+	out->n_blocks = 0;
 	if (n == 0) {
 		out->median = out->p99 = out->p999 = out->mean = out->min = out->max = NAN;
-		out->ci_lo = out->ci_hi = NAN;
+		out->ci_lo = out->ci_hi = out->os_lo = out->os_hi = NAN;
 		return;
 	}
-	rt_stats_sort(v, n);
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
 	out->mean = sum / (double)n;
@@ -128,8 +147,97 @@ void rt_stats_summarize(double *v, size_t n, double level, struct rt_summary *ou
 	out->p99 = rt_stats_quantile_sorted(v, n, 0.99);
 	out->p999 = rt_stats_quantile_sorted(v, n, 0.999);
 	rt_stats_median_ci_ranks(n, level, &lo, &hi);
-	out->ci_lo = v[lo];
-	out->ci_hi = v[hi];
+	out->ci_lo = out->os_lo = v[lo];
+	out->ci_hi = out->os_hi = v[hi];
+}
+
+double rt_stats_t_quantile(double p, double df)
+{
+	double z, z2, z3, z5, z7, z9;
+
+	if (!(p > 0.5 && p < 1) || !(df >= 1))
+		return NAN;
+	if (df < 1.5)
+		return tan(M_PI * (p - 0.5));
+	if (df < 2.5) {
+		double a = 4 * p * (1 - p);
+
+		return (2 * p - 1) * sqrt(2 / a);
+	}
+	/* Cornish-Fisher expansion of t in powers of 1/df (Abramowitz & Stegun 26.7.5) */
+	z = norm_quantile(p);
+	z2 = z * z;
+	z3 = z2 * z;
+	z5 = z3 * z2;
+	z7 = z5 * z2;
+	z9 = z7 * z2;
+	return z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df * df) +
+	       (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df * df * df) +
+	       (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * df * df * df * df);
+}
+
+double rt_stats_median_copy(const double *v, size_t n, double *scratch)
+{
+	if (n == 0)
+		return NAN;
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = v[i];
+	rt_stats_sort(scratch, n);
+	return rt_stats_quantile_sorted(scratch, n, 0.5);
+}
+
+/* 1.4826 * median absolute deviation of v[0..n) from c: a robust standard deviation (scratch: n doubles) */
+static double robust_sd(const double *v, size_t n, const double *centre, double *scratch)
+{
+	for (size_t i = 0; i < n; i++)
+		scratch[i] = fabs(v[i] - centre[i]);
+	rt_stats_sort(scratch, n);
+	return 1.4826 * rt_stats_quantile_sorted(scratch, n, 0.5);
+}
+
+void rt_stats_block_ci(struct rt_summary *out, const double *blk_med, size_t n_blk, double level, double *scratch)
+{
+	double m, sd, hw, *centre;
+
+	if (n_blk < 2 || out->n == 0)
+		return;
+	m = rt_stats_median_copy(blk_med, n_blk, scratch);
+	centre = scratch + n_blk; /* every block's deviation is from the one median of block medians */
+	for (size_t i = 0; i < n_blk; i++)
+		centre[i] = m;
+	sd = robust_sd(blk_med, n_blk, centre, scratch);
+	hw = rt_stats_t_quantile(1 - (1 - level) / 2, (double)(n_blk - 1)) * sd / sqrt((double)n_blk);
+	out->n_blocks = n_blk;
+	if (!isfinite(hw))
+		return;
+	/* within the range of what was seen: a half-width beyond it (a few blocks, t(1) = 12.7) says "nothing known" */
+	if (out->median - hw < out->ci_lo)
+		out->ci_lo = out->median - hw < out->min ? out->min : out->median - hw;
+	if (out->median + hw > out->ci_hi)
+		out->ci_hi = out->median + hw > out->max ? out->max : out->median + hw;
+}
+
+bool rt_stats_stationary(const double *blk_med, size_t n_blk, double level, double floor_ns, double *diff_out,
+			 double *scratch)
+{
+	size_t h1 = n_blk / 2, h2 = n_blk - h1;
+	double m1, m2, sd, noise, *centre;
+
+	if (diff_out)
+		*diff_out = 0;
+	if (n_blk < 4)
+		return true;
+	m1 = rt_stats_median_copy(blk_med, h1, scratch);
+	m2 = rt_stats_median_copy(blk_med + h1, h2, scratch);
+	centre = scratch + n_blk;
+	for (size_t i = 0; i < n_blk; i++)
+		centre[i] = i < h1 ? m1 : m2;
+	sd = robust_sd(blk_med, n_blk, centre, scratch);
+	noise = rt_stats_t_quantile(1 - (1 - level) / 2, (double)(n_blk - 2)) * sd *
+		sqrt(1.0 / (double)h1 + 1.0 / (double)h2);
+	if (diff_out)
+		*diff_out = m2 - m1;
+	return !(fabs(m2 - m1) > noise && fabs(m2 - m1) > floor_ns);
 }
 
 double rt_stats_ci_rel_width(const struct rt_summary *s)

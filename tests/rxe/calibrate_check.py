@@ -42,6 +42,11 @@ for p in lat:
     check(p["min_ns"] <= p["median_ns"], name + ": min > median")
     check(p["ci_lo_ns"] <= p["median_ns"] <= p["ci_hi_ns"], name + ": median outside its CI")
     check(p["cpu_ns_per_op"] >= 0, name + ": negative cpu time")
+    # the block-widened CI stays within what was measured; every point was measured in blocks and rounds
+    check(p["min_ns"] <= p["ci_lo_ns"], name + ": CI below the smallest sample")
+    if "n_blocks" in p:
+        check(p["n_blocks"] >= 1 and p["n_rounds"] >= 1, name + ": %d blocks in %d rounds"
+              % (p["n_blocks"], p["n_rounds"]))
     check(0 < p["n_kept"] <= p["n_samples"], name + ": n_kept %d of %d" % (p["n_kept"], p["n_samples"]))
     if "samples_ns" in p:
         check(len(p["samples_ns"]) == p["n_kept"], name + ": samples_ns length != n_kept")
@@ -92,6 +97,12 @@ for p in rate:
     check(p["enomem"] == 0, name + ": %d ENOMEM (send queue overflow)" % p["enomem"])
     check(p["signal_interval"] <= p["sq_depth"] // 2, name + ": N above sq_depth/2")
     check(p["cpu_ns_per_msg"] >= 0, name + ": negative cpu time")
+    if p.get("post_ns_per_msg") is not None:
+        # TSC-timed busy cpu (in ibv_post_send and reaping polls) never exceeds the slowest rep's wall time per message
+        check(p["cpu_ns_per_msg"] <= 1e3 / p["mops_lo"] * 1.01, name + ": cpu %.0f ns/msg above the wall %.0f ns/msg"
+              % (p["cpu_ns_per_msg"], 1e3 / p["mops_lo"]))
+        check(0 <= p["post_ns_per_msg"] <= p["cpu_ns_per_msg"] * 1.0001, name + ": post %s ns of cpu %s ns"
+              % (p["post_ns_per_msg"], p["cpu_ns_per_msg"]))
 # cpu time per op may be 0 for a single short point when the kernel accounts thread time per tick, never everywhere
 check(not lat or sum(p["cpu_ns_per_op"] * p["n_samples"] for p in lat) > 0, "no cpu time in any latency point")
 check(not rate or sum(p["cpu_ns_per_msg"] * p["msgs"] for p in rate) > 0, "no cpu time in any rate point")
