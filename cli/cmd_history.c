@@ -68,12 +68,12 @@ int cmd_history(int argc, char **argv)
 	size_t n = 0;
 	int c, rc = RT_EXIT_FAIL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("history", argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'j': json = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("history", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

@@ -63,12 +63,12 @@ int cmd_import(int argc, char **argv)
 	struct import_out out = { false, RT_EXIT_OK };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("import", argc, argv, "qh", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'q': out.quiet = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("import", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc)

@@ -6,6 +6,7 @@
  * With --apply the probe also applies a profile (raises max_inline_data, inlines small SEND/RDMA WRITE WRs).
  */
 #include "cli.h"
+#include "rt_out.h"
 #include "rt_probe_reader.h"
 #include "rt_store.h"
 
@@ -33,7 +34,7 @@ static const char usage[] =
 	"  --name APP       name to store the histograms under (default: CMD's base name)\n"
 	"  --apply PROFILE  also apply the profile: raise max_inline_data at QP creation and set IBV_SEND_INLINE on\n"
 	"                   SEND/RDMA WRITE WRs up to its inline_threshold (RTUNE_INLINE_THRESHOLD=BYTES overrides)\n"
-	"  --out FILE       keep the probe's JSON (one process: FILE; several: FILE.<pid> each)\n"
+	"  --out FILE       keep the probe's JSON (one process: FILE, '-' standard output; several: FILE.<pid> each)\n"
 	"  --no-store       do not write to the store\n"
 	"  -h, --help       this text\n"
 	"\n"
@@ -72,32 +73,32 @@ static int find_probe_lib(char *out, size_t len)
 	return access(out, R_OK) ? ENOENT : 0;
 }
 
-/* Copies src to dst, creating dst 0600 and refusing an existing name or a symlink. */
-static int copy_file(const char *src, const char *dst)
+/* Copies src to dst with the shared output writer (rt_out.h: '-' standard output, a regular file replaced atomically, a
+ * new one 0600, a FIFO or device written in place); returns 0 or an errno with err set. */
+static int copy_file(const char *src, const char *dst, struct rt_error *err)
 {
 	char buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC), out, ret = 0;
+	int in = open(src, O_RDONLY | O_CLOEXEC), ret;
+	struct rt_out out;
 	ssize_t n;
 
 	if (in < 0)
-		return errno;
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		ret = errno;
+		return rt_error_set(err, errno, "cannot read '%s': %s", src, strerror(errno));
+	if ((ret = rt_out_open(dst, 0600, &out, err))) {
 		close(in);
 		return ret;
 	}
 	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n) {
-			ret = errno ? errno : EIO;
+		if ((ret = rt_out_write(&out, buf, (size_t)n, err)))
 			break;
-		}
 	if (n < 0)
-		ret = errno;
+		ret = rt_error_set(err, errno, "cannot read '%s': %s", src, strerror(errno));
 	close(in);
-	if (close(out) && !ret)
-		ret = errno;
-	return ret;
+	if (ret) {
+		rt_out_abort(&out);
+		return ret;
+	}
+	return rt_out_commit(&out, err);
 }
 
 static void print_class(const char *app, const struct rt_probe_summary *sum)
@@ -248,7 +249,7 @@ int cmd_probe(int argc, char **argv)
 	const char *tmp = getenv("TMPDIR");
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("probe", argc, argv, "+h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'n': name = optarg; break;
@@ -256,7 +257,7 @@ int cmd_probe(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'N': no_store = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("probe", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc)
@@ -350,15 +351,14 @@ int cmd_probe(int argc, char **argv)
 		if (out) {
 			char dst[PATH_MAX * 2];
 			const char *pid = strrchr(files[i], '/') + 7; /* "<pid>.json" after "/probe." */
-			int e;
+			struct rt_error e;
 
-			if (nfiles == 1)
+			if (nfiles == 1 || strcmp(out, "-") == 0)
 				snprintf(dst, sizeof(dst), "%s", out);
 			else
 				snprintf(dst, sizeof(dst), "%s.%.*s", out, (int)strcspn(pid, "."), pid);
-			e = copy_file(files[i], dst);
-			if (e) {
-				rt_cli_error("cannot write '%s': %s", dst, strerror(e));
+			if (copy_file(files[i], dst, &e)) {
+				rt_cli_error("%s", e.text);
 				ret = RT_EXIT_FAIL;
 			} else {
 				printf("rtune probe: wrote '%s'\n", dst);

@@ -68,8 +68,7 @@ int cmd_serve(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.log = log_line;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("serve", argc, argv, "qh", opts)) != -1) {
 		switch (c) {
 		case 'b': o.bind = optarg; break;
 		case 'p': {
@@ -93,7 +92,7 @@ int cmd_serve(int argc, char **argv)
 		}
 		case 'q': o.log = NULL; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("serve", "unknown option or missing value '%s'", argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

@@ -149,13 +149,13 @@ int cmd_show(int argc, char **argv)
 	size_t n = 0;
 	int c, rc = RT_EXIT_FAIL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("show", argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'n': node_key = optarg; break;
 		case 'j': json = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("show", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

@@ -147,8 +147,7 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 	o->tolerance_pct = 1.5;
 	o->seed = 1;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("tune", argc, argv, "d:h", opts)) != -1) {
 		switch (c) {
 		case 'a': o->app = optarg; break;
 		case 'd': o->device = optarg; break;
@@ -169,7 +168,7 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 		case 'n': o->dry_run = true; break;
 		case 'D': o->db = optarg; break;
 		case 'h': fputs(usage, stdout); return -1;
-		default: return rt_cli_usage_error("tune", "unknown option '%s'", argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

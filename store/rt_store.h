@@ -243,8 +243,10 @@ int rt_store_import_files(struct rt_store *st, const char *const *paths, size_t 
 			  rt_store_import_done_fn done, void *ctx);
 
 /*
- * Writes len bytes to path atomically: temp file "<dir>/.<base>.XXXXXX" created O_EXCL|O_NOFOLLOW with mode, written,
- * fsync'd, renamed over path, directory fsync'd. On failure the temp file is removed and path is untouched.
+ * Writes len bytes to path with rt_out_write_file() (rt_out.h): "-" is standard output; a regular file or new name is
+ * replaced atomically (temp file "<dir>/.<base>.XXXXXX", fsync, rename, directory fsync; a new file gets mode, an
+ * existing one keeps its permissions); a FIFO or character device is written in place; anything else is refused.
+ * On failure path is untouched (no temp file left).
  */
 int rt_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, struct rt_error *err);
 

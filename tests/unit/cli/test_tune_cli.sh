@@ -66,9 +66,8 @@ expect() { # name want-exit pattern -- cmd...
   shift 4
   "$@" > /dev/null 2> "$dir/err"
   local got=$?
-  # one line naming the thing; usage errors (2) add the "try 'rtune tune --help'" line
+  # one line naming the thing, usage errors (2) included
   local lines=1
-  [ "$want" = 2 ] && lines=2
   if [ "$got" = "$want" ] && grep -qF -- "$pat" "$dir/err" && [ "$(wc -l < "$dir/err")" = "$lines" ]; then ok "$name"
   else bad "$name: exit $got (want $want), stderr: $(cat "$dir/err")"; fi
 }
