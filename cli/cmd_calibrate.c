@@ -494,9 +494,9 @@ int cmd_calibrate(int argc, char **argv)
 		if (rc || g_stop)
 			break;
 	}
-	/* output: one run as an object, --numa all as an array of the runs measured */
+	/* output: one run as an object, --numa all as an rtune-run-list document of the runs measured */
 	if (json || out) {
-		size_t len = 8;
+		size_t len = 80;
 		char *all;
 
 		for (int r = 0; r < n_runs; r++)
@@ -504,8 +504,10 @@ int cmd_calibrate(int argc, char **argv)
 		all = malloc(len);
 		if (all) {
 			all[0] = '\0';
+			/* --numa all: the runs in one document of its own schema (docs/json-formats.md) */
 			if (n_runs > 1)
-				strcat(all, "[");
+				strcat(all,
+				       "{\"schema\": {\"name\": \"rtune-run-list\", \"version\": \"1.0\"}, \"runs\": [");
 			for (int r = 0, first = 1; r < n_runs; r++) {
 				if (!texts[r])
 					continue;
@@ -515,7 +517,7 @@ int cmd_calibrate(int argc, char **argv)
 				first = 0;
 			}
 			if (n_runs > 1)
-				strcat(all, "]");
+				strcat(all, "]}");
 			/* --out - is --json: the document once on standard output */
 			if (out && !to_stdout) {
 				struct rt_error e;

@@ -89,7 +89,8 @@ int cmd_history(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = json_pack("{s:s, s:[]}", "store", rt_store_path(st), "runs");
+		json_t *doc = json_pack("{s:{s:s, s:s}, s:s, s:[]}", "schema", "name", "rtune-history", "version",
+					"1.0", "store", rt_store_path(st), "runs");
 		json_t *arr = json_object_get(doc, "runs");
 
 		for (size_t i = 0; doc && i < n; i++) {

@@ -171,7 +171,8 @@ int cmd_show(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = json_pack("{s:o, s:[]}", "node", rt_store_node_json(&node, sig), "entries");
+		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.0",
+					"node", rt_store_node_json(&node, sig), "entries");
 		json_t *arr = json_object_get(doc, "entries");
 
 		for (size_t i = 0; doc && i < n; i++) {

@@ -265,8 +265,10 @@ int cmd_tune(int argc, char **argv)
 
 		for (size_t i = 0; i < res.n; i++)
 			json_array_append_new(arr, decision_to_json(&res.d[i]));
-		doc = json_pack("{s:s, s:I, s:s, s:i, s:o, s:I, s:b, s:o}", "run", run.uuid, "run_id",
-				(json_int_t)run.id, "device", run.dev.name, "port", run.port_num, "app",
+		/* run_id is the run's uuid, as in the profile and history; run_number the store's integer id */
+		doc = json_pack("{s:{s:s, s:s}, s:s, s:I, s:s, s:i, s:o, s:I, s:b, s:o}", "schema", "name",
+				"rtune-tune", "version", "1.0", "run_id", run.uuid, "run_number", (json_int_t)run.id,
+				"device", run.dev.name, "port", run.port_num, "app",
 				o.app ? json_string(o.app) : json_null(), "seed", (json_int_t)res.seed, "stored",
 				!o.dry_run, "decisions", arr);
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF) {

@@ -39,7 +39,8 @@ import json, sys
 show = json.dumps(json.load(open(sys.argv[1])))
 tune = json.load(open(sys.argv[2]))
 [d] = [x for x in tune["decisions"] if x["opcode"] == "send" and x["qp_type"] == "rc"]
-assert tune["run"] in show, "run id not in show"
+assert tune["schema"] == {"name": "rtune-tune", "version": "1.0"}, tune["schema"]
+assert isinstance(tune["run_number"], int) and tune["run_id"] in show, "run id (uuid) not in show"
 assert '"inline_threshold": %d' % d["inline_threshold"] in show
 PY
 "$rtune" tune --db "$dir/t.db" --app kv --json --dry-run > "$dir/app.json" 2> "$dir/err" && python3 - "$dir/app.json" <<'PY' && ok tune-app-dry-run || bad "tune-app-dry-run: $(cat "$dir/err")"
