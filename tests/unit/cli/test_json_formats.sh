@@ -72,8 +72,9 @@ else
   "$rtune" calibrate -d fake0 --quick --budget 2 --db "$db" --out - >"$tmp/out.json" 2>"$tmp/out.err"; rc=$?
   [ $rc -eq 0 ] && ok "calibrate --out -: exit 0" || bad "calibrate --out -: exit $rc: $(head -3 "$tmp/out.err")"
   doc "calibrate --out -: standard output is the JSON alone" "$tmp/out.json" rtune-run "assert seen"
-  grep -q "^calibrated fake0 port 1" "$tmp/out.err" && grep -q "^stored as run " "$tmp/out.err" &&
-    ok "calibrate --out -: the summary went to stderr" || bad "calibrate --out -: no summary on stderr"
+  # (the point tables need points: a loaded machine may end a 2 s budget with none; the "stored as run" line is always)
+  grep -q "^stored as run " "$tmp/out.err" &&
+    ok "calibrate --out -: the summary went to stderr" || bad "calibrate --out -: no summary on stderr: $(head -c 600 "$tmp/out.err")"
   rm -f "$tmp/fifo" && mkfifo "$tmp/fifo"
   timeout 120 cat "$tmp/fifo" >"$tmp/fifo.json" &
   reader=$!
@@ -82,8 +83,8 @@ else
   [ $rc -eq 0 ] && [ -p "$tmp/fifo" ] && ok "calibrate --out FIFO: exit 0, still a FIFO" ||
     bad "calibrate --out FIFO: exit $rc, $(ls -l "$tmp/fifo")"
   doc "calibrate --out FIFO: the reader got the run" "$tmp/fifo.json" rtune-run
-  grep -q "^calibrated fake0" "$tmp/sum.txt" && ok "calibrate --out FILE: the summary on stdout" ||
-    bad "calibrate --out FILE: no summary"
+  grep -q "^stored as run " "$tmp/sum.txt" && ok "calibrate --out FILE: the summary on stdout" ||
+    bad "calibrate --out FILE: no summary: $(head -c 600 "$tmp/sum.txt")"
   "$rtune" history --db "$db" --json >"$tmp/h.json"
   python3 -c "
 import json, sys
