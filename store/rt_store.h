@@ -200,9 +200,9 @@ enum rt_export_format { RT_EXPORT_JSON, RT_EXPORT_ENV, RT_EXPORT_PROMETHEUS };
 int rt_export_format_parse(const char *s, enum rt_export_format *out);
 
 /*
- * Writes the current profile of node_key (NULL as in rt_store_get_profile) in fmt to path, atomically (a temporary
- * file in the same directory created O_EXCL|O_NOFOLLOW 0644, fsync, rename; a symlink at path is replaced, never
- * followed), or to stdout when path is NULL. For env, profile_path is the value printed for RTUNE_PROFILE (NULL: the
+ * Writes the current profile of node_key (NULL as in rt_store_get_profile) in fmt to path with rt_write_file_atomic()
+ * (a regular file replaced atomically, a new one 0644, a FIFO or device written in place, "-" standard output), or to
+ * stdout when path is NULL. For env, profile_path is the value printed for RTUNE_PROFILE (NULL: the
  * line is a comment telling to export the json). ENOENT when there is no profile.
  */
 int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_format fmt, const char *path,
