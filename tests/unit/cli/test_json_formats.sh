@@ -4,7 +4,8 @@
 # (docs/json-formats.md), and every "run_id" in it, at any depth, is a run's uuid (the integer is "id" in a run object,
 # "run_number" in tune's document). Without FAKEDEV: show, history, tune, export, report on a store_fill store. With
 # FAKEDEV (fakedev.so, a software device; label `preload`): devices --json, calibrate --json, calibrate --out - (standard
-# output is the JSON alone, json.loads succeeds, the summary on stderr), calibrate --out FIFO, --numa all's document.
+# output is the JSON alone, json.loads succeeds, the summary on stderr), calibrate --out FIFO, probe --out (FIFO, an
+# existing file).
 # usage: test_json_formats.sh RTUNE STORE_FILL [FAKEDEV]
 set -uo pipefail
 rtune=$(realpath "$1") fill=$(realpath "$2") fakedev=${3:+$(realpath "$3")}
@@ -92,6 +93,19 @@ h = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
 assert c['run_id'] in [r['run_id'] for r in h['runs']]
 assert [r['id'] for r in h['runs'] if r['run_id'] == c['run_id']] == [c['id']]" "$tmp/h.json" "$tmp/cal.json" &&
     ok "calibrate's run_id and id are history's" || bad "calibrate's run_id/id differ from history's"
+  # rtune probe --out: the probe's file (of `rtune devices` run under the probe on fake0), to a FIFO and over a file
+  rm -f "$tmp/fifo" && mkfifo "$tmp/fifo"
+  timeout 120 cat "$tmp/fifo" >"$tmp/probe.json" &
+  reader=$!
+  timeout 120 "$rtune" probe --no-store --out "$tmp/fifo" -- "$rtune" devices >"$tmp/probe.out" 2>&1; rc=$?
+  wait $reader
+  [ $rc -eq 0 ] && [ -p "$tmp/fifo" ] && ok "probe --out FIFO: exit 0, still a FIFO" ||
+    bad "probe --out FIFO: exit $rc: $(head -c 300 "$tmp/probe.out")"
+  doc "probe --out FIFO: the reader got the probe's document" "$tmp/probe.json" rtune-probe "assert d['qps'] is not None"
+  echo old >"$tmp/probe2.json"
+  timeout 120 "$rtune" probe --no-store --out "$tmp/probe2.json" -- "$rtune" devices >"$tmp/probe.out" 2>&1; rc=$?
+  [ $rc -eq 0 ] && ok "probe --out over an existing file: exit 0" || bad "probe --out FILE: exit $rc: $(head -c 300 "$tmp/probe.out")"
+  doc "probe --out FILE: replaced by the probe's document" "$tmp/probe2.json" rtune-probe
 fi
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
