@@ -225,8 +225,10 @@ int cmd_import(int argc, char **argv)
 		int rc;
 
 		if (strcmp(argv[i], "-") == 0) {
-			if (from_stdin)
-				return rt_cli_usage_error("import", "'-' (standard input) given twice");
+			if (from_stdin) {
+				out.rc = rt_cli_usage_error("import", "'-' (standard input) given twice");
+				goto done;
+			}
 			from_stdin = true;
 			continue;
 		}

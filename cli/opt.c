@@ -33,8 +33,8 @@ static const struct option *find_long(const struct option *longopts, const char 
 /* Prints the one line for the option error getopt_long just returned (c is ':' or '?'). */
 static void report(const char *cmd, int c, char **argv, const struct option *longopts)
 {
-	const char *cur = optind > 0 ? argv[optind - 1] : "";
-	bool is_long = cur && strncmp(cur, "--", 2) == 0 && cur[2];
+	const char *cur = optind > 0 && argv[optind - 1] ? argv[optind - 1] : "";
+	bool is_long = strncmp(cur, "--", 2) == 0 && cur[2];
 	const struct option *o = NULL;
 	int n_match = 0;
 
