@@ -55,7 +55,8 @@ mkdir -p "$tmp/empty"
   ok "import -: one document from standard input" || bad "import -: exit $rc: $(cat "$tmp/err")"
 # a stream of documents, as `for n in ...; do ssh $n rtune export; done | rtune import -`
 cat "$tmp/a.json" "$tmp/b.json" | "$rtune" import --db "$tmp/s2.db" - >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 0 ] && [ "$(grep -c "^imported 'standard input" "$tmp/out")" = 2 ] && has_nodes "$tmp/s2.db" fill-host other-host &&
+[ $rc -eq 0 ] && [ "$(grep -c "^imported 'standard input" "$tmp/out")" = 2 ] &&
+  has_nodes "$tmp/s2.db" fill-host other-host &&
   ok "import -: a stream of two documents, both nodes" || bad "import - stream: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 # a broken document in the stream: the one before it stays imported, one error line, exit 1
 { cat "$tmp/a.json"; printf '{"schema": '; } | "$rtune" import --db "$tmp/s3.db" - >"$tmp/out" 2>"$tmp/err"; rc=$?

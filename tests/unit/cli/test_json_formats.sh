@@ -3,9 +3,9 @@
 # Every JSON document rtune prints carries {"schema": {"name": "rtune-<thing>", "version": "MAJOR.MINOR"}} first
 # (docs/json-formats.md), and every "run_id" in it, at any depth, is a run's uuid (the integer is "id" in a run object,
 # "run_number" in tune's document). Without FAKEDEV: show, history, tune, export, report on a store_fill store. With
-# FAKEDEV (fakedev.so, a software device; label `preload`): devices --json, calibrate --json, calibrate --out - (standard
-# output is the JSON alone, json.loads succeeds, the summary on stderr), calibrate --out FIFO, probe --out (FIFO, an
-# existing file).
+# FAKEDEV (fakedev.so, a software device; label `preload`): devices --json, calibrate --json, calibrate --out -
+# (standard output is the JSON alone, json.loads succeeds, the summary on stderr), calibrate --out FIFO, probe --out
+# (FIFO, an existing file).
 # usage: test_json_formats.sh RTUNE STORE_FILL [FAKEDEV]
 set -uo pipefail
 rtune=$(realpath "$1") fill=$(realpath "$2") fakedev=${3:+$(realpath "$3")}
@@ -75,7 +75,8 @@ else
   doc "calibrate --out -: standard output is the JSON alone" "$tmp/out.json" rtune-run "assert seen"
   # (the point tables need points: a loaded machine may end a 2 s budget with none; the "stored as run" line is always)
   grep -q "^stored as run " "$tmp/out.err" &&
-    ok "calibrate --out -: the summary went to stderr" || bad "calibrate --out -: no summary on stderr: $(head -c 600 "$tmp/out.err")"
+    ok "calibrate --out -: the summary went to stderr" ||
+    bad "calibrate --out -: no summary on stderr: $(head -c 600 "$tmp/out.err")"
   rm -f "$tmp/fifo" && mkfifo "$tmp/fifo"
   timeout 120 cat "$tmp/fifo" >"$tmp/fifo.json" &
   reader=$!
@@ -101,10 +102,12 @@ assert [r['id'] for r in h['runs'] if r['run_id'] == c['run_id']] == [c['id']]" 
   wait $reader
   [ $rc -eq 0 ] && [ -p "$tmp/fifo" ] && ok "probe --out FIFO: exit 0, still a FIFO" ||
     bad "probe --out FIFO: exit $rc: $(head -c 300 "$tmp/probe.out")"
-  doc "probe --out FIFO: the reader got the probe's document" "$tmp/probe.json" rtune-probe "assert d['qps'] is not None"
+  doc "probe --out FIFO: the reader got the probe's document" "$tmp/probe.json" rtune-probe \
+    "assert d['qps'] is not None"
   echo old >"$tmp/probe2.json"
   timeout 120 "$rtune" probe --no-store --out "$tmp/probe2.json" -- "$rtune" devices >"$tmp/probe.out" 2>&1; rc=$?
-  [ $rc -eq 0 ] && ok "probe --out over an existing file: exit 0" || bad "probe --out FILE: exit $rc: $(head -c 300 "$tmp/probe.out")"
+  [ $rc -eq 0 ] && ok "probe --out over an existing file: exit 0" ||
+    bad "probe --out FILE: exit $rc: $(head -c 300 "$tmp/probe.out")"
   doc "probe --out FILE: replaced by the probe's document" "$tmp/probe2.json" rtune-probe
 fi
 echo "$fails failure(s)"

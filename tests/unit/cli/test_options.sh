@@ -55,29 +55,34 @@ done
 usage_err "devices: missing value of a short option" "rtune devices: option '-d' needs a value" -- "$rtune" devices -d
 usage_err "calibrate: ambiguous abbreviation" \
   "rtune calibrate: ambiguous option '--no-s' (--no-store, --no-samples)" -- "$rtune" calibrate --no-s
-usage_err "help of an unknown command" "rtune: 'bogus' is not an rtune command; see 'rtune --help'" -- "$rtune" help bogus
+usage_err "help of an unknown command" "rtune: 'bogus' is not an rtune command; see 'rtune --help'" -- \
+  "$rtune" help bogus
 usage_err "tune: extra operand" "rtune tune: unexpected argument 'b'" -- "$rtune" tune --db "$db" a b
 [ ! -e "$tmp/none.db" ] && ok "no store created by a usage error" || bad "a usage error created a store"
 
 # options after operands (GNU permutation)
 "$rtune" tune 2 --json --dry-run --db "$db" >"$tmp/tune.json" 2>"$tmp/err"; rc=$?
-[ $rc -eq 0 ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['run_number'] == 2" "$tmp/tune.json" &&
+[ $rc -eq 0 ] &&
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['run_number'] == 2" "$tmp/tune.json" &&
   ok "rtune tune 2 --json: JSON of run 2" || bad "rtune tune 2 --json: exit $rc: $(head -c 300 "$tmp/err")"
 "$rtune" report "$db" --json >"$tmp/report.json" 2>"$tmp/err"; rc=$?
 [ $rc -eq 0 ] && [ ! -s "$tmp/err" ] && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/report.json" &&
-  ok "rtune report STORE --json: JSON, nothing skipped" || bad "rtune report STORE --json: exit $rc: $(head -c 300 "$tmp/err")"
+  ok "rtune report STORE --json: JSON, nothing skipped" ||
+  bad "rtune report STORE --json: exit $rc: $(head -c 300 "$tmp/err")"
 "$rtune" show rxe0 --json --db "$db" >"$tmp/show.json" 2>"$tmp/err"; rc=$?
 [ $rc -eq 0 ] && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/show.json" &&
   ok "rtune show DEV --json --db: JSON" || bad "rtune show DEV --json --db: exit $rc: $(head -c 300 "$tmp/err")"
 "$rtune" history rxe0 --db "$db" --json >"$tmp/hist.json" 2>"$tmp/err"; rc=$?
 [ $rc -eq 0 ] && python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$tmp/hist.json" &&
   ok "rtune history DEV --db --json: JSON" || bad "rtune history DEV --db --json: exit $rc: $(head -c 300 "$tmp/err")"
-"$rtune" export --db "$db" >"$tmp/p.json" && "$rtune" import "$tmp/p.json" --db "$tmp/imp.db" -q >"$tmp/out" 2>"$tmp/err"; rc=$?
+"$rtune" export --db "$db" >"$tmp/p.json" &&
+  "$rtune" import "$tmp/p.json" --db "$tmp/imp.db" -q >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 0 ] && [ ! -s "$tmp/out" ] && ok "rtune import FILE --db X -q: options after the file" ||
   bad "rtune import FILE --db X -q: exit $rc: $(head -c 300 "$tmp/err")"
 # `--` ends the options: what follows is an operand even if it looks like one
 "$rtune" show --db "$db" -- --json >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 1 ] && grep -q "no profile for device '--json'" "$tmp/err" && ok "rtune show -- --json: '--json' is the device" ||
+[ $rc -eq 1 ] && grep -q "no profile for device '--json'" "$tmp/err" &&
+  ok "rtune show -- --json: '--json' is the device" ||
   bad "rtune show -- --json: exit $rc: $(head -c 300 "$tmp/err")"
 # probe: options before the command; the command's own options are its own
 "$rtune" probe --no-store -- true --bogus >"$tmp/out" 2>"$tmp/err"; rc=$?
