@@ -343,20 +343,22 @@ int cmd_calibrate(int argc, char **argv)
 		case 'd': o.dev_name = optarg; break;
 		case 'i':
 			if (!parse_int(optarg, 1, 255, &v))
-				return rt_cli_usage_error("calibrate", "bad port '%s'", optarg);
+				return rt_cli_usage_error("calibrate",
+							  "option '--ib-port' takes a port 1..255, not '%s'", optarg);
 			o.port = (int)v;
 			break;
 		case 'x':
 			if (!parse_int(optarg, 0, 255, &v))
-				return rt_cli_usage_error("calibrate", "bad gid index '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--gid-index' takes 0..255, not '%s'",
+							  optarg);
 			o.gid_index = (int)v;
 			break;
 		case O_SIZES:
 			if (parse_list_u32(optarg, o.sizes, RT_ENGINE_MAX_SIZES, &o.n_sizes))
 				return rt_cli_usage_error("calibrate",
-							  "bad size list '%s' (sizes 1..%u, comma-separated, "
-							  "at most %d)",
-							  optarg, RT_ENGINE_MAX_MSG, RT_ENGINE_MAX_SIZES);
+							  "option '--sizes' takes at most %d comma-separated sizes "
+							  "1..%u, not '%s'",
+							  RT_ENGINE_MAX_SIZES, RT_ENGINE_MAX_MSG, optarg);
 			qsort(o.sizes, o.n_sizes, sizeof(uint32_t), cmp_u32);
 			{
 				size_t w = 0;
@@ -369,7 +371,9 @@ int cmd_calibrate(int argc, char **argv)
 			break;
 		case O_CAP:
 			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
-				return rt_cli_usage_error("calibrate", "bad size cap '%s'", optarg);
+				return rt_cli_usage_error("calibrate",
+							  "option '--size-cap' takes 1..%u bytes, not '%s'",
+							  RT_ENGINE_MAX_MSG, optarg);
 			o.size_cap = (uint32_t)v;
 			break;
 		case O_OPS:
@@ -394,9 +398,9 @@ int cmd_calibrate(int argc, char **argv)
 			}
 			free(dup);
 			if (bad || !(set[0] || set[1]))
-				return rt_cli_usage_error("calibrate", "bad %s '%s' (%s)",
-							  c == O_OPS ? "op list" : "qp type list", optarg,
-							  c == O_OPS ? "send, write" : "rc, ud");
+				return rt_cli_usage_error(
+					"calibrate", "option '--%s' takes %s or both (comma-separated), not '%s'",
+					c == O_OPS ? "ops" : "qp-type", c == O_OPS ? "send, write" : "rc, ud", optarg);
 			break;
 		}
 		case O_BUDGET: {
@@ -404,7 +408,8 @@ int cmd_calibrate(int argc, char **argv)
 			double b = strtod(optarg, &end);
 
 			if (*end || !(b >= 1 && b <= 86400))
-				return rt_cli_usage_error("calibrate", "bad budget '%s' (1..86400 seconds)", optarg);
+				return rt_cli_usage_error("calibrate",
+							  "option '--budget' takes 1..86400 seconds, not '%s'", optarg);
 			o.budget_s = b;
 			break;
 		}
@@ -415,12 +420,14 @@ int cmd_calibrate(int argc, char **argv)
 			errno = 0;
 			o.seed = strtoull(optarg, &end, 0);
 			if (errno || *end || optarg[0] == '-')
-				return rt_cli_usage_error("calibrate", "bad seed '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--seed' takes a number, not '%s'",
+							  optarg);
 			break;
 		}
 		case O_CPU:
 			if (!parse_int(optarg, 0, 65535, &v))
-				return rt_cli_usage_error("calibrate", "bad cpu '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--cpu' takes a CPU number, not '%s'",
+							  optarg);
 			o.cpu = (int)v;
 			break;
 		case O_NUMA:
@@ -431,12 +438,13 @@ int cmd_calibrate(int argc, char **argv)
 			else if (strcmp(optarg, "all") == 0)
 				o.numa = RT_NUMA_ALL;
 			else
-				return rt_cli_usage_error("calibrate", "bad numa mode '%s' (local, remote, all)",
-							  optarg);
+				return rt_cli_usage_error(
+					"calibrate", "option '--numa' takes local, remote or all, not '%s'", optarg);
 			break;
 		case O_SQ:
 			if (!parse_int(optarg, 2, 65536, &v))
-				return rt_cli_usage_error("calibrate", "bad send queue depth '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--sq-depth' takes 2..65536, not '%s'",
+							  optarg);
 			o.sq_depth = (uint32_t)v;
 			break;
 		case O_PEER: o.peer = optarg; break;
@@ -453,11 +461,13 @@ int cmd_calibrate(int argc, char **argv)
 		return rt_cli_usage_error("calibrate", "unexpected argument '%s'", argv[optind]);
 	to_stdout = out && strcmp(out, "-") == 0;
 	if (o.cpu >= 0 && o.numa != RT_NUMA_LOCAL)
-		return rt_cli_usage_error("calibrate", "--cpu and --numa remote/all exclude each other");
+		return rt_cli_usage_error("calibrate", "options '--cpu' and '--numa remote/all' exclude each other");
 	if (o.peer && o.qpts[RT_QPT_UD] && !o.qpts[RT_QPT_RC])
-		return rt_cli_usage_error("calibrate", "ud is measured in loopback mode only");
+		return rt_cli_usage_error(
+			"calibrate",
+			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
 	if (store && db && !db[0])
-		return rt_cli_usage_error("calibrate", "empty --db path");
+		return rt_cli_usage_error("calibrate", "option '--db' takes a path, not ''");
 
 	if (store) {
 		struct rt_error e;

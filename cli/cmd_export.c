@@ -56,8 +56,8 @@ int cmd_export(int argc, char **argv)
 		case 'n': node_key = optarg; break;
 		case 'f':
 			if (rt_export_format_parse(optarg, &fmt))
-				return rt_cli_usage_error("export", "unknown format '%s' (json, env or prometheus)",
-							  optarg);
+				return rt_cli_usage_error(
+					"export", "option '--format' takes json, env or prometheus, not '%s'", optarg);
 			break;
 		case 'o': out = optarg; break;
 		case 'p': profile = optarg; break;

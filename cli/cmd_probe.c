@@ -263,7 +263,7 @@ int cmd_probe(int argc, char **argv)
 	if (optind >= argc)
 		return rt_cli_usage_error("probe", "no command to run: rtune probe [OPTIONS] -- CMD [ARGS...]");
 	if (name && (!*name || strlen(name) >= RT_NAME_LEN))
-		return rt_cli_usage_error("probe", "--name must have 1 to %d characters", RT_NAME_LEN - 1);
+		return rt_cli_usage_error("probe", "option '--name' takes 1 to %d characters", RT_NAME_LEN - 1);
 	if (apply && access(apply, R_OK)) {
 		rt_cli_error("cannot read profile '%s': %s", apply, strerror(errno));
 		return RT_EXIT_USAGE;

@@ -59,7 +59,7 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		rt_cli_usage_error("report", "%s: '%s' is not a number in %g..%g", opt, s, lo, hi);
+		rt_cli_usage_error("report", "option '%s' takes a number in %g..%g, not '%s'", opt, lo, hi, s);
 		return RT_EXIT_USAGE;
 	}
 	*out = v;
@@ -123,11 +123,11 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (json && csv)
-		return rt_cli_usage_error("report", "--json and --csv are exclusive");
+		return rt_cli_usage_error("report", "options '--json' and '--csv' exclude each other");
 	if (html && !*html)
-		return rt_cli_usage_error("report", "--html needs a file name");
+		return rt_cli_usage_error("report", "option '--html' takes a file name, not ''");
 	if (output && !*output)
-		return rt_cli_usage_error("report", "--output needs a file name");
+		return rt_cli_usage_error("report", "option '--output' takes a file name, not ''");
 	if (html && !strcmp(html, "-") && (json || csv) && (!output || !strcmp(output, "-")))
 		return rt_cli_usage_error("report", "--html - and --%s both want standard output: add -o FILE",
 					  json ? "json" : "csv");

@@ -76,7 +76,8 @@ int cmd_serve(int argc, char **argv)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v < 1 || v > 65535)
-				return rt_cli_usage_error("serve", "bad port '%s'", optarg);
+				return rt_cli_usage_error("serve", "option '--port' takes a port 1..65535, not '%s'",
+							  optarg);
 			o.port = (int)v;
 			break;
 		}
@@ -86,7 +87,8 @@ int cmd_serve(int argc, char **argv)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v < 1 || v > 1000000)
-				return rt_cli_usage_error("serve", "bad client count '%s'", optarg);
+				return rt_cli_usage_error("serve", "option '--clients' takes a client count, not '%s'",
+							  optarg);
 			o.max_clients = (int)v;
 			break;
 		}

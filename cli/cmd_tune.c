@@ -155,14 +155,14 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 			errno = 0;
 			o->tolerance_pct = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(o->tolerance_pct > 0 && o->tolerance_pct < 50))
-				return rt_cli_usage_error("tune", "--tolerance takes a percentage in (0, 50), not '%s'",
-							  optarg);
+				return rt_cli_usage_error(
+					"tune", "option '--tolerance' takes a percentage in (0, 50), not '%s'", optarg);
 			break;
 		case 's':
 			errno = 0;
 			o->seed = strtoull(optarg, &end, 0);
 			if (errno || end == optarg || *end)
-				return rt_cli_usage_error("tune", "--seed takes a number, not '%s'", optarg);
+				return rt_cli_usage_error("tune", "option '--seed' takes a number, not '%s'", optarg);
 			break;
 		case 'j': o->json = true; break;
 		case 'n': o->dry_run = true; break;

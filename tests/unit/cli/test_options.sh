@@ -58,6 +58,14 @@ usage_err "calibrate: ambiguous abbreviation" \
 usage_err "help of an unknown command" "rtune: 'bogus' is not an rtune command; see 'rtune --help'" -- \
   "$rtune" help bogus
 usage_err "tune: extra operand" "rtune tune: unexpected argument 'b'" -- "$rtune" tune --db "$db" a b
+# a bad value: one line in the same style, naming the option and the value
+usage_err "tune: bad value" "rtune tune: option '--seed' takes a number, not 'x'" -- "$rtune" tune --seed x
+usage_err "calibrate: bad value" "rtune calibrate: option '--budget' takes 1..86400 seconds, not '0'" -- \
+  "$rtune" calibrate --budget 0
+usage_err "serve: bad value" "rtune serve: option '--port' takes a port 1..65535, not '0'" -- "$rtune" serve --port 0
+usage_err "report: bad value" "rtune report: option '--z' takes a number in 0.5..100, not '0'" -- "$rtune" report --z 0
+usage_err "export: bad value" "rtune export: option '--format' takes json, env or prometheus, not 'x'" -- \
+  "$rtune" export --format x
 [ ! -e "$tmp/none.db" ] && ok "no store created by a usage error" || bad "a usage error created a store"
 
 # options after operands (GNU permutation)

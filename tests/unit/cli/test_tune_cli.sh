@@ -76,8 +76,8 @@ expect unknown-app 1 "no histogram of application 'nosuch'" -- "$rtune" tune --d
 expect unknown-run 1 "99999" -- "$rtune" tune --db "$dir/t.db" 99999
 expect no-store 1 "no store at '$dir/none.db'" -- "$rtune" tune --db "$dir/none.db"
 [ ! -e "$dir/none.db" ] && ok no-store-not-created || bad no-store-not-created
-expect bad-tolerance 2 "--tolerance takes a percentage" -- "$rtune" tune --db "$dir/t.db" --tolerance 0
-expect bad-seed 2 "--seed takes a number" -- "$rtune" tune --db "$dir/t.db" --seed x
+expect bad-tolerance 2 "rtune tune: option '--tolerance' takes a percentage in (0, 50), not '0'" -- "$rtune" tune --db "$dir/t.db" --tolerance 0
+expect bad-seed 2 "rtune tune: option '--seed' takes a number, not 'x'" -- "$rtune" tune --db "$dir/t.db" --seed x
 expect extra-arg 2 "unexpected argument 'b'" -- "$rtune" tune --db "$dir/t.db" a b
 printf 'not a database at all' > "$dir/junk.db"
 cp "$dir/junk.db" "$dir/junk.orig"
