@@ -65,22 +65,22 @@ struct path_list {
 	size_t n, cap;
 };
 
-/* Appends a copy of path; returns 0 or ENOMEM. */
-static int add_path(struct path_list *l, const char *dir, const char *name)
+/* Appends p (malloc'd, now owned by the list; freed here when it cannot be added); returns 0 or ENOMEM. */
+static int push_path(struct path_list *l, char *p)
 {
-	char *p;
-
+	if (!p)
+		return ENOMEM;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		char **v = realloc(l->v, cap * sizeof(*v));
 
-		if (!v)
+		if (!v) {
+			free(p);
 			return ENOMEM;
+		}
 		l->v = v;
 		l->cap = cap;
 	}
-	if (dir ? asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", name) < 0 : !(p = strdup(name)))
-		return ENOMEM;
 	l->v[l->n++] = p;
 	return 0;
 }
@@ -109,7 +109,7 @@ static int add_dir(struct path_list *l, const char *dir)
 
 		if (de->d_name[0] == '.' || len < 6 || strcmp(de->d_name + len - 5, ".json"))
 			continue;
-		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0) {
+		if (asprintf(&p, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) < 0) {
 			closedir(d);
 			return ENOMEM;
 		}
@@ -117,8 +117,7 @@ static int add_dir(struct path_list *l, const char *dir)
 			free(p);
 			continue;
 		}
-		free(p);
-		if (add_path(l, dir, de->d_name)) {
+		if (push_path(l, p)) {
 			closedir(d);
 			return ENOMEM;
 		}
@@ -233,7 +232,7 @@ int cmd_import(int argc, char **argv)
 			continue;
 		}
 		rc = stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode) ? add_dir(&files, argv[i])
-								    : add_path(&files, NULL, argv[i]);
+								    : push_path(&files, strdup(argv[i]));
 		if (rc == ENOMEM) {
 			rt_cli_error("out of memory");
 			out.rc = RT_EXIT_FAIL;
