@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * rtune's entry point: a git-style command table dispatching to one file per subcommand, the top-level help and version,
- * and the error helpers every subcommand reports through.
+ * rtune's entry point: a git-style command table dispatching to one file per subcommand, the top-level help (and
+ * `rtune help CMD`, which is CMD's --help) and version, and the error helpers every subcommand reports through.
  */
 #include "cli.h"
 
@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 		print_help(stderr);
 		return RT_EXIT_USAGE;
 	}
-	if (rt_cli_is_help(argv[1]) || (strcmp(argv[1], "help") == 0 && argc == 2)) {
+	if (rt_cli_is_help(argv[1]) || (strcmp(argv[1], "help") == 0 && (argc == 2 || strcmp(argv[2], "help") == 0))) {
 		print_help(stdout);
 		return RT_EXIT_OK;
 	}
