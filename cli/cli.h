@@ -6,6 +6,7 @@
 #ifndef RT_CLI_H
 #define RT_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -33,9 +34,16 @@ int cmd_report(int argc, char **argv);
 
 /* Prints "rtune: <message>\n" on stderr. */
 void rt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints "rtune <cmd>: <message>" on stderr followed by "try 'rtune <cmd> --help'"; returns RT_EXIT_USAGE. */
+/* Prints the one line "rtune <cmd>: <message>" on stderr; returns RT_EXIT_USAGE. */
 int rt_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* True when arg is -h or --help. */
 bool rt_cli_is_help(const char *arg);
+/*
+ * getopt_long under rtune's convention (cli/opt.c): options anywhere before `--` (GNU permutation; shortopts starting
+ * with '+' stop at the first operand instead, for `rtune probe ... CMD ARGS`), getopt's own messages off. Returns the
+ * option as getopt_long does, -1 at the end (operands are then argv[optind..]), or '?' after printing the one line of
+ * an unknown option, a missing value or a value given to an option that takes none: the caller returns RT_EXIT_USAGE.
+ */
+int rt_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
 
 #endif

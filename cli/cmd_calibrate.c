@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "rt_engine.h"
+#include "rt_out.h"
 #include "rt_store.h"
 
 #include <errno.h>
@@ -50,7 +51,7 @@ static const char usage[] =
 	"  --db PATH              store (default: $RTUNE_DB, /var/lib/rtune/rtune.db as root, else\n"
 	"                         $XDG_STATE_HOME/rtune/rtune.db)\n"
 	"  --no-store             do not store the run\n"
-	"  --out FILE             also write the run as JSON to FILE\n"
+	"  --out FILE             also write the run as JSON to FILE ('-': standard output, the summary to stderr)\n"
 	"  --json                 print the run as JSON on stdout (instead of the summary)\n"
 	"  --no-samples           leave raw samples out of the JSON\n"
 	"  -h, --help             this text\n"
@@ -180,15 +181,15 @@ static int exit_code_of(int rc, bool began)
 	}
 }
 
-static void print_summary(const struct rt_run *run)
+static void print_summary(FILE *f, const struct rt_run *run)
 {
-	printf("calibrated %s port %d (%s, gid index %d) from cpu %d (numa node %d%s), clock %s\n", run->dev.name,
-	       run->port_num, run->env.mode, run->gid_index, run->env.cpu, run->env.cpu_numa_node,
-	       run->env.numa_local ? ", local" : ", REMOTE", run->env.clock);
-	printf("max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n", run->dev.max_inline_rc,
-	       run->dev.max_inline_ud, run->max_inline_used, rt_run_status_name(run->status));
-	printf("\n%-6s %-3s %-9s %7s  %-28s %-28s\n", "op", "qp", "kind", "bytes", "inline median [95% CI] ns",
-	       "non-inline median [95% CI] ns");
+	fprintf(f, "calibrated %s port %d (%s, gid index %d) from cpu %d (numa node %d%s), clock %s\n", run->dev.name,
+		run->port_num, run->env.mode, run->gid_index, run->env.cpu, run->env.cpu_numa_node,
+		run->env.numa_local ? ", local" : ", REMOTE", run->env.clock);
+	fprintf(f, "max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n", run->dev.max_inline_rc,
+		run->dev.max_inline_ud, run->max_inline_used, rt_run_status_name(run->status));
+	fprintf(f, "\n%-6s %-3s %-9s %7s  %-28s %-28s\n", "op", "qp", "kind", "bytes", "inline median [95% CI] ns",
+		"non-inline median [95% CI] ns");
 	for (size_t i = 0; i < run->n_lat; i++) {
 		const struct rt_lat_point *a = &run->lat[i], *b = NULL;
 		char sa[64], sb[64];
@@ -209,16 +210,16 @@ static void print_summary(const struct rt_run *run)
 				 b->n_samples);
 		else
 			snprintf(sb, sizeof(sb), "-");
-		printf("%-6s %-3s %-9s %7u  %-28s %-28s\n", rt_opcode_name(a->op), rt_qp_type_name(a->qpt),
-		       rt_lat_kind_name(a->kind), a->msg_bytes, sa, sb);
+		fprintf(f, "%-6s %-3s %-9s %7u  %-28s %-28s\n", rt_opcode_name(a->op), rt_qp_type_name(a->qpt),
+			rt_lat_kind_name(a->kind), a->msg_bytes, sa, sb);
 	}
-	printf("\n%-6s %7s %-6s %5s %9s %12s %7s\n", "op", "bytes", "inline", "N", "Mops", "cpu ns/msg", "enomem");
+	fprintf(f, "\n%-6s %7s %-6s %5s %9s %12s %7s\n", "op", "bytes", "inline", "N", "Mops", "cpu ns/msg", "enomem");
 	for (size_t i = 0; i < run->n_rate; i++) {
 		const struct rt_rate_point *r = &run->rate[i];
 
-		printf("%-6s %7u %-6s %5u %9.4f %12.0f %7llu\n", rt_opcode_name(r->op), r->msg_bytes,
-		       r->inl ? "yes" : "no", r->signal_interval, r->mops, r->cpu_ns_per_msg,
-		       (unsigned long long)r->enomem);
+		fprintf(f, "%-6s %7u %-6s %5u %9.4f %12.0f %7llu\n", rt_opcode_name(r->op), r->msg_bytes,
+			r->inl ? "yes" : "no", r->signal_interval, r->mops, r->cpu_ns_per_msg,
+			(unsigned long long)r->enomem);
 	}
 	for (int op = 0; op < RT_OP__COUNT; op++) {
 		const struct rt_cq_moderation *m = &run->cqmod[op];
@@ -226,39 +227,28 @@ static void print_summary(const struct rt_run *run)
 		if (!m->measured)
 			continue;
 		if (m->supported)
-			printf("cq moderation (%s): best count %u period %u us: %.4f Mops (off %.4f)\n",
-			       rt_opcode_name((enum rt_opcode)op), m->best_count, m->best_period_us, m->mops_best,
-			       m->mops_off);
+			fprintf(f, "cq moderation (%s): best count %u period %u us: %.4f Mops (off %.4f)\n",
+				rt_opcode_name((enum rt_opcode)op), m->best_count, m->best_period_us, m->mops_best,
+				m->mops_off);
 		else
-			printf("cq moderation (%s): unsupported: %s\n", rt_opcode_name((enum rt_opcode)op), m->reason);
+			fprintf(f, "cq moderation (%s): unsupported: %s\n", rt_opcode_name((enum rt_opcode)op),
+				m->reason);
 	}
 }
 
-static int write_out(const char *path, const char *text)
+/* Writes text and a newline to path ("-": standard output) with the shared output writer; returns 0 or an errno. */
+static int write_out(const char *path, const char *text, struct rt_error *err)
 {
-	FILE *f;
+	struct rt_out o;
+	int rc = rt_out_open(path, 0644, &o, err);
 
-	if (strcmp(path, "-") == 0)
-		return fputs(text, stdout) < 0 || fputc('\n', stdout) == EOF ? EIO : 0;
-	/* never through a symlink; 0644 like every file rtune writes into possibly shared places */
-	{
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			return errno;
-		f = fdopen(fd, "w");
-		if (!f) {
-			int e = errno;
-
-			close(fd);
-			return e;
-		}
+	if (rc)
+		return rc;
+	if ((rc = rt_out_write(&o, text, strlen(text), err)) || (rc = rt_out_write(&o, "\n", 1, err))) {
+		rt_out_abort(&o);
+		return rc;
 	}
-	if (fputs(text, f) < 0 || fputc('\n', f) == EOF) {
-		fclose(f);
-		return EIO;
-	}
-	return fclose(f) ? errno : 0;
+	return rt_out_commit(&o, err);
 }
 
 /* One run with the given options: measure, store, report. Returns an RT_EXIT_* code; *json_out gets the JSON. */
@@ -351,7 +341,7 @@ int cmd_calibrate(int argc, char **argv)
 	struct rt_cal_opts o;
 	struct cal_ctx x;
 	const char *db = NULL, *out = NULL;
-	bool json = false, store = true, samples = true;
+	bool json = false, store = true, samples = true, to_stdout = false;
 	int c, code = RT_EXIT_OK, n_runs = 1;
 	struct sigaction sa;
 	char *texts[2] = { NULL, NULL };
@@ -361,26 +351,27 @@ int cmd_calibrate(int argc, char **argv)
 	rt_cal_opts_init(&o);
 	memset(&x, 0, sizeof(x));
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+d:i:x:h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("calibrate", argc, argv, "d:i:x:h", opts)) != -1) {
 		switch (c) {
 		case 'd': o.dev_name = optarg; break;
 		case 'i':
 			if (!parse_int(optarg, 1, 255, &v))
-				return rt_cli_usage_error("calibrate", "bad port '%s'", optarg);
+				return rt_cli_usage_error("calibrate",
+							  "option '--ib-port' takes a port 1..255, not '%s'", optarg);
 			o.port = (int)v;
 			break;
 		case 'x':
 			if (!parse_int(optarg, 0, 255, &v))
-				return rt_cli_usage_error("calibrate", "bad gid index '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--gid-index' takes 0..255, not '%s'",
+							  optarg);
 			o.gid_index = (int)v;
 			break;
 		case O_SIZES:
 			if (parse_list_u32(optarg, o.sizes, RT_ENGINE_MAX_SIZES, &o.n_sizes))
 				return rt_cli_usage_error("calibrate",
-							  "bad size list '%s' (sizes 1..%u, comma-separated, "
-							  "at most %d)",
-							  optarg, RT_ENGINE_MAX_MSG, RT_ENGINE_MAX_SIZES);
+							  "option '--sizes' takes at most %d comma-separated sizes "
+							  "1..%u, not '%s'",
+							  RT_ENGINE_MAX_SIZES, RT_ENGINE_MAX_MSG, optarg);
 			qsort(o.sizes, o.n_sizes, sizeof(uint32_t), cmp_u32);
 			{
 				size_t w = 0;
@@ -393,7 +384,9 @@ int cmd_calibrate(int argc, char **argv)
 			break;
 		case O_CAP:
 			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
-				return rt_cli_usage_error("calibrate", "bad size cap '%s'", optarg);
+				return rt_cli_usage_error("calibrate",
+							  "option '--size-cap' takes 1..%u bytes, not '%s'",
+							  RT_ENGINE_MAX_MSG, optarg);
 			o.size_cap = (uint32_t)v;
 			break;
 		case O_OPS:
@@ -418,9 +411,9 @@ int cmd_calibrate(int argc, char **argv)
 			}
 			free(dup);
 			if (bad || !(set[0] || set[1]))
-				return rt_cli_usage_error("calibrate", "bad %s '%s' (%s)",
-							  c == O_OPS ? "op list" : "qp type list", optarg,
-							  c == O_OPS ? "send, write" : "rc, ud");
+				return rt_cli_usage_error(
+					"calibrate", "option '--%s' takes %s or both (comma-separated), not '%s'",
+					c == O_OPS ? "ops" : "qp-type", c == O_OPS ? "send, write" : "rc, ud", optarg);
 			break;
 		}
 		case O_BUDGET: {
@@ -428,7 +421,8 @@ int cmd_calibrate(int argc, char **argv)
 			double b = strtod(optarg, &end);
 
 			if (*end || !(b >= 1 && b <= 86400))
-				return rt_cli_usage_error("calibrate", "bad budget '%s' (1..86400 seconds)", optarg);
+				return rt_cli_usage_error("calibrate",
+							  "option '--budget' takes 1..86400 seconds, not '%s'", optarg);
 			o.budget_s = b;
 			break;
 		}
@@ -439,12 +433,14 @@ int cmd_calibrate(int argc, char **argv)
 			errno = 0;
 			o.seed = strtoull(optarg, &end, 0);
 			if (errno || *end || optarg[0] == '-')
-				return rt_cli_usage_error("calibrate", "bad seed '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--seed' takes a number, not '%s'",
+							  optarg);
 			break;
 		}
 		case O_CPU:
 			if (!parse_int(optarg, 0, 65535, &v))
-				return rt_cli_usage_error("calibrate", "bad cpu '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--cpu' takes a CPU number, not '%s'",
+							  optarg);
 			o.cpu = (int)v;
 			break;
 		case O_NUMA:
@@ -455,12 +451,13 @@ int cmd_calibrate(int argc, char **argv)
 			else if (strcmp(optarg, "all") == 0)
 				o.numa = RT_NUMA_ALL;
 			else
-				return rt_cli_usage_error("calibrate", "bad numa mode '%s' (local, remote, all)",
-							  optarg);
+				return rt_cli_usage_error(
+					"calibrate", "option '--numa' takes local, remote or all, not '%s'", optarg);
 			break;
 		case O_SQ:
 			if (!parse_int(optarg, 2, 65536, &v))
-				return rt_cli_usage_error("calibrate", "bad send queue depth '%s'", optarg);
+				return rt_cli_usage_error("calibrate", "option '--sq-depth' takes 2..65536, not '%s'",
+							  optarg);
 			o.sq_depth = (uint32_t)v;
 			break;
 		case O_PEER: o.peer = optarg; break;
@@ -470,19 +467,20 @@ int cmd_calibrate(int argc, char **argv)
 		case O_JSON: json = true; break;
 		case O_NOSAMPLES: samples = false; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default:
-			return rt_cli_usage_error("calibrate", "unknown option or missing value '%s'",
-						  argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
 		return rt_cli_usage_error("calibrate", "unexpected argument '%s'", argv[optind]);
+	to_stdout = out && strcmp(out, "-") == 0;
 	if (o.cpu >= 0 && o.numa != RT_NUMA_LOCAL)
-		return rt_cli_usage_error("calibrate", "--cpu and --numa remote/all exclude each other");
+		return rt_cli_usage_error("calibrate", "options '--cpu' and '--numa remote/all' exclude each other");
 	if (o.peer && o.qpts[RT_QPT_UD] && !o.qpts[RT_QPT_RC])
-		return rt_cli_usage_error("calibrate", "ud is measured in loopback mode only");
+		return rt_cli_usage_error(
+			"calibrate",
+			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
 	if (store && db && !db[0])
-		return rt_cli_usage_error("calibrate", "empty --db path");
+		return rt_cli_usage_error("calibrate", "option '--db' takes a path, not ''");
 
 	if (store) {
 		struct rt_error e;
@@ -519,9 +517,9 @@ int cmd_calibrate(int argc, char **argv)
 		if (rc || g_stop)
 			break;
 	}
-	/* output: one run as an object, --numa all as an array of the runs measured */
+	/* output: one run as an object, --numa all as an rtune-run-list document of the runs measured */
 	if (json || out) {
-		size_t len = 8;
+		size_t len = 80;
 		char *all;
 
 		for (int r = 0; r < n_runs; r++)
@@ -529,8 +527,10 @@ int cmd_calibrate(int argc, char **argv)
 		all = malloc(len);
 		if (all) {
 			all[0] = '\0';
+			/* --numa all: the runs in one document of its own schema (docs/json-formats.md) */
 			if (n_runs > 1)
-				strcat(all, "[");
+				strcat(all,
+				       "{\"schema\": {\"name\": \"rtune-run-list\", \"version\": \"1.0\"}, \"runs\": [");
 			for (int r = 0, first = 1; r < n_runs; r++) {
 				if (!texts[r])
 					continue;
@@ -540,26 +540,36 @@ int cmd_calibrate(int argc, char **argv)
 				first = 0;
 			}
 			if (n_runs > 1)
-				strcat(all, "]");
-			if (out) {
-				int e = write_out(out, all);
+				strcat(all, "]}");
+			/* --out - is --json: the document once on standard output */
+			if (out && !to_stdout) {
+				struct rt_error e;
 
-				if (e) {
-					rt_cli_error("cannot write '%s': %s", out, strerror(e));
+				if (write_out(out, all, &e)) {
+					rt_cli_error("%s", e.text);
 					code = code ? code : RT_EXIT_FAIL;
 				}
 			}
-			if (json && write_out("-", all))
-				code = code ? code : RT_EXIT_FAIL;
+			if (json || to_stdout) {
+				struct rt_error e;
+
+				if (write_out("-", all, &e)) {
+					rt_cli_error("%s", e.text);
+					code = code ? code : RT_EXIT_FAIL;
+				}
+			}
 			free(all);
 		}
 	}
 	for (int r = 0; r < n_runs; r++) {
+		/* standard output holds only the JSON when it carries it (--out -); the summary then goes to stderr */
+		FILE *sf = to_stdout ? stderr : stdout;
+
 		if (!json && (runs[r].n_lat || runs[r].n_rate))
-			print_summary(&runs[r]);
+			print_summary(sf, &runs[r]);
 		if (!json && runs[r].id)
-			printf("stored as run %lld (%s) in %s\n", (long long)runs[r].id, runs[r].uuid,
-			       rt_store_path(x.st));
+			fprintf(sf, "stored as run %lld (%s) in %s\n", (long long)runs[r].id, runs[r].uuid,
+				rt_store_path(x.st));
 		free(texts[r]);
 		rt_run_release(&runs[r]);
 	}

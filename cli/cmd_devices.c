@@ -95,14 +95,13 @@ int cmd_devices(int argc, char **argv)
 	int n = 0, c, rc = RT_EXIT_OK;
 
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("devices", argc, argv, "d:h", opts)) != -1) {
 		switch (c) {
 		case 'd': only = optarg; break;
 		case 'j': json = true; break;
 		case 'n': probe = false; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("devices", "unknown option '%s'", argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

@@ -2,13 +2,15 @@
 /*
  * `rtune export`: the node's current profile as the JSON profile v1 (for librtune and other nodes' `rtune import`),
  * as shell lines for existing stacks (libfabric verbs, UCX, rtune's own variables), or as a Prometheus textfile for
- * node_exporter. Files are written atomically (temporary file in the same directory, fsync, rename).
+ * node_exporter. Files are written with the shared output writer (rt_out.h: atomic replace of a regular file, a FIFO
+ * or device in place, '-' standard output).
  */
 #include "cli.h"
 #include "rt_store.h"
 
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char usage[] =
 	"usage: rtune export [--db PATH] [--node NODE] [--format json|env|prometheus] [-o FILE] [--profile PATH]\n"
@@ -25,7 +27,8 @@ static const char usage[] =
 	"                       else $XDG_STATE_HOME/rtune/rtune.db, i.e. ~/.local/state/rtune/rtune.db)\n"
 	"  --node NODE          node (hostname or machine-id) when the store holds several\n"
 	"  --format FMT         json (default), env or prometheus\n"
-	"  -o, --output FILE    write FILE atomically (0644) instead of standard output\n"
+	"  -o, --output FILE    write FILE instead of standard output ('-': standard output): a regular file is\n"
+	"                       replaced atomically (a new one is 0644), a FIFO or device written in place\n"
 	"  --profile PATH       value of RTUNE_PROFILE in env output (default: $RTUNE_PROFILE)\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -48,19 +51,19 @@ int cmd_export(int argc, char **argv)
 	struct rt_error err;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("export", argc, argv, "o:h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'n': node_key = optarg; break;
 		case 'f':
 			if (rt_export_format_parse(optarg, &fmt))
-				return rt_cli_usage_error("export", "unknown format '%s' (json, env or prometheus)",
-							  optarg);
+				return rt_cli_usage_error(
+					"export", "option '--format' takes json, env or prometheus, not '%s'", optarg);
 			break;
 		case 'o': out = optarg; break;
 		case 'p': profile = optarg; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("export", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -69,7 +72,8 @@ int cmd_export(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		return RT_EXIT_FAIL;
 	}
-	rc = rt_store_export(st, node_key, fmt, out, profile && *profile ? profile : NULL, &err);
+	rc = rt_store_export(st, node_key, fmt, out && strcmp(out, "-") ? out : NULL,
+			     profile && *profile ? profile : NULL, &err);
 	if (rc)
 		rt_cli_error("%s", err.text);
 	rt_store_close(st);

@@ -127,12 +127,12 @@ int cmd_history(int argc, char **argv)
 	size_t n = 0, n_chg = 0;
 	int c, rc = RT_EXIT_FAIL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("history", argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'j': json = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("history", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -148,7 +148,8 @@ int cmd_history(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = json_pack("{s:s, s:[]}", "store", rt_store_path(st), "runs");
+		json_t *doc = json_pack("{s:{s:s, s:s}, s:s, s:[]}", "schema", "name", "rtune-history", "version",
+					"1.0", "store", rt_store_path(st), "runs");
 		json_t *arr = json_object_get(doc, "runs");
 
 		for (size_t i = 0; doc && i < n; i++) {

@@ -8,6 +8,7 @@
  * SEND/RDMA WRITE WRs).
  */
 #include "cli.h"
+#include "rt_out.h"
 #include "rt_probe_reader.h"
 #include "rt_store.h"
 
@@ -79,75 +80,32 @@ static int find_probe_lib(char *out, size_t len)
 	return access(out, R_OK) ? ENOENT : 0;
 }
 
-/* Reads the file at path into *out (NUL-terminated, *len bytes). 0 or an errno. */
-static int slurp(const char *path, char **out, size_t *len)
+/* Copies src to dst with the shared output writer (rt_out.h: '-' standard output, a regular file replaced atomically, a
+ * new one 0600, a FIFO or device written in place); returns 0 or an errno with err set. */
+static int copy_file(const char *src, const char *dst, struct rt_error *err)
 {
-	FILE *f = fopen(path, "rbe");
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	int ret = 0;
+	char buf[65536];
+	int in = open(src, O_RDONLY | O_CLOEXEC), ret;
+	struct rt_out out;
+	ssize_t n;
 
-	if (!f)
-		return errno;
-	for (;;) {
-		if (cap - n < 65536) {
-			char *nb = realloc(buf, cap + 65536 + 1);
-
-			if (!nb) {
-				ret = ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap += 65536;
-		}
-		size_t r = fread(buf + n, 1, cap - n, f);
-
-		n += r;
-		if (r == 0) {
-			if (ferror(f))
-				ret = EIO;
-			break;
-		}
-	}
-	fclose(f);
-	if (ret) {
-		free(buf);
+	if (in < 0)
+		return rt_error_set(err, errno, "cannot read '%s': %s", src, strerror(errno));
+	if ((ret = rt_out_open(dst, 0600, &out, err))) {
+		close(in);
 		return ret;
 	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
-}
-
-/*
- * Writes the probe file src to dst as every rtune output is written: "-" is standard output, anything else goes
- * through rt_write_file_atomic (0644, a regular file replaced atomically). Returns 0 or RT_EXIT_FAIL with one line
- * printed.
- */
-static int write_out(const char *src, const char *dst)
-{
-	struct rt_error err = { 0 };
-	char *data = NULL;
-	size_t len = 0;
-	int e = slurp(src, &data, &len);
-
-	if (e) {
-		rt_cli_error("cannot read the probe's output '%s': %s", src, strerror(e));
-		return RT_EXIT_FAIL;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if ((ret = rt_out_write(&out, buf, (size_t)n, err)))
+			break;
+	if (n < 0)
+		ret = rt_error_set(err, errno, "cannot read '%s': %s", src, strerror(errno));
+	close(in);
+	if (ret) {
+		rt_out_abort(&out);
+		return ret;
 	}
-	if (!strcmp(dst, "-")) {
-		e = fwrite(data, 1, len, stdout) != len || fflush(stdout) ? EIO : 0;
-		if (e)
-			rt_cli_error("cannot write to standard output: %s", strerror(errno ? errno : EIO));
-	} else if (rt_write_file_atomic(dst, data, len, 0644, &err)) {
-		rt_cli_error("%s", err.text);
-		e = EIO;
-	} else {
-		fprintf(stderr, "rtune probe: wrote '%s'\n", dst);
-	}
-	free(data);
-	return e ? RT_EXIT_FAIL : RT_EXIT_OK;
+	return rt_out_commit(&out, err);
 }
 
 /* One line per (QP type, opcode class) the application used; each QP type's QPs and SQ-full ENOMEM; samples. */
@@ -382,7 +340,7 @@ int cmd_probe(int argc, char **argv)
 	const char *tmp = getenv("TMPDIR");
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("probe", argc, argv, "+h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'n': name = optarg; break;
@@ -390,13 +348,13 @@ int cmd_probe(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'N': no_store = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("probe", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc)
 		return rt_cli_usage_error("probe", "no command to run: rtune probe [OPTIONS] -- CMD [ARGS...]");
 	if (name && (!*name || strlen(name) >= RT_NAME_LEN))
-		return rt_cli_usage_error("probe", "--name must have 1 to %d characters", RT_NAME_LEN - 1);
+		return rt_cli_usage_error("probe", "option '--name' takes 1 to %d characters", RT_NAME_LEN - 1);
 	if (apply && access(apply, R_OK)) {
 		rt_cli_error("cannot read profile '%s': %s", apply, strerror(errno));
 		return RT_EXIT_USAGE;
@@ -485,14 +443,19 @@ int cmd_probe(int argc, char **argv)
 		if (out) {
 			char dst[PATH_MAX * 2];
 			const char *pid = strrchr(files[i], '/') + 7; /* "<pid>.json" after "/probe." */
+			struct rt_error e;
 
 			/* "-": every process's document in turn on standard output (a JSON text sequence) */
-			if (nfiles == 1 || !strcmp(out, "-"))
+			if (nfiles == 1 || strcmp(out, "-") == 0)
 				snprintf(dst, sizeof(dst), "%s", out);
 			else
 				snprintf(dst, sizeof(dst), "%s.%.*s", out, (int)strcspn(pid, "."), pid);
-			if (write_out(files[i], dst))
+			if (copy_file(files[i], dst, &e)) {
+				rt_cli_error("%s", e.text);
 				ret = RT_EXIT_FAIL;
+			} else if (strcmp(dst, "-") != 0) {
+				fprintf(stderr, "rtune probe: wrote '%s'\n", dst);
+			}
 		}
 		unlink(files[i]);
 		free(files[i]);

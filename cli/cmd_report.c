@@ -14,14 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt_out.h"
 #include "rt_report.h"
 #include "rt_store.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rtune report [--json | --csv] [--html FILE] [--db PATH] [--now TIME] [--stale-days N]\n"
-		"                    [--min-group N] [--z Z] [PATH...]\n\n"
+		"usage: rtune report [--json | --csv] [-o FILE] [--html FILE] [--db PATH] [--now TIME]\n"
+		"                    [--stale-days N] [--min-group N] [--z Z] [PATH...]\n\n"
 		"Fleet report over many nodes' profiles. PATH is an rtune store, a JSON profile (rtune export), or a\n"
 		"directory searched recursively for *.json, *.db, *.sqlite, *.sqlite3 and *.rtune; with no PATH (and no\n"
 		"--db) the local store is read ($RTUNE_DB, else the default store path).\n\n"
@@ -35,13 +36,16 @@ static void usage(FILE *f)
 		"Drift: a node's latest run moved away from its earlier runs (stores).\n\n"
 		"  --json          the report as JSON on stdout (schema rtune-report 1.0)\n"
 		"  --csv           one CSV row per node entry on stdout\n"
-		"  --html FILE     also write a self-contained HTML page with SVG charts to FILE\n"
+		"  -o, --output FILE  write the report (text, JSON or CSV) to FILE instead of stdout\n"
+		"  --html FILE     also write a self-contained HTML page with SVG charts to FILE ('-': standard output,\n"
+		"                  which then carries the page alone; the report goes to -o FILE, or nowhere)\n"
 		"  --db PATH       read this store (same as giving PATH)\n"
 		"  --now TIME      judge ages against TIME (seconds since the epoch) instead of now\n"
 		"  --stale-days N  a profile this many days older than its group's median is stale (default 90)\n"
 		"  --min-group N   nodes a group needs before outliers are judged (default 4)\n"
 		"  --z Z           robust z beyond which a value is an outlier (default 3.5)\n\n"
-		"Unusable inputs are named on stderr and skipped. Exit: 0 reported, 1 nothing usable, 2 usage.\n"
+		"Unusable inputs are named on stderr and skipped. Options may follow the paths. A regular output file is\n"
+		"replaced atomically, a FIFO or device written in place. Exit: 0 reported, 1 nothing usable, 2 usage.\n"
 		"See docs/report.md.\n");
 }
 
@@ -55,7 +59,7 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || end == s || *end || v < lo || v > hi) {
-		rt_cli_usage_error("report", "%s: '%s' is not a number in %g..%g", opt, s, lo, hi);
+		rt_cli_usage_error("report", "option '%s' takes a number in %g..%g, not '%s'", opt, lo, hi, s);
 		return RT_EXIT_USAGE;
 	}
 	*out = v;
@@ -68,6 +72,7 @@ int cmd_report(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "csv", no_argument, NULL, 'c' },
 		{ "html", required_argument, NULL, 'H' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'd' },
 		{ "now", required_argument, NULL, 'n' },
 		{ "stale-days", required_argument, NULL, 's' },
@@ -79,19 +84,19 @@ int cmd_report(int argc, char **argv)
 	struct rt_report_opts ro = { 0 };
 	struct rt_report *r = NULL;
 	struct rt_error err;
-	const char *html = NULL, *db = NULL;
+	const char *html = NULL, *db = NULL, *output = NULL;
 	bool json = false, csv = false;
 	char defpath[4096];
 	int c, rc = RT_EXIT_OK;
 	double v;
 
-	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("report", argc, argv, "o:h", opts)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
 		case 'c': csv = true; break;
 		case 'H': html = optarg; break;
+		case 'o': output = optarg; break;
 		case 'd': db = optarg; break;
 		case 'n':
 			if (parse_num("--now", optarg, 0, 1e12, &v))
@@ -114,13 +119,18 @@ int cmd_report(int argc, char **argv)
 			ro.outlier_z = v;
 			break;
 		case 'h': usage(stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("report", "unknown or incomplete option '%s'", argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (json && csv)
-		return rt_cli_usage_error("report", "--json and --csv are exclusive");
+		return rt_cli_usage_error("report", "options '--json' and '--csv' exclude each other");
 	if (html && !*html)
-		return rt_cli_usage_error("report", "--html needs a file name");
+		return rt_cli_usage_error("report", "option '--html' takes a file name, not ''");
+	if (output && !*output)
+		return rt_cli_usage_error("report", "option '--output' takes a file name, not ''");
+	if (html && !strcmp(html, "-") && (json || csv) && (!output || !strcmp(output, "-")))
+		return rt_cli_usage_error("report", "--html - and --%s both want standard output: add -o FILE",
+					  json ? "json" : "csv");
 	ro.with_curves = html != NULL;
 	if (rt_report_create(&ro, &r)) {
 		rt_cli_error("out of memory");
@@ -163,7 +173,7 @@ int cmd_report(int argc, char **argv)
 		char *page = NULL;
 		size_t len = 0;
 
-		if (rt_report_render_html(r, &page, &len) || rt_write_file_atomic(html, page, len, 0644, &err)) {
+		if (rt_report_render_html(r, &page, &len) || rt_out_write_file(html, page, len, 0644, &err)) {
 			if (!page)
 				rt_cli_error("report: cannot build the HTML page: out of memory");
 			else
@@ -172,11 +182,24 @@ int cmd_report(int argc, char **argv)
 		}
 		free(page);
 	}
-	if (json  ? rt_report_write_json(r, stdout)
-	    : csv ? rt_report_write_csv(r, stdout)
-		  : rt_report_write_text(r, stdout)) {
-		rt_cli_error("report: cannot write to standard output");
-		rc = RT_EXIT_FAIL;
+	if (!html || strcmp(html, "-") || output) {
+		char *text = NULL;
+		size_t text_len = 0;
+		FILE *m = open_memstream(&text, &text_len);
+		int wrc = !m || (json  ? rt_report_write_json(r, m)
+				 : csv ? rt_report_write_csv(r, m)
+				       : rt_report_write_text(r, m));
+
+		if (m && fclose(m))
+			wrc = 1;
+		if (wrc) {
+			rt_cli_error("report: cannot build the report: out of memory");
+			rc = RT_EXIT_FAIL;
+		} else if (rt_out_write_file(output ? output : "-", text, text_len, 0644, &err)) {
+			rt_cli_error("report: %s", err.text);
+			rc = RT_EXIT_FAIL;
+		}
+		free(text);
 	}
 	rt_report_free(r);
 	return rc;

@@ -68,8 +68,7 @@ int cmd_serve(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	o.log = log_line;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+qh", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("serve", argc, argv, "qh", opts)) != -1) {
 		switch (c) {
 		case 'b': o.bind = optarg; break;
 		case 'p': {
@@ -77,7 +76,8 @@ int cmd_serve(int argc, char **argv)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v < 1 || v > 65535)
-				return rt_cli_usage_error("serve", "bad port '%s'", optarg);
+				return rt_cli_usage_error("serve", "option '--port' takes a port 1..65535, not '%s'",
+							  optarg);
 			o.port = (int)v;
 			break;
 		}
@@ -87,13 +87,14 @@ int cmd_serve(int argc, char **argv)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || v < 1 || v > 1000000)
-				return rt_cli_usage_error("serve", "bad client count '%s'", optarg);
+				return rt_cli_usage_error("serve", "option '--clients' takes a client count, not '%s'",
+							  optarg);
 			o.max_clients = (int)v;
 			break;
 		}
 		case 'q': o.log = NULL; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("serve", "unknown option or missing value '%s'", argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)

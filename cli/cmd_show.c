@@ -171,13 +171,13 @@ int cmd_show(int argc, char **argv)
 	size_t n = 0;
 	int c, rc = RT_EXIT_FAIL;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("show", argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case 'D': db = optarg; break;
 		case 'n': node_key = optarg; break;
 		case 'j': json = true; break;
 		case 'h': fputs(usage, stdout); return RT_EXIT_OK;
-		default: return rt_cli_usage_error("show", "unknown option");
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -195,7 +195,8 @@ int cmd_show(int argc, char **argv)
 	char nkey[RT_STORE_NODE_KEY_LEN];
 
 	if (json) {
-		json_t *doc = json_pack("{s:o, s:[]}", "node", rt_store_node_json(&node, sig), "entries");
+		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.0",
+					"node", rt_store_node_json(&node, sig), "entries");
 		json_t *arr = json_object_get(doc, "entries");
 
 		for (size_t i = 0; doc && i < n; i++) {
@@ -205,7 +206,8 @@ int cmd_show(int argc, char **argv)
 			struct rt_run run;
 
 			/* show lists every reason the store keeps (the profile document carries a bounded choice) */
-			if (e && rt_store_profile_reasons(st, rt_store_node_key(&node, nkey), &v[i], &all, &n_all, NULL) == 0)
+			if (e && rt_store_profile_reasons(st, rt_store_node_key(&node, nkey), &v[i], &all, &n_all,
+							  NULL) == 0)
 				json_object_set_new(e, "reasons", all_reasons_json(all, n_all));
 			free(all);
 
@@ -231,8 +233,8 @@ int cmd_show(int argc, char **argv)
 
 			struct rt_store_reason *all = NULL;
 			size_t n_all = 0;
-			bool have =
-				rt_store_profile_reasons(st, rt_store_node_key(&node, nkey), &v[i], &all, &n_all, NULL) == 0;
+			bool have = rt_store_profile_reasons(st, rt_store_node_key(&node, nkey), &v[i], &all, &n_all,
+							     NULL) == 0;
 
 			putchar('\n');
 			print_entry(&v[i], have ? all : NULL, n_all);

@@ -358,8 +358,7 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 	o->tolerance_pct = 1.5;
 	o->seed = 1;
 	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+d:h", opts, NULL)) != -1) {
+	while ((c = rt_cli_getopt("tune", argc, argv, "d:h", opts)) != -1) {
 		switch (c) {
 		case 'a': o->app = optarg; break;
 		case 'd': o->device = optarg; break;
@@ -367,21 +366,21 @@ static int parse_args(int argc, char **argv, struct tune_opts *o)
 			errno = 0;
 			o->tolerance_pct = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !(o->tolerance_pct > 0 && o->tolerance_pct < 50))
-				return rt_cli_usage_error("tune", "--tolerance takes a percentage in (0, 50), not '%s'",
-							  optarg);
+				return rt_cli_usage_error(
+					"tune", "option '--tolerance' takes a percentage in (0, 50), not '%s'", optarg);
 			break;
 		case 's':
 			errno = 0;
 			o->seed = strtoull(optarg, &end, 0);
 			if (errno || end == optarg || *end)
-				return rt_cli_usage_error("tune", "--seed takes a number, not '%s'", optarg);
+				return rt_cli_usage_error("tune", "option '--seed' takes a number, not '%s'", optarg);
 			break;
 		case 'j': o->json = true; break;
 		case 'n': o->dry_run = true; break;
 		case 'f': o->force = true; break;
 		case 'D': o->db = optarg; break;
 		case 'h': fputs(usage, stdout); return -1;
-		default: return rt_cli_usage_error("tune", "unknown option '%s'", argv[optind - 1]);
+		default: return RT_EXIT_USAGE;
 		}
 	}
 	if (optind < argc)
@@ -618,14 +617,15 @@ int cmd_tune(int argc, char **argv)
 			json_array_append_new(arr, d);
 		}
 		for (size_t i = 0; i < ch.n_skipped; i++)
-			json_array_append_new(skipped, json_pack("{s:I, s:s}", "run_id", (json_int_t)ch.skipped[i],
+			json_array_append_new(skipped, json_pack("{s:I, s:s}", "run_number", (json_int_t)ch.skipped[i],
 								 "status", rt_run_status_name(ch.skipped_status[i])));
-		doc = json_pack("{s:s, s:I, s:s, s:s, s:o, s:s, s:i, s:o, s:I, s:b, s:b, s:o}", "run", run.uuid,
-				"run_id", (json_int_t)run.id, "run_status", rt_run_status_name(ch.status),
-				"run_selected", ch.named ? "named" : "newest_complete", "skipped_runs", skipped,
-				"device", run.dev.name, "port", run.port_num, "app",
-				o.app ? json_string(o.app) : json_null(), "seed", (json_int_t)res.seed, "stored",
-				!o.dry_run, "forced", o.force, "decisions", arr);
+		/* run_id is the run's uuid, as in the profile and history; run_number the store's integer id */
+		doc = json_pack("{s:{s:s, s:s}, s:s, s:I, s:s, s:s, s:o, s:s, s:i, s:o, s:I, s:b, s:b, s:o}", "schema",
+				"name", "rtune-tune", "version", "1.0", "run_id", run.uuid, "run_number",
+				(json_int_t)run.id, "run_status", rt_run_status_name(ch.status), "run_selected",
+				ch.named ? "named" : "newest_complete", "skipped_runs", skipped, "device", run.dev.name,
+				"port", run.port_num, "app", o.app ? json_string(o.app) : json_null(), "seed",
+				(json_int_t)res.seed, "stored", !o.dry_run, "forced", o.force, "decisions", arr);
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF) {
 			json_decref(doc);
 			rt_cli_error("cannot write the decisions as JSON");

@@ -93,5 +93,6 @@ json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_devi
 			return NULL;
 		}
 	}
-	return json_pack("{s:o, s:o}", "node", rt_node_to_json(node), "devices", arr);
+	return json_pack("{s:{s:s, s:s}, s:o, s:o}", "schema", "name", "rtune-devices", "version", "1.0", "node",
+			 rt_node_to_json(node), "devices", arr);
 }

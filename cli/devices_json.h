@@ -12,7 +12,7 @@
 /* Each returns a new reference the caller owns, or NULL when memory runs out. Absent values (-1, "") become null. */
 json_t *rt_node_to_json(const struct rt_node_info *node);
 json_t *rt_device_to_json(const struct rt_device_info *dev);
-/* {"node": {...}, "devices": [...]} */
+/* {"schema": {"name": "rtune-devices", "version": "1.0"}, "node": {...}, "devices": [...]} (docs/json-formats.md) */
 json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_device_info *devs, int n);
 
 #endif

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * rtune's entry point: a git-style command table dispatching to one file per subcommand, the top-level help and version,
- * and the error helpers every subcommand reports through.
+ * rtune's entry point: a git-style command table dispatching to one file per subcommand, the top-level help (and
+ * `rtune help CMD`, which is CMD's --help) and version, and the error helpers every subcommand reports through.
  */
 #include "cli.h"
 
@@ -35,7 +35,8 @@ static void print_help(FILE *f)
 		   "application should use.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "\n'rtune <command> --help' describes a command.\n"
+	fprintf(f, "\n'rtune help <command>' (or 'rtune <command> --help') describes a command. Options go anywhere\n"
+		   "before '--', which ends them; '-' as an output file is standard output.\n"
 		   "exit codes: 0 ok, 1 failure, 2 usage, 3 no RDMA device\n");
 }
 
@@ -58,7 +59,7 @@ int rt_cli_usage_error(const char *cmd, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\ntry 'rtune %s --help'\n", cmd);
+	fputc('\n', stderr);
 	return RT_EXIT_USAGE;
 }
 
@@ -73,9 +74,21 @@ int main(int argc, char **argv)
 		print_help(stderr);
 		return RT_EXIT_USAGE;
 	}
-	if (rt_cli_is_help(argv[1]) || strcmp(argv[1], "help") == 0) {
+	if (rt_cli_is_help(argv[1]) || (strcmp(argv[1], "help") == 0 && (argc == 2 || strcmp(argv[2], "help") == 0))) {
 		print_help(stdout);
 		return RT_EXIT_OK;
+	}
+	if (strcmp(argv[1], "help") == 0) {
+		/* `rtune help CMD`, like git: CMD's own --help */
+		char help[] = "--help", *av[3] = { argv[2], help, NULL };
+
+		if (argc > 3)
+			return rt_cli_usage_error("help", "unexpected argument '%s'", argv[3]);
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(argv[2], commands[i].name) == 0)
+				return commands[i].fn(2, av);
+		rt_cli_error("'%s' is not an rtune command; see 'rtune --help'", argv[2]);
+		return RT_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("rtune %s\n", RTUNE_VERSION);

@@ -12,7 +12,8 @@
  * D/work is emptied and refilled from D/seed, the command runs with D/work as its working directory (the fuzzer's
  * own is restored afterwards), and $RTUNE_DB, $HOME and $XDG_STATE_HOME point into it. Inputs with an
  * argument containing '/' or starting with ".." are skipped, so every path the commands see (stores, -o, --html,
- * import and report inputs) resolves inside D/work; nothing reads standard input; SQLite has no other writer, so no
+ * import and report inputs) resolves inside D/work; standard input is /dev/null (`import -` reads it, finds no
+ * document); SQLite has no other writer, so no
  * busy wait. Standard output goes to /dev/null; standard error too unless RTUNE_FUZZ_VERBOSE is set.
  * The first byte of the input picks the command (byte % 6 in the order above, '0' = show); the rest, after an optional
  * newline, is the argument list, one argument per line.
@@ -199,7 +200,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		die("open .");
 	verbose = getenv("RTUNE_FUZZ_VERBOSE") != NULL;
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || !freopen("/dev/null", "w", stdout))
+	if (devnull < 0 || !freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "r", stdin))
 		die("/dev/null");
 	saved_err = dup(STDERR_FILENO);
 	return 0;

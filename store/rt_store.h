@@ -288,9 +288,9 @@ enum rt_export_format { RT_EXPORT_JSON, RT_EXPORT_ENV, RT_EXPORT_PROMETHEUS };
 int rt_export_format_parse(const char *s, enum rt_export_format *out);
 
 /*
- * Writes the current profile of node_key (NULL as in rt_store_get_profile) in fmt to path, atomically (a temporary
- * file in the same directory created O_EXCL|O_NOFOLLOW 0644, fsync, rename; a symlink at path is replaced, never
- * followed), or to stdout when path is NULL. For env, profile_path is the value printed for RTUNE_PROFILE (NULL: the
+ * Writes the current profile of node_key (NULL as in rt_store_get_profile) in fmt to path with rt_write_file_atomic()
+ * (a regular file replaced atomically, a new one 0644, a FIFO or device written in place, "-" standard output), or to
+ * stdout when path is NULL. For env, profile_path is the value printed for RTUNE_PROFILE (NULL: the
  * line is a comment telling to export the json). ENOENT when there is no profile.
  */
 int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_format fmt, const char *path,
@@ -331,8 +331,10 @@ int rt_store_import_files(struct rt_store *st, const char *const *paths, size_t 
 			  rt_store_import_done_fn done, void *ctx);
 
 /*
- * Writes len bytes to path atomically: temp file "<dir>/.<base>.XXXXXX" created O_EXCL|O_NOFOLLOW with mode, written,
- * fsync'd, renamed over path, directory fsync'd. On failure the temp file is removed and path is untouched.
+ * Writes len bytes to path with rt_out_write_file() (rt_out.h): "-" is standard output; a regular file or new name is
+ * replaced atomically (temp file "<dir>/.<base>.XXXXXX", fsync, rename, directory fsync; a new file gets mode, an
+ * existing one keeps its permissions); a FIFO or character device is written in place; anything else is refused.
+ * On failure path is untouched (no temp file left).
  */
 int rt_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, struct rt_error *err);
 

@@ -115,7 +115,7 @@ static const char migrate_v6[] = "ALTER TABLE profiles ADD COLUMN inline_confide
 				 "ALTER TABLE profiles ADD COLUMN hysteresis TEXT;";
 
 static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3,
-								     migrate_v4, migrate_v5, migrate_v6 };
+								 migrate_v4, migrate_v5, migrate_v6 };
 
 int64_t rt_store_now_ns(void)
 {

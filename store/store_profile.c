@@ -7,6 +7,7 @@
 #include "store_internal.h"
 #include "rt_pool.h"
 #include "rt_buf.h"
+#include "rt_out.h"
 #include "rt_json_arena.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
@@ -1059,70 +1060,7 @@ int rt_export_format_parse(const char *s, enum rt_export_format *out)
 
 int rt_write_file_atomic(const char *path, const void *data, size_t len, unsigned mode, struct rt_error *err)
 {
-	char dir[4096], base[1024], tmp[4096 + 64], tmpl[4096];
-	const char *p = data;
-	int fd = -1, dfd, rc = 0;
-	unsigned char rnd[6];
-
-	if (strlen(path) >= sizeof(dir) - 1)
-		return rt_error_set(err, ENAMETOOLONG, "cannot write '%s': path too long", path);
-	snprintf(tmpl, sizeof(tmpl), "%s", path);
-	snprintf(dir, sizeof(dir), "%s", dirname(tmpl));
-	snprintf(tmpl, sizeof(tmpl), "%s", path);
-	snprintf(base, sizeof(base), "%s", basename(tmpl));
-	for (int tries = 0; tries < 16 && fd < 0; tries++) {
-		if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-			return rt_error_set(err, EIO, "cannot write '%s': getrandom failed", path);
-		snprintf(tmp, sizeof(tmp), "%s/.%s.%02x%02x%02x%02x%02x%02x.tmp", dir, base, rnd[0], rnd[1], rnd[2],
-			 rnd[3], rnd[4], rnd[5]);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
-		if (fd < 0 && errno != EEXIST)
-			return rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
-	}
-	if (fd < 0)
-		return rt_error_set(err, EEXIST, "cannot write '%s': no free temporary name", path);
-	if (fchmod(fd, (mode_t)mode) < 0) {
-		rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
-		goto fail;
-	}
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
-			goto fail;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fsync(fd) < 0) {
-		rc = rt_error_set(err, errno, "cannot write '%s': fsync: %s", path, strerror(errno));
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
-		goto fail;
-	}
-	fd = -1;
-	/* rename replaces whatever is at path (a symlink included) and never follows it */
-	if (rename(tmp, path) < 0) {
-		rc = rt_error_set(err, errno, "cannot write '%s': %s", path, strerror(errno));
-		goto fail;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return rc;
+	return rt_out_write_file(path, data, len, mode, err);
 }
 
 static int emit(const char *path, const char *data, size_t len, struct rt_error *err)

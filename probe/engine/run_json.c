@@ -115,11 +115,10 @@ char *rt_engine_run_json(const struct rt_run *run, bool with_samples)
 
 	if (!root || !lat || !rate || !cq)
 		goto out;
-	json_object_set_new(root, "format", json_string("rtune.run"));
-	json_object_set_new(root, "format_version", json_integer(1));
+	json_object_set_new(root, "schema", json_pack("{s:s, s:s}", "name", "rtune-run", "version", "1.0"));
 	json_object_set_new(root, "rtune_version", json_string(RTUNE_VERSION));
 	json_object_set_new(root, "id", json_integer(run->id));
-	json_object_set_new(root, "uuid", json_string(run->uuid));
+	json_object_set_new(root, "run_id", json_string(run->uuid));
 	json_object_set_new(root, "status", json_string(rt_run_status_name(run->status)));
 	json_object_set_new(root, "started_ns", json_integer(run->started_ns));
 	json_object_set_new(root, "ended_ns", json_integer(run->ended_ns));

@@ -2129,8 +2129,8 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 		no_entry += CTR_GET(s->posts_no_entry);
 
 	jb_printf(&b,
-		  "{\"format\":\"rtune-probe\",\"version\":1,\"rtune_version\":\"%s\",\"pid\":%ld,\"ppid\":%ld,"
-		  "\"forked_child\":%s,\"final\":%s,\"exe\":",
+		  "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.0\"},\"rtune_version\":\"%s\","
+		  "\"pid\":%ld,\"ppid\":%ld,\"forked_child\":%s,\"final\":%s,\"exe\":",
 		  RTUNE_VERSION, (long)getpid(), (long)getppid(), g_forked_child ? "true" : "false",
 		  final ? "true" : "false");
 	jb_str(&b, exe);

@@ -4,6 +4,7 @@
  */
 #include "rt_probe_reader.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,23 +183,31 @@ int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, 
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *qps, *fmt, *ver, *ap, *v;
 	struct rt_probe_summary *s = NULL;
+	long long major;
 	int ret = 0;
 	size_t i;
 
 	*out = NULL;
 	if (!root)
 		return rt_error_set(err, EINVAL, "probe file: %s at line %d column %d", je.text, je.line, je.column);
-	fmt = json_object_get(root, "format");
-	ver = json_object_get(root, "version");
+	/* {"schema": {"name": "rtune-probe", "version": "MAJOR.MINOR"}} (docs/json-formats.md); files of rtune before
+	 * that convention carry {"format": "rtune-probe", "version": MAJOR} and are read alike */
+	fmt = json_object_get(json_object_get(root, "schema"), "name");
+	ver = json_object_get(json_object_get(root, "schema"), "version");
+	if (!fmt) {
+		fmt = json_object_get(root, "format");
+		ver = json_object_get(root, "version");
+	}
 	if (!json_is_object(root) || !json_is_string(fmt) || strcmp(json_string_value(fmt), RT_PROBE_FORMAT) ||
-	    !json_is_integer(ver)) {
+	    !(json_is_integer(ver) || (json_is_string(ver) && isdigit((unsigned char)json_string_value(ver)[0])))) {
 		ret = rt_error_set(err, EINVAL, "probe file: not an rtune-probe document");
 		goto out;
 	}
-	if (json_integer_value(ver) > RT_PROBE_FORMAT_VERSION || json_integer_value(ver) < 1) {
+	major = json_is_integer(ver) ? json_integer_value(ver) : strtoll(json_string_value(ver), NULL, 10);
+	if (major > RT_PROBE_FORMAT_VERSION || major < 1) {
 		ret = rt_error_set(err, ENOTSUP,
-				   "probe file: format version %lld is not supported (this rtune reads %d)",
-				   (long long)json_integer_value(ver), RT_PROBE_FORMAT_VERSION);
+				   "probe file: format version %lld is not supported (this rtune reads %d.x)",
+				   (long long)major, RT_PROBE_FORMAT_VERSION);
 		goto out;
 	}
 	qps = json_object_get(root, "qps");
@@ -211,7 +220,7 @@ int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, 
 		ret = rt_error_set(err, ENOMEM, "probe file: out of memory");
 		goto out;
 	}
-	s->version = (int)json_integer_value(ver);
+	s->version = (int)major;
 	s->pid = (long)u64_of(root, "pid");
 	s->n_files = 1;
 	s->sample_every = (uint32_t)u64_of(root, "sample_every");

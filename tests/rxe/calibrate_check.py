@@ -27,7 +27,7 @@ def check(cond, msg):
 
 
 r = json.load(open(a.json))
-check(r.get("format") == "rtune.run", "format is %r" % r.get("format"))
+check(r.get("schema") == {"name": "rtune-run", "version": "1.0"}, "schema is %r" % r.get("schema"))
 check(r["status"] == a.status, "status %r, expected %r" % (r["status"], a.status))
 check(r["env"]["mode"] == a.mode, "mode %r, expected %r" % (r["env"]["mode"], a.mode))
 check(r["env"]["clock"] in ("rdtsc", "clock_gettime(CLOCK_MONOTONIC)"), "clock %r" % r["env"]["clock"])
@@ -108,8 +108,8 @@ check(not lat or sum(p["cpu_ns_per_op"] * p["n_samples"] for p in lat) > 0, "no 
 check(not rate or sum(p["cpu_ns_per_msg"] * p["msgs"] for p in rate) > 0, "no cpu time in any rate point")
 if a.db:
     db = sqlite3.connect(a.db)
-    row = db.execute("SELECT id, status FROM runs WHERE uuid = ?", (r["uuid"],)).fetchone()
-    check(row is not None, "run %s not in the store" % r["uuid"])
+    row = db.execute("SELECT id, status FROM runs WHERE uuid = ?", (r["run_id"],)).fetchone()
+    check(row is not None, "run %s not in the store" % r["run_id"])
     if row:
         check(row[1] == a.status, "stored status %r, expected %r" % (row[1], a.status))
         nl = db.execute("SELECT count(*) FROM lat_points WHERE run_id = ?", (row[0],)).fetchone()[0]

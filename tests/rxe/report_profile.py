@@ -44,7 +44,7 @@ if run:
     cal = {"cpu_numa_node": env.get("cpu_numa_node") if env.get("cpu_numa_node", -1) >= 0 else None}
     if env.get("device_numa_node", -1) >= 0 and env.get("cpu_numa_node", -1) >= 0:
         cal["numa_local"] = env["cpu_numa_node"] == env["device_numa_node"]
-    run_id, cpus = run["uuid"], str(env.get("cpu", ""))
+    run_id, cpus = run["run_id"], str(env.get("cpu", ""))
     when = int(run["started_ns"] // 1000000000)
     reason = {"code": "rxe_test_naive", "text": "taken from the run's medians by tests/rxe/report_profile.py "
               "(rtune tune not available yet)"}

@@ -114,7 +114,9 @@ static void test_document(void **state)
 	node.numa_nodes = 2;
 	j = rt_devices_to_json(&node, d, 2);
 	assert_non_null(j);
-	assert_int_equal(json_object_size(j), 2);
+	assert_int_equal(json_object_size(j), 3);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "schema"), "name")), "rtune-devices");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "schema"), "version")), "1.0");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "node"), "numa_nodes")), 2);
 	assert_int_equal(json_array_size(json_object_get(j, "devices")), 2);
 	assert_string_equal(

@@ -39,7 +39,8 @@ import json, sys
 show = json.dumps(json.load(open(sys.argv[1])))
 tune = json.load(open(sys.argv[2]))
 [d] = [x for x in tune["decisions"] if x["opcode"] == "send" and x["qp_type"] == "rc"]
-assert tune["run"] in show, "run id not in show"
+assert tune["schema"] == {"name": "rtune-tune", "version": "1.0"}, tune["schema"]
+assert isinstance(tune["run_number"], int) and tune["run_id"] in show, "run id (uuid) not in show"
 assert '"inline_threshold": %d' % d["inline_threshold"] in show
 PY
 "$rtune" tune --db "$dir/t.db" --app kv --json --dry-run > "$dir/app.json" 2> "$dir/err" && python3 - "$dir/app.json" <<'PY' && ok tune-app-dry-run || bad "tune-app-dry-run: $(cat "$dir/err")"
@@ -66,9 +67,8 @@ expect() { # name want-exit pattern -- cmd...
   shift 4
   "$@" > /dev/null 2> "$dir/err"
   local got=$?
-  # one line naming the thing; usage errors (2) add the "try 'rtune tune --help'" line
+  # one line naming the thing, usage errors (2) included
   local lines=1
-  [ "$want" = 2 ] && lines=2
   if [ "$got" = "$want" ] && grep -qF -- "$pat" "$dir/err" && [ "$(wc -l < "$dir/err")" = "$lines" ]; then ok "$name"
   else bad "$name: exit $got (want $want), stderr: $(cat "$dir/err")"; fi
 }
@@ -76,8 +76,8 @@ expect unknown-app 1 "no histogram of application 'nosuch'" -- "$rtune" tune --d
 expect unknown-run 1 "99999" -- "$rtune" tune --db "$dir/t.db" 99999
 expect no-store 1 "no store at '$dir/none.db'" -- "$rtune" tune --db "$dir/none.db"
 [ ! -e "$dir/none.db" ] && ok no-store-not-created || bad no-store-not-created
-expect bad-tolerance 2 "--tolerance takes a percentage" -- "$rtune" tune --db "$dir/t.db" --tolerance 0
-expect bad-seed 2 "--seed takes a number" -- "$rtune" tune --db "$dir/t.db" --seed x
+expect bad-tolerance 2 "rtune tune: option '--tolerance' takes a percentage in (0, 50), not '0'" -- "$rtune" tune --db "$dir/t.db" --tolerance 0
+expect bad-seed 2 "rtune tune: option '--seed' takes a number, not 'x'" -- "$rtune" tune --db "$dir/t.db" --seed x
 expect extra-arg 2 "unexpected argument 'b'" -- "$rtune" tune --db "$dir/t.db" a b
 printf 'not a database at all' > "$dir/junk.db"
 cp "$dir/junk.db" "$dir/junk.orig"

@@ -96,8 +96,8 @@ read -r id2 _ < <("$fill" "$db" "$A" interrupted)
 "$rtune" tune --db "$db" --dry-run --json > "$dir/sel.json" && python3 - "$dir/sel.json" "$id1" "$id2" <<'PY' && ok newest-complete-json || bad newest-complete-json
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["run_id"] == int(sys.argv[2]) and d["run_status"] == "complete" and d["run_selected"] == "newest_complete", d
-assert d["skipped_runs"] == [{"run_id": int(sys.argv[3]), "status": "interrupted"}], d["skipped_runs"]
+assert d["run_number"] == int(sys.argv[2]) and d["run_status"] == "complete" and d["run_selected"] == "newest_complete", d
+assert d["skipped_runs"] == [{"run_number": int(sys.argv[3]), "status": "interrupted"}], d["skipped_runs"]
 PY
 "$rtune" tune --db "$db" --dry-run "$id2" > /dev/null 2> "$dir/err"; rc=$?
 [ $rc = 0 ] && grep -q "rtune: warning: run '$id2' is interrupted" "$dir/err" && ok named-interrupted-warned \
@@ -116,7 +116,7 @@ read -r id3 _ < "$dir/running.out"
 "$rtune" tune --db "$dir/s.db" "$id3" > /dev/null 2> "$dir/err"; rc=$?
 [ $rc = 1 ] && grep -q "run '$id3' is still running" "$dir/err" && ok named-running-refused || bad "named-running-refused: exit $rc, $(cat "$dir/err")"
 "$rtune" tune --db "$dir/s.db" --dry-run --json > "$dir/sel2.json" && python3 -c "
-import json,sys; d=json.load(open(sys.argv[1])); assert d['run_id']==int(sys.argv[2]), d['run_id']
+import json,sys; d=json.load(open(sys.argv[1])); assert d['run_number']==int(sys.argv[2]), d['run_number']
 assert [s['status'] for s in d['skipped_runs']]==['running','interrupted'], d['skipped_runs']" "$dir/sel2.json" "$id1" \
   && ok running-skipped || bad running-skipped
 exec 9>&-

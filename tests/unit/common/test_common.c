@@ -2,7 +2,9 @@
 /*
  * Unit tests of the shared helpers: the message-size bucket scheme (every size lands in the bucket whose bounds contain
  * it, buckets tile the range without gaps, 8 sub-buckets per power of two), enum names round-trip, rt_error formatting,
- * and the ordered parallel map (every item produced and consumed once, in order, never more than a window ahead).
+ * the ordered parallel map (every item produced and consumed once, in order, never more than a window ahead), and the
+ * output writer's API (an aborted or failed output leaves the old file and no temporary; a commit replaces it whole;
+ * a FIFO gets the bytes in place; the file types it refuses; the command-level cases are tests/unit/cli/test_output.sh).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,10 +19,15 @@
 #include "rt_hist.h"
 #include "rt_model.h"
 #include "rt_buf.h"
+#include "rt_out.h"
 #include "rt_pool.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -263,6 +270,100 @@ static void test_array_reserve(void **state)
 	free(v);
 }
 
+/* Files in dir whose name starts with '.' (the writer's temporaries), "." and ".." aside. */
+static int hidden_in(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] == '.' && strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void slurp_eq(const char *path, const char *want)
+{
+	char buf[256] = "";
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, want);
+}
+
+static void test_out(void **state)
+{
+	char dir[] = "/tmp/rt_out_test.XXXXXX", path[128], fifo[128];
+	struct rt_error err;
+	struct rt_out o;
+	struct stat sb;
+	int rfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	assert_int_equal(rt_out_write_file(path, "old", 3, 0640, &err), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0640);
+	/* written, then abandoned: the old file, no temporary */
+	assert_int_equal(rt_out_open(path, 0644, &o, &err), 0);
+	assert_true(o.atomic);
+	assert_int_equal(rt_out_write(&o, "new", 3, &err), 0);
+	assert_int_equal(hidden_in(dir), 1);
+	rt_out_abort(&o);
+	slurp_eq(path, "old");
+	assert_int_equal(hidden_in(dir), 0);
+	/* a write that failed makes the commit fail: the old file, no temporary */
+	assert_int_equal(rt_out_open(path, 0644, &o, &err), 0);
+	o.failed = true;
+	o.write_errno = ENOSPC;
+	assert_int_equal(rt_out_commit(&o, &err), ENOSPC);
+	assert_non_null(strstr(err.text, "cannot write '"));
+	slurp_eq(path, "old");
+	assert_int_equal(hidden_in(dir), 0);
+	/* committed: replaced whole, its mode kept */
+	assert_int_equal(rt_out_open(path, 0600, &o, &err), 0);
+	assert_int_equal(rt_out_write(&o, "ne", 2, &err), 0);
+	assert_int_equal(rt_out_write(&o, "w!", 2, &err), 0);
+	assert_int_equal(rt_out_commit(&o, &err), 0);
+	slurp_eq(path, "new!");
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0640);
+	/* a FIFO with a reader: written in place, still a FIFO */
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	rfd = open(fifo, O_RDONLY | O_NONBLOCK);
+	assert_true(rfd >= 0);
+	assert_int_equal(rt_out_write_file(fifo, "piped", 5, 0644, &err), 0);
+	{
+		char buf[16] = "";
+
+		assert_int_equal(read(rfd, buf, sizeof(buf)), 5);
+		assert_memory_equal(buf, "piped", 5);
+	}
+	close(rfd);
+	assert_int_equal(lstat(fifo, &sb), 0);
+	assert_true(S_ISFIFO(sb.st_mode));
+	/* refused: a directory, an empty name, a path in a missing directory (nothing created) */
+	assert_int_equal(rt_out_write_file(dir, "x", 1, 0644, &err), EISDIR);
+	assert_non_null(strstr(err.text, "is a directory"));
+	assert_int_equal(rt_out_write_file("", "x", 1, 0644, &err), EINVAL);
+	snprintf(path, sizeof(path), "%s/no/such", dir);
+	assert_int_equal(rt_out_write_file(path, "x", 1, 0644, &err), ENOENT);
+	assert_int_equal(hidden_in(dir), 0);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	unlink(path);
+	unlink(fifo);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -272,6 +373,7 @@ int main(void)
 		cmocka_unit_test(test_error),
 		cmocka_unit_test(test_pool_ordered),
 		cmocka_unit_test(test_array_reserve),
+		cmocka_unit_test(test_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

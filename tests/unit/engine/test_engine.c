@@ -934,6 +934,9 @@ static void test_run_json(void **state)
 	doc = json_loads(text, 0, &je);
 	free(text);
 	assert_non_null(doc);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "schema"), "name")), "rtune-run");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "schema"), "version")), "1.0");
+	assert_string_equal(json_string_value(json_object_get(doc, "run_id")), run.uuid);
 	assert_string_equal(json_string_value(json_object_get(doc, "status")), "interrupted");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "device"), "name")), "rxe0");
 	assert_true(json_is_true(json_object_get(json_object_get(doc, "params"), "quick")));

@@ -1247,6 +1247,8 @@ static void test_reader_rejects(void **state)
 	struct rt_probe_summary *s;
 	struct rt_error err;
 	const char *newer = "{\"format\":\"rtune-probe\",\"version\":99,\"qps\":[]}";
+	const char *newer2 = "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"2.0\"},\"qps\":[]}";
+	const char *cur = "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.3\"},\"qps\":[]}";
 	const char *other = "{\"format\":\"something\",\"version\":1}";
 	const char *broken = "{\"format\":\"rtune-probe\",";
 	const char *badhist =
@@ -1255,6 +1257,11 @@ static void test_reader_rejects(void **state)
 	(void)state;
 	assert_int_equal(rt_probe_parse(newer, strlen(newer), &s, &err), ENOTSUP);
 	assert_null(s);
+	assert_int_equal(rt_probe_parse(newer2, strlen(newer2), &s, &err), ENOTSUP);
+	assert_null(s);
+	/* the schema convention, a newer minor version: read */
+	assert_int_equal(rt_probe_parse(cur, strlen(cur), &s, &err), 0);
+	rt_probe_summary_free(s);
 	assert_int_equal(rt_probe_parse(other, strlen(other), &s, &err), EINVAL);
 	assert_int_equal(rt_probe_parse(broken, strlen(broken), &s, &err), EINVAL);
 	assert_non_null(strstr(err.text, "line"));

@@ -37,7 +37,7 @@ done
 python3 - "$tmp/keep.json" <<'PY' && ok "--out replaced the existing file with the probe's JSON" || bad "--out file"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["format"] == "rtune-probe", d.get("format")
+assert d["schema"]["name"] == "rtune-probe", d.get("schema")
 [q] = [q for q in d["qps"] if q["ops"]]
 assert q["ops"]["rdma_read"]["wrs"] == 4 and q["ops"]["atomic"]["wrs"] == 8, q["ops"]
 PY
@@ -48,7 +48,7 @@ python3 - "$tmp/out" <<'PY' && ok "--out - : the application's line, then the JS
 import json, sys
 first, rest = open(sys.argv[1]).read().split("\n", 1)
 assert first == "ops 1", first
-assert json.loads(rest)["format"] == "rtune-probe"
+assert json.loads(rest)["schema"]["name"] == "rtune-probe"
 PY
 
 PROBE_APP_EXIT=7 probe --db "$db" --name exit7 -- "$app" ops 1

@@ -268,20 +268,28 @@ static void test_atomic_export(void **state)
 	FILE *f;
 
 	(void)state;
-	/* a symlink planted at the target: replaced by the file, its target untouched */
+	/* a symlink in a private directory is followed: its target is replaced (atomically, in its own directory), the
+	 * symlink stays; in a shared (sticky, world-writable) directory it is refused (tests/unit/cli/test_output.sh) */
 	snprintf(victim, sizeof(victim), "%s/victim", dir);
 	f = fopen(victim, "w");
 	fputs("precious\n", f);
 	fclose(f);
+	assert_int_equal(chmod(victim, 0640), 0);
 	snprintf(out, sizeof(out), "%s/profile.json", dir);
 	assert_int_equal(symlink(victim, out), 0);
 	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
 	assert_int_equal(lstat(out, &sb), 0);
-	assert_true(S_ISREG(sb.st_mode));
+	assert_true(S_ISLNK(sb.st_mode));
 	text = slurp(victim);
-	assert_string_equal(text, "precious\n");
+	assert_true(text[0] == '{');
 	free(text);
+	assert_int_equal(stat(victim, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0640); /* an existing file keeps its permissions */
 	assert_int_equal(hidden_files(dir), 0);
+	assert_int_equal(unlink(out), 0);
+	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
+	assert_int_equal(lstat(out, &sb), 0);
+	assert_true(S_ISREG(sb.st_mode));
 	/* an old file is replaced whole; a failing export leaves it as it was */
 	text = slurp(out);
 	assert_true(text[0] == '{');
@@ -294,7 +302,8 @@ static void test_atomic_export(void **state)
 	assert_int_equal(mkdir(bad, 0755), 0);
 	assert_int_not_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, bad, NULL, &err), 0);
 	assert_int_equal(hidden_files(dir), 0);
-	/* rt_write_file_atomic itself: exact content and mode */
+	/* rt_write_file_atomic itself: exact content and the mode of a new file */
+	assert_int_equal(unlink(out), 0);
 	assert_int_equal(rt_write_file_atomic(out, "abc", 3, 0600, &err), 0);
 	assert_int_equal(stat(out, &sb), 0);
 	assert_int_equal(sb.st_mode & 0777, 0600);
