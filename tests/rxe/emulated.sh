@@ -7,7 +7,9 @@
 # and tests/rxe/emulated_check.py checks the shim on the raw run (the measured inline difference per size and rate per
 # N follow the model) and that tune recovers the planted inline threshold (within one grid step) and signaling
 # verdict / N (within a factor of two) for send/rc, write/rc and send/ud. Also: a malformed model parameter is one
-# clear line and exit 2 before any verb runs; the shim's report never replaces what is not a regular file.
+# clear line and exit 2 before any verb runs; the shim's report never replaces what is not a regular file; a post
+# (tests/rxe/emunic/emunic_check.c) returns the same value, errno and bad_wr with and without the shim, and the
+# caller's WR flags are restored, also from two threads.
 # Env: RTUNE_EMU_MODELS (comma-separated names; default all), RTUNE_EMU_BUDGET (default 20), RTUNE_EMU_SHIM_ONLY=1
 # (check the shim only, not tune), RTUNE_EMU_OUT (where the runs are kept; default $RTUNE_BUILD_DIR/rxe-emulated).
 set -uo pipefail
@@ -39,6 +41,19 @@ mkdir -p "$out/adir"
 LD_PRELOAD=$so EMUNIC_REPORT=$out/adir "$rtune" devices -d "$dev" > /dev/null 2> "$out/adir.err"
 [ -d "$out/adir" ] || bad "the shim's report replaced a directory"
 grep -q "not a regular file" "$out/adir.err" || bad "no line for a report path that is a directory"
+
+echo "== a post returns the same with and without the shim, the caller's flags restored, also from two threads"
+"$B/tests/rxe/emunic_check" > "$out/post-plain.out" 2>&1 || bad "emunic_check without the shim: $(cat "$out/post-plain.out")"
+LD_PRELOAD=$so EMUNIC_REPORT=$out/post.rep EMUNIC_DMA_NS=50 EMUNIC_INLINE_CHUNK_NS=50 "$B/tests/rxe/emunic_check" \
+  > "$out/post-shim.out" 2>&1 || bad "emunic_check under the shim: $(cat "$out/post-shim.out")"
+cat "$out/post-shim.out" "$out/post.rep"
+diff <(grep -v '^shim:' "$out/post-plain.out") <(grep -v '^shim:' "$out/post-shim.out") ||
+  bad "a post returned differently under the shim"
+python3 -c "
+import json, sys
+r = json.load(open('$out/post.rep'))
+sys.exit(0 if r['contexts'] == 1 and r['posts'] >= 40002 and r['stripped'] > 0 and r['untracked_posts'] == 0 else 1)" ||
+  bad "the shim did not see emunic_check's posts"
 
 for m in ${models//,/ }; do
   env=$(python3 -c "
