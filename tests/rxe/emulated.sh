@@ -9,7 +9,7 @@
 # verdict / N (within a factor of two) for send/rc, write/rc and send/ud. Also: a malformed model parameter is one
 # clear line and exit 2 before any verb runs; the shim's report never replaces what is not a regular file; a post
 # (tests/rxe/emunic/emunic_check.c) returns the same value, errno and bad_wr with and without the shim, and the
-# caller's WR flags are restored, also from two threads.
+# caller's WR flags are restored, also from two threads; the minimum time of one post grows by the modeled cost.
 # Env: RTUNE_EMU_MODELS (comma-separated names; default all), RTUNE_EMU_BUDGET (default 20), RTUNE_EMU_SHIM_ONLY=1
 # (check the shim only, not tune), RTUNE_EMU_OUT (where the runs are kept; default $RTUNE_BUILD_DIR/rxe-emulated).
 set -uo pipefail
@@ -54,6 +54,15 @@ import json, sys
 r = json.load(open('$out/post.rep'))
 sys.exit(0 if r['contexts'] == 1 and r['posts'] >= 40002 and r['stripped'] > 0 and r['untracked_posts'] == 0 else 1)" ||
   bad "the shim did not see emunic_check's posts"
+
+echo "== the shim spends what the model says: minimum time of one post, model minus all-zero costs"
+LD_PRELOAD=$so EMUNIC_CHECK_TIMING=1 "$B/tests/rxe/emunic_check" > "$out/timing-zero.out" 2>&1 ||
+  bad "emunic_check timing with zero costs: $(tail -3 "$out/timing-zero.out")"
+tm=(EMUNIC_POST_NS=3000 EMUNIC_DMA_NS=5000 EMUNIC_DMA_NS_PER_BYTE=10 EMUNIC_INLINE_CHUNK_NS=2000 EMUNIC_CQE_NS=4000)
+env LD_PRELOAD="$so" EMUNIC_CHECK_TIMING=1 "${tm[@]}" "$B/tests/rxe/emunic_check" > "$out/timing-model.out" 2>&1 ||
+  bad "emunic_check timing with the model: $(tail -3 "$out/timing-model.out")"
+python3 "$here/emunic/timing_check.py" "$out/timing-zero.out" "$out/timing-model.out" "${tm[@]}" ||
+  bad "the shim's spent time does not follow the model"
 
 for m in ${models//,/ }; do
   env=$(python3 -c "

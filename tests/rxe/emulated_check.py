@@ -128,7 +128,7 @@ if not a.shim_only:
         print("  tune %s/%s: signal_verdict %s signal_interval %d (%s) t_post %s t_cqe %s [%s, %s] ns; planted %s%s" % (
             op, qpt, got, d["signal_interval"], d["signal_confidence"], d.get("t_post_ns"), d.get("t_cqe_ns"),
             d.get("t_cqe_lo_ns"), d.get("t_cqe_hi_ns"), verdict, " N=%d" % n if n else ""))
-        if qpt == "ud" and got == "not_measured":
+        if qpt == "ud" and (got == "not_measured" or (got is None and d.get("signal_measured") is False)):
             continue  # the signaling sweep is RC only: not measuring UD is the honest answer
         if verdict == "indifferent":
             check(got == "indifferent", "tune %s/%s: signal_verdict %r, the model plants 'indifferent'" % (

@@ -28,8 +28,11 @@ def load(path):
 
 def n_answer(d):
     """The signaling answer of one decision as (verdict, N): verdict 'knee', 'indifferent', 'not_measured', or the
-    signal_interval alone ('n') when the tuner does not give a verdict."""
+    signal_interval alone ('n') when the tuner gives no verdict (and 'not_measured' when it says signal_measured
+    false)."""
     v = d.get("signal_verdict")
+    if not v and d.get("signal_measured") is False:
+        v = "not_measured"
     return (v if v else "n", d["signal_interval"])
 
 
