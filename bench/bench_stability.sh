@@ -26,7 +26,7 @@ runs=${RTUNE_STAB_RUNS:-10}
 budget=${RTUNE_BENCH_BUDGET:-20}
 case "$runs" in '' | *[!0-9]* | 0) echo "bench_stability: RTUNE_STAB_RUNS takes a positive count, not '$runs'" >&2; exit 2 ;; esac
 case "$budget" in '' | *[!0-9]* | 0) echo "bench_stability: RTUNE_BENCH_BUDGET takes seconds, not '$budget'" >&2; exit 2 ;; esac
-all_models=$(python3 -c "import sys; sys.path.insert(0, '$emu'); import emumodel; print(','.join(emumodel.load_models()))")
+all_models=$(python3 -B -c "import sys; sys.path.insert(0, '$emu'); import emumodel; print(','.join(emumodel.load_models()))")
 models=${RTUNE_STAB_MODELS:-all}
 [ "$models" = all ] && models=$all_models
 [ "$models" = none ] && models=
@@ -108,7 +108,7 @@ for c in "${configs[@]}"; do
   mkdir -p "$d"
   envs=()
   if [ "$m" != plain ]; then
-    read -r -a envs <<< "$(python3 -c "
+    read -r -a envs <<< "$(python3 -B -c "
 import sys; sys.path.insert(0, '$emu'); import emumodel
 print(' '.join(emumodel.env_of(emumodel.load_models()['$m'])))")"
     envs+=("LD_PRELOAD=$so")

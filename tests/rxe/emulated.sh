@@ -24,7 +24,7 @@ fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 [ -f "$so" ] || { echo "FAIL: no $so (build the emunic target)"; exit 1; }
 mkdir -p "$out"
-models=${RTUNE_EMU_MODELS:-$(python3 -c "
+models=${RTUNE_EMU_MODELS:-$(python3 -B -c "
 import sys; sys.path.insert(0, '$here/emunic'); import emumodel
 print(','.join(emumodel.load_models()))")}
 only=()
@@ -49,7 +49,7 @@ LD_PRELOAD=$so EMUNIC_REPORT=$out/post.rep EMUNIC_DMA_NS=50 EMUNIC_INLINE_CHUNK_
 cat "$out/post-shim.out" "$out/post.rep"
 diff <(grep -v '^shim:' "$out/post-plain.out") <(grep -v '^shim:' "$out/post-shim.out") ||
   bad "a post returned differently under the shim"
-python3 -c "
+python3 -B -c "
 import json, sys
 r = json.load(open('$out/post.rep'))
 sys.exit(0 if r['contexts'] == 1 and r['posts'] >= 40002 and r['stripped'] > 0 and r['untracked_posts'] == 0 else 1)" ||
@@ -65,7 +65,7 @@ python3 "$here/emunic/timing_check.py" "$out/timing-zero.out" "$out/timing-model
   bad "the shim's spent time does not follow the model"
 
 for m in ${models//,/ }; do
-  env=$(python3 -c "
+  env=$(python3 -B -c "
 import sys; sys.path.insert(0, '$here/emunic'); import emumodel
 print(' '.join(emumodel.env_of(emumodel.load_models()['$m'])))") || { bad "no model '$m'"; continue; }
   echo "== model $m: $env"

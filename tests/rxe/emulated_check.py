@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+sys.dont_write_bytecode = True  # the guest writes into the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "emunic"))
 import emumodel as em  # noqa: E402
 

@@ -8,6 +8,7 @@
 import os
 import sys
 
+sys.dont_write_bytecode = True  # the guest writes into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import emumodel as em  # noqa: E402
 
