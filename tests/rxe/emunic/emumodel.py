@@ -3,7 +3,8 @@
 # bench/bench_stability. The planted values follow from a model's parameters and the run's *own* grid and rates:
 #  - inline: the modeled advantage adv(s) = (DMA + PER_BYTE*s) - CHUNK*ceil(s/64) of inline at size s (POST and CQE
 #    cost both variants alike); a size is a win / loss when adv(s) is beyond the tuner's practical floor
-#    max(1 % of the size's non-inline median, 20 ns), else indifferent. The planted threshold is the largest measured
+#    max(1 % of the latency scale, 20 ns), else indifferent; the scale is the smallest non-inline median over the
+#    sizes (so that a stalled size does not move it; the model's own cost differences change it by well under 1 %). The planted threshold is the largest measured
 #    size before the first loss, provided some size up to it is a win; 0 when none is.
 #  - signaling: N = the smallest power of two with CQE / (N * t_post) <= tolerance (default 1.5 %), capped at
 #    sq_depth/4, where t_post = 1/rate of the fastest series of that opcode at the largest N measured; a model
@@ -74,8 +75,11 @@ def lat_series(run, op, qpt, kind=None):
 def planted_threshold(m, sizes_pts):
     """(threshold, [(size, class)]) the model plants on these measured sizes (size -> {True, False} points)."""
     classes, thr, won = [], 0, False
+    # the latency scale is the smallest non-inline median over the sizes, not each size's own: a stalled median
+    # (milliseconds on a loaded host) must not widen the floor and turn the model's win or loss into noise
+    typical = min((d[False]["median_ns"] for d in sizes_pts.values()), default=0)
     for s, d in sizes_pts.items():
-        floor = max(FLOOR_PCT * d[False]["median_ns"], FLOOR_NS)
+        floor = max(FLOOR_PCT * max(typical, 0), FLOOR_NS)
         a = adv_ns(m, s)
         cls = "win" if a > floor else "loss" if a < -floor else "indifferent"
         classes.append((s, cls))
