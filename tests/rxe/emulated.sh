@@ -43,7 +43,8 @@ LD_PRELOAD=$so EMUNIC_REPORT=$out/adir "$rtune" devices -d "$dev" > /dev/null 2>
 grep -q "not a regular file" "$out/adir.err" || bad "no line for a report path that is a directory"
 
 echo "== a post returns the same with and without the shim, the caller's flags restored, also from two threads"
-"$B/tests/rxe/emunic_check" > "$out/post-plain.out" 2>&1 || bad "emunic_check without the shim: $(cat "$out/post-plain.out")"
+"$B/tests/rxe/emunic_check" > "$out/post-plain.out" 2>&1 ||
+  bad "emunic_check without the shim: $(cat "$out/post-plain.out")"
 LD_PRELOAD=$so EMUNIC_REPORT=$out/post.rep EMUNIC_DMA_NS=50 EMUNIC_INLINE_CHUNK_NS=50 "$B/tests/rxe/emunic_check" \
   > "$out/post-shim.out" 2>&1 || bad "emunic_check under the shim: $(cat "$out/post-shim.out")"
 cat "$out/post-shim.out" "$out/post.rep"

@@ -4,8 +4,9 @@
 #  - inline: the modeled advantage adv(s) = (DMA + PER_BYTE*s) - CHUNK*ceil(s/64) of inline at size s (POST and CQE
 #    cost both variants alike); a size is a win / loss when adv(s) is beyond the tuner's practical floor
 #    max(1 % of the latency scale, 20 ns), else indifferent; the scale is the smallest non-inline median over the
-#    sizes (so that a stalled size does not move it; the model's own cost differences change it by well under 1 %). The planted threshold is the largest measured
-#    size before the first loss, provided some size up to it is a win; 0 when none is.
+#    sizes (so that a stalled size does not move it; the model's own cost differences change it by well under 1 %).
+#    The planted threshold is the largest measured size before the first loss, provided some size up to it is a
+#    win; 0 when none is.
 #  - signaling: N = the smallest power of two with CQE / (N * t_post) <= tolerance (default 1.5 %), capped at
 #    sq_depth/4, where t_post = 1/rate of the fastest series of that opcode at the largest N measured; a model
 #    without a completion cost (CQE 0), or one where even N = 1 costs no more than the tolerance (CQE / t_post <=
