@@ -88,13 +88,16 @@ static inline uint64_t tsc_now(void)
 	return __rdtsc();
 }
 
-/* Spins until `cycles` TSC cycles have passed since the call. */
+/*
+ * Spins until `cycles` TSC cycles have passed since the call. No pause instruction: under qemu TCG it leaves the
+ * translated-code loop (about a microsecond each), which would overshoot the deadline by that much.
+ */
 static inline void spin_cycles(uint64_t cycles)
 {
 	uint64_t end = tsc_now() + cycles;
 
 	while (tsc_now() < end)
-		_mm_pause();
+		;
 }
 
 static uint64_t mono_ns(void)

