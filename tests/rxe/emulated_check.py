@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# Checks one emulated-NIC model run of the rxe_emulated test (tests/rxe/emulated.sh): the shim itself on the raw
+# `rtune calibrate --out` JSON (its counters show every WR was modeled and inline was stripped; per latency series the
+# measured non-inline - inline median difference follows the modeled advantage; per rate series 1/rate follows
+# t_post + t_cqe/N with the modeled t_cqe), then, unless --shim-only, that `rtune tune --json --dry-run` recovers the
+# planted values (tests/rxe/emunic/emumodel.py): the inline threshold within one grid step and the signaling verdict /
+# N within a factor of two for send/rc, write/rc and send/ud. Prints the raw figures and one line per failed check;
+# exit 1 when any failed.
+import argparse
+import os
+import sys
+
+sys.dont_write_bytecode = True  # the guest writes into the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "emunic"))
+import emumodel as em  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("model")
+ap.add_argument("--run", required=True, help="rtune calibrate --out JSON")
+ap.add_argument("--report", required=True, help="the shim's EMUNIC_REPORT JSON")
+ap.add_argument("--tune", help="rtune tune --json --dry-run output")
+ap.add_argument("--shim-only", action="store_true", help="check the shim on the raw run only")
+a = ap.parse_args()
+
+models = em.load_models()
+if a.model not in models:
+    sys.exit("emulated_check: no model '%s' in %s" % (a.model, ", ".join(models)))
+m = models[a.model]
+run = em.load_json(a.run)
+rep = em.load_json(a.report)
+fails = []
+
+
+def check(cond, msg):
+    if not cond:
+        fails.append(msg)
+    return cond
+
+
+print("model %s: POST %g DMA %g PER_BYTE %g CHUNK %g CQE %g ns (%s)" % (
+    a.model, m["post_ns"], m["dma_ns"], m["dma_ns_per_byte"], m["inline_chunk_ns"], m["cqe_ns"], m["what"]))
+
+# 1. the shim's counters: it hooked the context, saw the run's WRs, modeled and stripped every inline one
+check(run["status"] == "complete", "run status %r" % run["status"])
+check(rep["contexts"] >= 1, "shim hooked no context")
+check(rep["wrs"] > 0 and rep["inline_wrs"] > 0 and rep["dma_wrs"] > 0 and rep["signaled"] > 0,
+      "shim saw wrs %d inline %d dma %d signaled %d" % (rep["wrs"], rep["inline_wrs"], rep["dma_wrs"], rep["signaled"]))
+check(rep["stripped"] == rep["inline_wrs"] and rep["inline_kept"] == 0,
+      "shim stripped %d of %d inline WRs" % (rep["stripped"], rep["inline_wrs"]))
+check(rep["untracked_posts"] == 0 and rep["qp_ex_unmodeled"] == 0,
+      "shim: %d untracked posts, %d unmodeled qp_ex" % (rep["untracked_posts"], rep["qp_ex_unmodeled"]))
+for f in em.FIELDS:
+    check(abs(rep[f] - m[f]) < 1e-6, "shim read %s %s, the model says %s" % (f, rep[f], m[f]))
+
+# 2. latency: the measured inline advantage per size follows the model (medians; a stalled size may be off, so the
+#    check is on the median error over the sizes and on the sign where the model's difference is large)
+for op, qpt in em.DECISIONS:
+    for kind in ("pingpong", "post_cqe"):
+        _, pts = em.lat_series(run, op, qpt, kind)
+        if not check(len(pts) >= 3, "%s/%s/%s: %d sizes measured both ways" % (op, qpt, kind, len(pts))):
+            continue
+        errs, signs, big = [], 0, 0
+        row = []
+        for s, d in pts.items():
+            meas = d[False]["median_ns"] - d[True]["median_ns"]
+            adv = em.adv_ns(m, s)
+            errs.append(meas - adv)
+            if abs(adv) >= 1500:
+                big += 1
+                signs += (meas > 0) == (adv > 0)
+            row.append("%d:%.0f/%.0f" % (s, meas, adv))
+        errs.sort()
+        med_err = errs[len(errs) // 2]
+        scale = max([abs(em.adv_ns(m, s)) for s in pts] + [0])
+        tol = max(0.25 * scale, 1500)
+        print("  latency %s/%s/%s size:measured/modeled inline advantage ns: %s; median error %.0f" % (
+            op, qpt, kind, " ".join(row), med_err))
+        check(abs(med_err) <= tol, "%s/%s/%s: median error of the inline advantage %.0f ns (tolerance %.0f)" % (
+            op, qpt, kind, med_err, tol))
+        check(signs >= 0.75 * big, "%s/%s/%s: sign of the inline advantage right at %d of %d sizes" % (
+            op, qpt, kind, signs, big))
+
+# 3. rate: 1/rate = a + b/N per series; the median slope b over the series is the modeled t_cqe, and the intercepts of
+#    inline and non-inline at one size differ by the modeled advantage
+for op in ("send", "write"):
+    ser = em.rate_series(run, op)
+    fits = {k: em.fit_rate(v) for k, v in ser.items()}
+    fits = {k: f for k, f in fits.items() if f}
+    if not check(len(fits) >= 2, "rate %s: %d series fitted" % (op, len(fits))):
+        continue
+    for (s, inl), v in sorted(ser.items()):
+        f = fits.get((s, inl))
+        print("  rate %s %dB %s: %s; fit t_post %.0f t_cqe %.0f ns" % (
+            op, s, "inl" if inl else "dma", " ".join("N%d:%.0f" % (n, 1e3 / r) for n, r in v),
+            f[0] if f else -1, f[1] if f else -1))
+    bs = sorted(f[1] for f in fits.values())
+    b = bs[len(bs) // 2]
+    tp = em.t_post_ns(run, op)
+    tol = max(0.35 * m["cqe_ns"], 0.03 * tp)
+    check(abs(b - m["cqe_ns"]) <= tol, "rate %s: fitted t_cqe %.0f ns, modeled %g (tolerance %.0f)" % (
+        op, b, m["cqe_ns"], tol))
+    for s in sorted({k[0] for k in fits}):
+        if (s, True) in fits and (s, False) in fits:
+            d = fits[(s, False)][0] - fits[(s, True)][0]
+            adv = em.adv_ns(m, s)
+            tol = max(0.35 * abs(adv), 0.04 * fits[(s, False)][0], 1500)
+            check(abs(d - adv) <= tol, "rate %s %dB: t_post non-inline - inline %.0f ns, modeled %.0f (tolerance "
+                  "%.0f)" % (op, s, d, adv, tol))
+
+# 4. the tuner recovers the planted values
+if not a.shim_only:
+    tune = em.load_json(a.tune)
+    ents = {(d["opcode"], d["qp_type"]): d for d in tune["decisions"]}
+    for op, qpt in em.DECISIONS:
+        d = ents.get((op, qpt))
+        if not check(d is not None, "tune: no decision for %s/%s" % (op, qpt)):
+            continue
+        kind, pts = em.lat_series(run, op, qpt, d.get("latency_kind"))
+        thr, classes = em.planted_threshold(m, pts)
+        steps = em.grid_steps(list(pts), d["inline_threshold"], thr)
+        print("  tune %s/%s: inline_threshold %d (%s), planted %d on %s sizes %s" % (
+            op, qpt, d["inline_threshold"], d["inline_confidence"], thr, kind,
+            " ".join("%d:%s" % c for c in classes)))
+        check(steps <= 1, "tune %s/%s: inline_threshold %d is %d grid steps from the planted %d" % (
+            op, qpt, d["inline_threshold"], steps, thr))
+        verdict, n = em.planted_n(m, run, "send" if qpt == "ud" else op)
+        got = d.get("signal_verdict")
+        print("  tune %s/%s: signal_verdict %s signal_interval %d (%s) t_post %s t_cqe %s [%s, %s] ns; planted %s%s" % (
+            op, qpt, got, d["signal_interval"], d["signal_confidence"], d.get("t_post_ns"), d.get("t_cqe_ns"),
+            d.get("t_cqe_lo_ns"), d.get("t_cqe_hi_ns"), verdict, " N=%d" % n if n else ""))
+        if qpt == "ud" and (got == "not_measured" or (got is None and d.get("signal_measured") is False)):
+            continue  # the signaling sweep is RC only: not measuring UD is the honest answer
+        if verdict == "indifferent":
+            check(got == "indifferent", "tune %s/%s: signal_verdict %r, the model plants 'indifferent'" % (
+                op, qpt, got))
+            check(any(r["code"] == "signal_indifferent" for r in d["reasons"]),
+                  "tune %s/%s: no reason signal_indifferent" % (op, qpt))
+        elif verdict == "knee":
+            check(got == "knee", "tune %s/%s: signal_verdict %r, the model plants a knee" % (op, qpt, got))
+            check(n / 2 <= d["signal_interval"] <= n * 2, "tune %s/%s: signal_interval %d, planted %d" % (
+                op, qpt, d["signal_interval"], n))
+            t_cqe = d.get("t_cqe_ns")
+            check(t_cqe is not None and abs(t_cqe - m["cqe_ns"]) <= 0.5 * m["cqe_ns"] + 1000,
+                  "tune %s/%s: t_cqe_ns %s, modeled %g" % (op, qpt, t_cqe, m["cqe_ns"]))
+        else:
+            check(False, "tune %s/%s: no rate points to plant N from" % (op, qpt))
+
+for f in fails:
+    print("FAIL %s: %s" % (a.model, f))
+print("model %s: %s" % (a.model, "ok" if not fails else "%d checks failed" % len(fails)))
+sys.exit(1 if fails else 0)

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+# The analysis of bench/bench_stability.sh: for each configuration directory OUT/CONFIG holding runs i.json
+# (`rtune calibrate --out`) and i.tune.json (`rtune tune --json --dry-run`), and per decision (send/rc, write/rc,
+# send/ud x inline threshold, signaling verdict/N), prints the share of runs giving the modal answer, the spread, the
+# expected value (planted by an emulated-NIC model, tests/rxe/emunic/models; on plain rxe0 the device max and "N does
+# not matter", issue 14) with the share of runs within one grid step / a factor of two of it, and how many
+# high-confidence answers were more than one grid step (N: a factor of two, or another verdict) from the expected
+# (else the modal) answer. A configuration is named MODEL or MODEL@DISTURBANCE ("plain" for no shim).
+# usage: stability.py OUT CONFIG...
+import collections
+import glob
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True  # the guest writes into the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import emumodel as em  # noqa: E402
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def n_answer(d):
+    """The signaling answer of one decision as (verdict, N): verdict 'knee', 'indifferent', 'not_measured', or the
+    signal_interval alone ('n') when the tuner gives no verdict (and 'not_measured' when it says signal_measured
+    false)."""
+    v = d.get("signal_verdict")
+    if not v and d.get("signal_measured") is False:
+        v = "not_measured"
+    return (v if v else "n", d["signal_interval"])
+
+
+def n_close(a, b):
+    """Two signaling answers agree: same verdict and, for a knee, N within a factor of two."""
+    if a[0] != b[0]:
+        return False
+    return a[0] not in ("knee", "n") or (b[1] / 2 <= a[1] <= b[1] * 2)
+
+
+def fmt_n(a):
+    return ("N=%d" % a[1]) if a[0] in ("knee", "n") else "%s(N=%d)" % a
+
+
+def main():
+    out, configs = sys.argv[1], sys.argv[2:]
+    models = em.load_models()
+    met_all = True
+    print("\n== stability (issue 14 targets: >= 90 % of runs at the expected/modal answer, no high-confidence answer "
+          "more than one grid step / a factor of two off)")
+    for c in configs:
+        mname = c.split("@")[0]
+        m = models.get(mname)
+        runs = []
+        for p in sorted(glob.glob(os.path.join(out, c, "*.json"))):
+            base = os.path.basename(p)
+            if not base[:-5].isdigit():
+                continue
+            r, t = load(p), load(p[:-5] + ".tune.json")
+            if r and t and r.get("status") == "complete":
+                runs.append((int(base[:-5]), r, t))
+        total = len(glob.glob(os.path.join(out, c, "*.txt")))
+        print("\n-- %s: %d of %d runs complete and tuned%s" % (
+            c, len(runs), total, (" (model: %s)" % m["what"]) if m else " (plain rxe0)"))
+        if not runs:
+            met_all = False
+            continue
+        secs = sorted((r["ended_ns"] - r["started_ns"]) / 1e9 for _, r, _ in runs)
+        print("   calibrate run time median %.1f s (%.1f..%.1f)" % (secs[len(secs) // 2], secs[0], secs[-1]))
+        for op, qpt in em.DECISIONS:
+            thr, nans, exp_thr, exp_n, grids = [], [], [], [], []
+            for _, r, t in runs:
+                d = next((x for x in t["decisions"] if x["opcode"] == op and x["qp_type"] == qpt), None)
+                if d is None:
+                    continue
+                kind, pts = em.lat_series(r, op, qpt, d.get("latency_kind"))
+                sizes = list(pts)
+                grids.append(sizes)
+                thr.append((d["inline_threshold"], d["inline_confidence"], sizes))
+                nans.append((n_answer(d), d["signal_confidence"]))
+                if m:
+                    exp_thr.append(em.planted_threshold(m, pts)[0])
+                    v, n = em.planted_n(m, r, "send" if qpt == "ud" else op)
+                    exp_n.append((v, n if n else 16) if v else None)
+                else:
+                    exp_thr.append(max(sizes) if sizes else 0)
+                    exp_n.append(("indifferent", 16))
+            if not thr:
+                print("   %s/%s: no decision" % (op, qpt))
+                met_all = False
+                continue
+            k = len(thr)
+            # threshold
+            cnt = collections.Counter(v for v, _, _ in thr)
+            mode, mode_n = cnt.most_common(1)[0]
+            steps = [em.grid_steps(g, v, e) for (v, _, g), e in zip(thr, exp_thr)]
+            ok = sum(s <= 1 for s in steps)
+            hi_off = sum(1 for (v, conf, g), e in zip(thr, exp_thr) if conf == "high" and em.grid_steps(g, v, e) > 1)
+            spread = max(em.grid_steps(g, v, mode) for v, _, g in thr)
+            e_mode = collections.Counter(exp_thr).most_common(1)[0][0]
+            print("   %s/%s threshold: modal %d B in %d/%d (%.0f %%), values %s, spread %d grid steps; expected %d B: "
+                  "%d/%d within one step; high-confidence answers off by > 1 step: %d" % (
+                      op, qpt, mode, mode_n, k, 100.0 * mode_n / k,
+                      ",".join("%d" % v for v, _, _ in thr), spread, e_mode, ok, k, hi_off))
+            met = ok >= 0.9 * k and mode_n >= 0.9 * k and hi_off == 0
+            # signaling
+            ncnt = collections.Counter(a for a, _ in nans)
+            nmode, nmode_n = ncnt.most_common(1)[0]
+            if qpt == "ud" and nmode[0] == "not_measured":
+                print("   %s/%s signaling: not measured in %d/%d runs (the sweep is RC only)" % (op, qpt, nmode_n, k))
+            else:
+                exps = [e if e else nmode for e in exp_n]
+                nok = sum(n_close(a, e) for (a, _), e in zip(nans, exps))
+                nhi = sum(1 for (a, conf), e in zip(nans, exps) if conf == "high" and not n_close(a, e))
+                vals = sorted({a[1] for a, _ in nans})
+                e_mode = collections.Counter(exps).most_common(1)[0][0]
+                print("   %s/%s signaling: modal %s in %d/%d (%.0f %%), N from %d to %d; expected %s: %d/%d agree "
+                      "(N within x2); high-confidence answers off: %d" % (
+                          op, qpt, fmt_n(nmode), nmode_n, k, 100.0 * nmode_n / k, vals[0], vals[-1], fmt_n(e_mode),
+                          nok, k, nhi))
+                met = met and nok >= 0.9 * k and nmode_n >= 0.9 * k and nhi == 0
+            print("   %s/%s: target %s" % (op, qpt, "met" if met else "MISSED"))
+            met_all = met_all and met
+    print("\nstability: every target %s" % ("met" if met_all else "not met (see MISSED above)"))
+
+
+main()
