@@ -949,6 +949,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	}
 	snprintf(run->env.clock, sizeof(run->env.clock), "%s", c->clk.name);
 	run->env.tsc_ghz = c->clk.tsc_ghz;
+	run->env.clock_tick_ns = c->clk.ns_per_tick;
+	run->env.clock_resolution_ns = c->clk.resolution_ns;
 	read_clocksource(run->env.clocksource, sizeof(run->env.clocksource));
 	c->cli.ep = &c->cep;
 	c->cli.clk = &c->clk;
