@@ -177,10 +177,11 @@ int rt_cpu_numa_node(int cpu)
 
 /*
  * Creates (and destroys) one QP of type t on pd asking for v bytes of inline. Returns 0 when the provider accepts it
- * (*back = what it wrote back into cap.max_inline_data); EINVAL when it refuses the size (every provider checked --
- * mlx4, mlx5, rxe, irdma, bnxt_re, efa -- answers a too large max_inline_data with EINVAL); -1 when it refused without
- * setting errno (bnxt_re's variable-WQE check returns -EINVAL without setting it); any other errno (ENOMEM, EAGAIN:
- * RLIMIT_MEMLOCK, QPs exhausted by other processes) only after INLINE_PROBE_TRIES attempts 1, 10 and 100 ms apart.
+ * (*back = what it wrote back into cap.max_inline_data); EINVAL or EOPNOTSUPP when it refuses the size (mlx4, mlx5, rxe, irdma,
+ * bnxt_re and efa answer a too large max_inline_data with EINVAL, nbl with EOPNOTSUPP, returned as it is); -1
+ * when it refused without setting errno (bnxt_re's variable-WQE check returns -EINVAL without setting it); any other
+ * errno (ENOMEM, EAGAIN: RLIMIT_MEMLOCK, QPs exhausted by other processes) only after INLINE_PROBE_TRIES attempts 1, 10
+ * and 100 ms apart.
  */
 static int try_inline(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t, uint32_t v, uint32_t *back)
 {
@@ -207,8 +208,8 @@ static int try_inline(struct ibv_pd *pd, struct ibv_cq *cq, enum ibv_qp_type t, 
 			return 0;
 		}
 		e = errno;
-		if (e == EINVAL)
-			return EINVAL;
+		if (e == EINVAL || e == EOPNOTSUPP)
+			return e; /* a refusal of the parameters: deterministic, not retried */
 		if (e == 0)
 			return -1;
 		if (k == INLINE_PROBE_TRIES)
@@ -242,7 +243,7 @@ int rt_devinfo_probe_max_inline(struct ibv_pd *pd, enum ibv_qp_type qp_type, uin
 		uint32_t back;
 
 		r = try_inline(pd, cq, qp_type, v, &back);
-		if (r > 0 && r != EINVAL) {
+		if (r > 0 && r != EINVAL && r != EOPNOTSUPP) {
 			rc = r; /* neither accepted nor refused as too big: the maximum is unknown */
 			goto out;
 		}
@@ -261,7 +262,7 @@ int rt_devinfo_probe_max_inline(struct ibv_pd *pd, enum ibv_qp_type qp_type, uin
 		uint32_t mid = ok + (bad - ok) / 2, back;
 
 		r = try_inline(pd, cq, qp_type, mid, &back);
-		if (r > 0 && r != EINVAL) {
+		if (r > 0 && r != EINVAL && r != EOPNOTSUPP) {
 			rc = r;
 			goto out;
 		}

@@ -32,8 +32,8 @@ int rt_devinfo_query(struct ibv_context *ctx, bool probe_inline, struct rt_devic
 
 /*
  * Finds the largest max_inline_data that ibv_create_qp accepts for qp_type on pd (doubling from 64, then bisecting, up to
- * limit bytes), so that value is accepted and value + 1 is refused as too big (or value == limit). Only EINVAL (or a
- * refusal without errno) means too big; any other failure of one size (ENOMEM, EAGAIN: locked memory, QPs exhausted)
+ * limit bytes), so that value is accepted and value + 1 is refused as too big (or value == limit). Only EINVAL (or
+ * EOPNOTSUPP, or a refusal without errno: what providers answer) means too big; any other failure of one size (ENOMEM, EAGAIN: locked memory, QPs exhausted)
  * is retried 3 times (1, 10, 100 ms apart) and then returned: the maximum is then unknown, never a smaller value.
  * *written_back receives what the provider wrote back into cap.max_inline_data for that value (may be NULL).
  * Returns 0; or, with *max_inline 0, the errno of creating a QP with 0 bytes of inline when even that fails

@@ -21,6 +21,8 @@
  * link-local, IPv6 global and IPv4-mapped GIDs on netdev ifindex 1, the first RoCE v2 IPv4-mapped one at index 21.
  * RT_FAKEDEV_GID_API=ex makes ibv_query_gid_table fail with EOPNOTSUPP (as a kernel without the ioctl does) and
  * =legacy ibv_query_gid_ex too, so that only ibv_query_gid answers (types then come from sysfs).
+ * RT_FAKEDEV_INLINE_REFUSAL=ERRNO makes a too large max_inline_data fail with that errno instead of EINVAL (95: nbl's
+ * EOPNOTSUPP; 0: no errno at all, as bnxt_re's variable-WQE check).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -104,6 +106,7 @@ static struct ibv_device fk_devs[FK_MAX_DEVS];
 static int fk_ndevs = 1;
 static bool fk_roce;
 static int fk_gid_api; /* 0 table, 1 ex, 2 legacy */
+static int fk_inline_refusal = EINVAL;
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
 static long fk_live;
@@ -131,6 +134,9 @@ __attribute__((constructor)) static void fk_init(void)
 	}
 	v = getenv("RT_FAKEDEV_ROCE");
 	fk_roce = v && *v == '1';
+	v = getenv("RT_FAKEDEV_INLINE_REFUSAL");
+	if (v && *v)
+		fk_inline_refusal = atoi(v);
 	v = getenv("RT_FAKEDEV_GID_API");
 	fk_gid_api = v && !strcmp(v, "ex") ? 1 : v && !strcmp(v, "legacy") ? 2 : 0;
 	v = getenv("RT_FAKEDEV_FAIL");
@@ -587,6 +593,9 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		goto out;
 	} else if (slot < 0) {
 		errno = ENOMEM;
+	} else if (a->cap.max_inline_data > FK_MAX_INLINE && a->cap.max_inline_data <= 4 * FK_MAX_INLINE &&
+		   a->qp_type == IBV_QPT_RC) {
+		errno = fk_inline_refusal; /* (RC only: UD keeps EINVAL, the two paths in one run) */
 	} else if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) || !a->send_cq || !a->recv_cq ||
 		   a->cap.max_send_wr == 0 || a->cap.max_send_wr > FK_MAX_WR || a->cap.max_recv_wr > FK_MAX_WR ||
 		   a->cap.max_send_sge > 4 || a->cap.max_recv_sge > 4 || a->cap.max_inline_data > FK_MAX_INLINE) {

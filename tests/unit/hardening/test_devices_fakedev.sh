@@ -42,6 +42,13 @@ for e in 12 11; do
     ok "create_qp errno $e for good from 128 bytes: max inline unknown ($why)" ||
     bad "create_qp errno $e for good: exit $rc, max inline rc '$v', error '$why' (want null, '$want')"
 done
+# providers that refuse a too large size with EOPNOTSUPP (nbl) or without errno (bnxt_re): still "too big"
+for e in 95 0; do
+  dev RT_FAKEDEV_INLINE_REFUSAL=$e -- devices --json
+  v=$(jqo '.devices[0].max_inline_data.rc') u=$(jqo '.devices[0].max_inline_data.ud')
+  [ $rc -eq 0 ] && [ "$v" = 256 ] && [ "$u" = 256 ] && ok "too large refused with errno $e: max inline 256" ||
+    bad "too large refused with errno $e: exit $rc, rc '$v' ud '$u'"
+done
 dev RT_FAKEDEV_FAIL=ibv_create_qp:3:12 RT_FAKEDEV_FAIL_FROM=1 -- devices
 grep -q 'max_inline_rc: unknown (Cannot allocate memory)' "$tmp/out" && ok "text: max_inline_rc unknown with the error" ||
   bad "text: $(grep max_inline "$tmp/out" | tr '\n' '|')"
