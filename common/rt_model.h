@@ -15,7 +15,7 @@
 #define RT_NAME_LEN 64
 #define RT_TEXT_LEN 256
 #define RT_MAX_PORTS 8
-#define RT_MAX_GIDS 128 /* valid GIDs kept per port (mlx5 RoCE tables have 255 slots, few in use) */
+#define RT_MAX_GIDS 64 /* valid GIDs kept per port (the pick sees the whole table; mlx5 RoCE has 255 slots) */
 
 /* ---- node and devices ---------------------------------------------------------------------------------------- */
 
@@ -30,8 +30,8 @@ struct rt_node_info {
 
 struct rt_gid_info {
 	int index;
-	char gid[48];	 /* fe80:0000:...: the 8 groups of ibv_gid, as ibv_devinfo -v prints them */
-	char type[16];	 /* "IB", "RoCE v1", "RoCE v2" ("IB/RoCE v1" when only sysfs said it), "" unknown */
+	char gid[40];	 /* fe80:0000:...: the 8 groups of ibv_gid, as ibv_devinfo -v prints them */
+	char type[12];	 /* "IB", "RoCE v1", "RoCE v2" ("IB/RoCE v1" when only sysfs said it), "" unknown */
 	char netdev[16]; /* the netdev the GID belongs to (RoCE), "" when none or unknown */
 };
 
