@@ -365,11 +365,14 @@ int rt_devinfo_gid_pick(const struct rt_gid_info *gids, int n, char *why, size_t
 		const struct rt_gid_info *g = &gids[best];
 		char addr[48] = "";
 
-		if (best_kind % 3 == 0) {
-			unsigned a, b;
+		if (best_kind % 3 == 0) { /* "...:ffff:c0a8:0115": the last two groups are the IPv4 address */
+			char *end;
+			unsigned long a = strtoul(g->gid + 30, &end, 16), b = 0;
 
-			if (sscanf(g->gid + 30, "%4x:%4x", &a, &b) == 2)
-				snprintf(addr, sizeof(addr), " %u.%u.%u.%u", a >> 8, a & 0xff, b >> 8, b & 0xff);
+			if (end == g->gid + 34 && *end == ':')
+				b = strtoul(end + 1, &end, 16);
+			if (end == g->gid + 39 && a <= 0xffff && b <= 0xffff)
+				snprintf(addr, sizeof(addr), " %lu.%lu.%lu.%lu", a >> 8, a & 0xff, b >> 8, b & 0xff);
 		}
 		snprintf(why, len, "first %s GID%s%s%s%s%s", gid_kind_names[best_kind], addr,
 			 g->netdev[0] ? " on " : "", g->netdev, best_kind ? "; none is " : "",

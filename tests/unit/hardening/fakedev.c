@@ -120,7 +120,7 @@ __attribute__((constructor)) static void fk_init(void)
 
 	v = getenv("RT_FAKEDEV_DEVICES");
 	if (v && *v) {
-		fk_ndevs = atoi(v);
+		fk_ndevs = (int)strtol(v, NULL, 10);
 		if (fk_ndevs < 1 || fk_ndevs > FK_MAX_DEVS) {
 			fprintf(stderr, "fakedev: bad RT_FAKEDEV_DEVICES '%s'\n", v);
 			_exit(125);
@@ -136,7 +136,7 @@ __attribute__((constructor)) static void fk_init(void)
 	fk_roce = v && *v == '1';
 	v = getenv("RT_FAKEDEV_INLINE_REFUSAL");
 	if (v && *v)
-		fk_inline_refusal = atoi(v);
+		fk_inline_refusal = (int)strtol(v, NULL, 10);
 	v = getenv("RT_FAKEDEV_GID_API");
 	fk_gid_api = v && !strcmp(v, "ex") ? 1 : v && !strcmp(v, "legacy") ? 2 : 0;
 	v = getenv("RT_FAKEDEV_FAIL");
