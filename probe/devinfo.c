@@ -488,13 +488,10 @@ static void read_gids(struct ibv_context *ctx, struct rt_device_info *out)
 	struct ibv_gid_entry *e = NULL;
 	struct rt_gid_info *g;
 	ssize_t n = -1;
-	int max_len = 0;
 
 	for (int p = 0; p < out->port_count; p++) {
 		out->ports[p].gid_pick = -1;
 		total += (size_t)out->ports[p].gid_tbl_len;
-		if (out->ports[p].gid_tbl_len > max_len)
-			max_len = out->ports[p].gid_tbl_len;
 	}
 	if (!total)
 		return;
@@ -512,6 +509,8 @@ static void read_gids(struct ibv_context *ctx, struct rt_device_info *out)
 		struct rt_port_info *pi = &out->ports[p];
 		int k = 0;
 
+		if (pi->gid_tbl_len <= 0)
+			continue; /* a port that could not be queried keeps its reason */
 		if (n >= 0) {
 			for (ssize_t i = 0; i < n; i++)
 				if (e[i].port_num == (uint32_t)pi->port_num && k < pi->gid_tbl_len)

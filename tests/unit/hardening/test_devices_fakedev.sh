@@ -84,6 +84,12 @@ dev RT_FAKEDEV_DEVICES=3 RT_FAKEDEV_FAIL=ibv_open_device:2:13 -- devices -d fake
 [ $rc -eq 1 ] && grep -q "^rtune: cannot open device 'fake1': Permission denied" "$tmp/err" &&
   ok "-d on the failing device: exit 1 with its error" || bad "-d fake1: exit $rc, $(cat "$tmp/err")"
 
+dev RT_FAKEDEV_FAIL=ibv_query_port:1:5 -- devices
+[ $rc -eq 0 ] && grep -q '^    port 1: unknown' "$tmp/out" &&
+  grep -q 'default gid: none (the port could not be queried)' "$tmp/out" &&
+  ok "a port that cannot be queried: listed as unknown, the device too" ||
+  bad "ibv_query_port failing: exit $rc: $(grep -A3 'port 1' "$tmp/out" | tr '\n' '|')"
+
 # ---- item 8: the whole GID table and the default pick --------------------------------------------------------------
 # sysfs for the legacy path (ibv_query_gid only): gid_attrs types and ndevs as the kernel exposes them
 sys=$tmp/sys
