@@ -5,6 +5,9 @@
  */
 #include "devices_json.h"
 
+#include <errno.h>
+#include <string.h>
+
 /* json_object_set_new on a fresh object never fails except on allocation failure, which jansson reports by returning
  * NULL from the constructors; json_pack is used so one NULL anywhere makes the whole result NULL. */
 
@@ -32,17 +35,27 @@ static json_t *port_to_json(const struct rt_port_info *p)
 	if (!gids)
 		return NULL;
 	for (int i = 0; i < p->gid_count; i++) {
-		json_t *g = json_pack("{s:i, s:s, s:o}", "index", p->gids[i].index, "gid", p->gids[i].gid, "type",
-				      str_or_null(p->gids[i].type));
+		json_t *g = json_pack("{s:i, s:s, s:o, s:o}", "index", p->gids[i].index, "gid", p->gids[i].gid, "type",
+				      str_or_null(p->gids[i].type), "netdev", str_or_null(p->gids[i].netdev));
 
 		if (!g || json_array_append_new(gids, g)) {
 			json_decref(gids);
 			return NULL;
 		}
 	}
-	return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:o}", "port", p->port_num, "state", p->state,
-			 "link_layer", p->link_layer, "active_mtu_bytes", p->active_mtu_bytes, "max_mtu_bytes",
-			 p->max_mtu_bytes, "lid", p->lid, "gid_tbl_len", p->gid_tbl_len, "gids", gids);
+	return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:o, s:o, s:{s:o, s:o}}", "port", p->port_num,
+			 "state", p->state, "link_layer", p->link_layer, "active_mtu_bytes", p->active_mtu_bytes,
+			 "max_mtu_bytes", p->max_mtu_bytes, "lid", p->lid, "gid_tbl_len", p->gid_tbl_len, "gid_valid",
+			 p->gid_valid, "gid_source", str_or_null(p->gid_source), "gids", gids, "default_gid", "index",
+			 int_or_null(p->gid_pick), "reason", str_or_null(p->gid_pick_reason));
+}
+
+/* Why a max inline value is absent: null when measured or not probed, "unsupported", or the probe's error text. */
+static json_t *inline_why(int v, int why)
+{
+	if (v >= 0 || why == 0)
+		return json_null();
+	return json_string(why == EOPNOTSUPP ? "unsupported" : strerror(why));
 }
 
 json_t *rt_device_to_json(const struct rt_device_info *d)
@@ -60,23 +73,26 @@ json_t *rt_device_to_json(const struct rt_device_info *d)
 		}
 	}
 	if (d->pci_addr[0])
-		pcie = json_pack("{s:s, s:o, s:o, s:o, s:o}", "address", d->pci_addr, "link_speed",
+		pcie = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "address", d->pci_addr, "link_speed",
 				 str_or_null(d->pcie_speed), "link_width",
 				 int_or_null(d->pcie_width ? d->pcie_width : -1), "max_payload_bytes",
 				 int_or_null(d->pcie_max_payload_bytes ? d->pcie_max_payload_bytes : -1),
 				 "max_read_request_bytes",
-				 int_or_null(d->pcie_max_read_req_bytes ? d->pcie_max_read_req_bytes : -1));
+				 int_or_null(d->pcie_max_read_req_bytes ? d->pcie_max_read_req_bytes : -1), "physfn",
+				 str_or_null(d->pcie_physfn), "device_control_note", str_or_null(d->pcie_ctrl_note));
 	else
 		pcie = json_null();
-	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i, s:i, s:i},"
-			 " s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
-			 "name", d->name, "node_guid", d->node_guid, "transport", d->transport, "fw_ver", d->fw_ver,
-			 "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id,
-			 "hw_ver", (json_int_t)d->hw_ver, "caps", "max_qp", d->max_qp, "max_qp_wr", d->max_qp_wr,
-			 "max_sge", d->max_sge, "max_cqe", d->max_cqe, "max_qp_rd_atom", d->max_qp_rd_atom, "max_mr",
-			 d->max_mr, "max_inline_data", "rc", int_or_null(d->max_inline_rc), "ud",
-			 int_or_null(d->max_inline_ud), "numa_node", int_or_null(d->numa_node), "local_cpus",
-			 str_or_null(d->local_cpus), "pcie", pcie, "ports", ports);
+	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i, s:i, s:i},"
+			 " s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
+			 "name", d->name, "error", str_or_null(d->error), "node_guid", d->node_guid, "transport",
+			 d->transport, "fw_ver", d->fw_ver, "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id",
+			 (json_int_t)d->vendor_part_id, "hw_ver", (json_int_t)d->hw_ver, "caps", "max_qp", d->max_qp,
+			 "max_qp_wr", d->max_qp_wr, "max_sge", d->max_sge, "max_cqe", d->max_cqe, "max_qp_rd_atom",
+			 d->max_qp_rd_atom, "max_mr", d->max_mr, "max_inline_data", "rc", int_or_null(d->max_inline_rc),
+			 "ud", int_or_null(d->max_inline_ud), "max_inline_error", "rc",
+			 inline_why(d->max_inline_rc, d->max_inline_rc_errno), "ud",
+			 inline_why(d->max_inline_ud, d->max_inline_ud_errno), "numa_node", int_or_null(d->numa_node),
+			 "local_cpus", str_or_null(d->local_cpus), "pcie", pcie, "ports", ports);
 }
 
 json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_device_info *devs, int n)

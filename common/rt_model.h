@@ -15,7 +15,7 @@
 #define RT_NAME_LEN 64
 #define RT_TEXT_LEN 256
 #define RT_MAX_PORTS 8
-#define RT_MAX_GIDS 16
+#define RT_MAX_GIDS 64 /* valid GIDs kept per port (the pick sees the whole table; mlx5 RoCE has 255 slots) */
 
 /* ---- node and devices ---------------------------------------------------------------------------------------- */
 
@@ -30,8 +30,9 @@ struct rt_node_info {
 
 struct rt_gid_info {
 	int index;
-	char gid[48];  /* fe80:0000:...: the 8 groups of ibv_gid, as ibv_devinfo -v prints them */
-	char type[16]; /* "IB/RoCE v1", "RoCE v2" or "" when sysfs does not say */
+	char gid[40];	 /* fe80:0000:...: the 8 groups of ibv_gid, as ibv_devinfo -v prints them */
+	char type[12];	 /* "IB", "RoCE v1", "RoCE v2" ("IB/RoCE v1" when only sysfs said it), "" unknown */
+	char netdev[16]; /* the netdev the GID belongs to (RoCE), "" when none or unknown */
 };
 
 struct rt_port_info {
@@ -42,8 +43,12 @@ struct rt_port_info {
 	int max_mtu_bytes;
 	int lid;
 	int gid_tbl_len;
-	int gid_count;
-	struct rt_gid_info gids[RT_MAX_GIDS]; /* non-zero GIDs only */
+	int gid_count;			      /* entries in gids[] */
+	int gid_valid;			      /* valid GIDs in the whole table (> gid_count when over RT_MAX_GIDS) */
+	char gid_source[24];		      /* "ibv_query_gid_table", "ibv_query_gid_ex" or "ibv_query_gid+sysfs" */
+	int gid_pick;			      /* the default GID index (rt_devinfo_gid_pick), -1 = none */
+	char gid_pick_reason[RT_TEXT_LEN];    /* why that one (or why none) */
+	struct rt_gid_info gids[RT_MAX_GIDS]; /* valid (non-zero) GIDs only, by index */
 };
 
 struct rt_device_info {
@@ -61,9 +66,13 @@ struct rt_device_info {
 	int max_cqe;
 	int max_qp_rd_atom;
 	int max_mr;
-	/* largest max_inline_data ibv_create_qp accepts, found by search; -1 = not probed / QP type unsupported */
+	/* largest max_inline_data ibv_create_qp accepts, found by search; -1 = none: then *_errno says why (0 = not
+	 * probed, EOPNOTSUPP = QP type unsupported, anything else = the probe failed and the maximum is unknown) */
 	int max_inline_rc;
 	int max_inline_ud;
+	int max_inline_rc_errno;
+	int max_inline_ud_errno;
+	char error[RT_TEXT_LEN]; /* why the device could not be opened or queried, "" = fine (else only sysfs facts) */
 	/* where the device sits: -1 = unknown / not a NUMA machine */
 	int numa_node;
 	char local_cpus[RT_TEXT_LEN]; /* cpulist, e.g. "0-15,32-47"; "" when unknown */
@@ -71,8 +80,10 @@ struct rt_device_info {
 	char pci_addr[32];	     /* "0000:3b:00.0" */
 	char pcie_speed[32];	     /* current_link_speed, e.g. "16.0 GT/s PCIe" */
 	int pcie_width;		     /* current_link_width, 0 = unknown */
-	int pcie_max_payload_bytes;  /* Device Control MPS, 0 = unknown */
+	int pcie_max_payload_bytes;  /* Device Control MPS, 0 = unknown (a VF's is its PF's) */
 	int pcie_max_read_req_bytes; /* Device Control MRRS, 0 = unknown */
+	char pcie_physfn[32];	     /* an SR-IOV VF: its PF's address, else "" */
+	char pcie_ctrl_note[96];     /* why MPS/MRRS are unknown or where they came from, "" = read directly */
 	int port_count;
 	struct rt_port_info ports[RT_MAX_PORTS];
 };
@@ -137,12 +148,14 @@ struct rt_run_env {
 	int cpu;	   /* CPU the measuring thread ran on */
 	int cpu_numa_node; /* its NUMA node, -1 = unknown */
 	int device_numa_node;
-	bool numa_local;	/* cpu_numa_node == device_numa_node (or no NUMA information) */
-	char clock[32];		/* "rdtsc" or "clock_gettime(CLOCK_MONOTONIC)" */
-	double tsc_ghz;		/* 0 unless clock is rdtsc */
-	char clocksource[32];	/* kernel clocksource */
-	char mode[16];		/* "loopback" or "two-node" */
-	char peer[RT_TEXT_LEN]; /* peer address in two-node mode */
+	bool numa_local;	    /* cpu_numa_node == device_numa_node (or no NUMA information) */
+	char clock[32];		    /* "rdtscp", "lfence+rdtsc", "cntvct_el0" or "clock_gettime(CLOCK_MONOTONIC)" */
+	double tsc_ghz;		    /* counter frequency in GHz (TSC or cntvct), 0 for clock_gettime */
+	double clock_tick_ns;	    /* one counter tick, ns (1 for clock_gettime) */
+	double clock_resolution_ns; /* smallest non-zero step seen between two back-to-back reads, ns (0 unknown) */
+	char clocksource[32];	    /* kernel clocksource */
+	char mode[16];		    /* "loopback" or "two-node" */
+	char peer[RT_TEXT_LEN];	    /* peer address in two-node mode */
 };
 
 struct rt_run {

@@ -88,8 +88,10 @@ int rt_store_batch_flush(struct rt_store *st, struct rt_error *err);
 void rt_store_node_key_of(const char *machine_id, const char *hostname, char *out, size_t len);
 /* rt_store_node_key_of() of node into out; returns out. */
 const char *rt_store_node_key(const struct rt_node_info *node, char out[RT_STORE_NODE_KEY_LEN]);
-/* Stable hash of the node's hardware (CPU model and every device's vendor/part/fw/link layer/MTU/PCIe/NUMA), as
- * "fnv1a64:<16 hex>"; devs may be NULL when n_devs is 0. */
+/* Stable hash of the node's hardware, as "fnv1a64:<16 hex>": the CPU model and, per device (by name), its name,
+ * vendor and part id, firmware, NUMA node, PCIe link speed and width, and per port the link layer and active MTU --
+ * facts any user reads alike, so root and non-root runs of one node agree (PCIe MPS/MRRS, readable only by root, are
+ * not part of it). devs may be NULL when n_devs is 0. */
 void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_device_info *devs, size_t n_devs,
 			   char out[32]);
 /* Fills the minimum of a node identity (hostname, machine-id) for this machine without touching any device. */

@@ -751,9 +751,10 @@ void rt_store_hw_signature(const struct rt_node_info *node, const struct rt_devi
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_device_info *d = sorted[i];
 
-		snprintf(buf, sizeof(buf), "%s|%08x|%08x|%s|%d|%s|%d|%d|%d", d->name, d->vendor_id, d->vendor_part_id,
-			 d->fw_ver, d->numa_node, d->pcie_speed, d->pcie_width, d->pcie_max_payload_bytes,
-			 d->pcie_max_read_req_bytes);
+		/* only facts every user reads alike: MPS and MRRS (PCI config space past 64 bytes, root only) are left
+		 * out, so a node calibrated as root and as a user has one signature */
+		snprintf(buf, sizeof(buf), "%s|%08x|%08x|%s|%d|%s|%d", d->name, d->vendor_id, d->vendor_part_id,
+			 d->fw_ver, d->numa_node, d->pcie_speed, d->pcie_width);
 		fnv(&h, buf);
 		for (int p = 0; p < d->port_count && p < RT_MAX_PORTS; p++) {
 			snprintf(buf, sizeof(buf), "%d|%s|%d", d->ports[p].port_num, d->ports[p].link_layer,

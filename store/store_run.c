@@ -37,8 +37,15 @@ static char *env_to_json(const struct rt_run_env *e)
 			      e->cpu_numa_node, "device_numa_node", e->device_numa_node, "numa_local", e->numa_local,
 			      "clock", e->clock, "tsc_ghz", e->tsc_ghz, "clocksource", e->clocksource, "mode", e->mode,
 			      "peer", e->peer);
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *s;
 
+	/* the clock's tick and measured resolution (ns), kept in the env JSON: no column of their own */
+	if (o && (json_object_set_new(o, "clock_tick_ns", json_real(e->clock_tick_ns)) ||
+		  json_object_set_new(o, "clock_resolution_ns", json_real(e->clock_resolution_ns)))) {
+		json_decref(o);
+		o = NULL;
+	}
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return s;
 }
@@ -56,6 +63,8 @@ static void env_from_json(const char *text, struct rt_run_env *e)
 	e->device_numa_node = (int)json_integer_value(json_object_get(o, "device_numa_node"));
 	e->numa_local = json_is_true(json_object_get(o, "numa_local"));
 	e->tsc_ghz = json_number_value(json_object_get(o, "tsc_ghz"));
+	e->clock_tick_ns = json_number_value(json_object_get(o, "clock_tick_ns"));
+	e->clock_resolution_ns = json_number_value(json_object_get(o, "clock_resolution_ns"));
 	rt_store_json_copy_str(e->clock, sizeof(e->clock), o, "clock");
 	rt_store_json_copy_str(e->clocksource, sizeof(e->clocksource), o, "clocksource");
 	rt_store_json_copy_str(e->mode, sizeof(e->mode), o, "mode");

@@ -145,11 +145,6 @@ static int open_device(struct cal *c, struct rt_error *err)
 	return 0;
 }
 
-static bool gid_is_ipv4_mapped(const char *g)
-{
-	return strncmp(g, "0000:0000:0000:0000:0000:ffff:", 30) == 0;
-}
-
 /* Chooses the port (first ACTIVE unless given) and the GID index; fills c->addr. */
 static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, struct rt_error *err)
 {
@@ -179,24 +174,15 @@ static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, stru
 	c->addr.mtu = pa.active_mtu;
 	c->addr.gid_index = c->o->gid_index;
 	if (c->addr.gid_index < 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
-		int best = -1;
+		/* the pick devinfo made over the port's whole GID table (rt_devinfo_gid_pick), recorded with its reason */
+		char why[RT_TEXT_LEN + 32];
 
-		for (int i = 0; i < p->gid_count; i++) {
-			const struct rt_gid_info *g = &p->gids[i];
-
-			if (strcmp(g->type, "RoCE v2") == 0 && gid_is_ipv4_mapped(g->gid)) {
-				best = g->index;
-				break;
-			}
-			if (best < 0)
-				best = g->index;
-		}
-		if (best < 0)
-			return rt_error_set(err, EADDRNOTAVAIL,
-					    "port %d of '%s' has no GID (is its netdev up with an "
-					    "address?); use --gid-index",
-					    p->port_num, d->name);
-		c->addr.gid_index = best;
+		if (p->gid_pick < 0)
+			return rt_error_set(err, EADDRNOTAVAIL, "port %d of '%s': %s; use --gid-index", p->port_num,
+					    d->name, p->gid_pick_reason);
+		c->addr.gid_index = p->gid_pick;
+		snprintf(why, sizeof(why), "gid %d: %s", p->gid_pick, p->gid_pick_reason);
+		note(c, why);
 	}
 	if (c->addr.gid_index >= 0) {
 		rc = ibv_query_gid(ctx, (uint8_t)p->port_num, c->addr.gid_index, &c->addr.gid);
@@ -1048,6 +1034,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	}
 	snprintf(run->env.clock, sizeof(run->env.clock), "%s", c->clk.name);
 	run->env.tsc_ghz = c->clk.tsc_ghz;
+	run->env.clock_tick_ns = c->clk.ns_per_tick;
+	run->env.clock_resolution_ns = c->clk.resolution_ns;
 	read_clocksource(run->env.clocksource, sizeof(run->env.clocksource));
 	c->cli.ep = &c->cep;
 	c->cli.clk = &c->clk;

@@ -37,8 +37,11 @@ static json_t *env_json(const struct rt_run_env *e)
 			      e->cpu_numa_node, "device_numa_node", e->device_numa_node, "numa_local", e->numa_local,
 			      "clock", e->clock, "clocksource", e->clocksource, "mode", e->mode, "peer", e->peer);
 
-	if (o)
+	if (o) {
 		json_object_set_new(o, "tsc_ghz", num(e->tsc_ghz));
+		json_object_set_new(o, "clock_tick_ns", num(e->clock_tick_ns));
+		json_object_set_new(o, "clock_resolution_ns", num(e->clock_resolution_ns));
+	}
 	return o;
 }
 

@@ -30,7 +30,15 @@ r = json.load(open(a.json))
 check(r.get("schema") == {"name": "rtune-run", "version": "1.0"}, "schema is %r" % r.get("schema"))
 check(r["status"] == a.status, "status %r, expected %r" % (r["status"], a.status))
 check(r["env"]["mode"] == a.mode, "mode %r, expected %r" % (r["env"]["mode"], a.mode))
-check(r["env"]["clock"] in ("rdtsc", "clock_gettime(CLOCK_MONOTONIC)"), "clock %r" % r["env"]["clock"])
+check(r["env"]["clock"] in ("rdtscp", "lfence+rdtsc", "cntvct_el0", "clock_gettime(CLOCK_MONOTONIC)"),
+      "clock %r" % r["env"]["clock"])
+# the clock's tick and measured resolution: at least a tick, under 100 us (clock_gettime in the TCG guest: ~1.8 us)
+tick, res = r["env"].get("clock_tick_ns"), r["env"].get("clock_resolution_ns")
+check(tick is not None and res is not None and 0 < tick <= res < 100000, "clock tick %r, resolution %r" % (tick, res))
+if a.mode == "loopback":
+    # rxe is RoCE: the default GID pick (RoCE v2 IPv4-mapped) is named in the notes
+    notes = r["params"].get("notes", "")
+    check("gid %d: first RoCE v2 IPv4-mapped GID" % r["gid_index"] in notes, "gid pick not in the notes: %r" % notes)
 check(r["env"]["cpu"] >= 0, "no cpu recorded")
 lat = r["latency"]
 rate = r["rate"]

@@ -25,6 +25,14 @@ assert dev["caps"]["max_qp_wr"] > 0 and dev["caps"]["max_sge"] > 0
 port = dev["ports"][0]
 assert port["state"] == "active" and port["link_layer"] == "Ethernet" and port["active_mtu_bytes"] >= 256
 assert any(g["gid"].endswith("c000:0201") for g in port["gids"]), port["gids"]  # ::ffff:192.0.2.1
+# the whole table through ibv_query_gid_table, with types and netdevs, and the default pick: RoCE v2 ::ffff:192.0.2.1
+assert port["gid_source"] == "ibv_query_gid_table", port["gid_source"]
+assert port["gid_valid"] == len(port["gids"]) >= 2, port
+assert all(g["type"] in ("RoCE v1", "RoCE v2") and g["netdev"] for g in port["gids"]), port["gids"]
+pick = [g for g in port["gids"] if g["index"] == port["default_gid"]["index"]]
+assert pick and pick[0]["type"] == "RoCE v2" and pick[0]["gid"].endswith("c000:0201"), (pick, port["default_gid"])
+assert port["default_gid"]["reason"].startswith("first RoCE v2 IPv4-mapped GID 192.0.2.1 on "), port["default_gid"]
+assert dev["error"] is None and dev["max_inline_error"]["rc"] is None
 print(dev["max_inline_data"]["rc"], dev["max_inline_data"]["ud"], len(dev["ports"]), len(port["gids"]))
 PY
 )
@@ -42,5 +50,5 @@ set +e
 set -e
 [ "$rc" = 2 ] || fail "unknown device gave exit $rc, not 2"
 grep -q "unknown device 'nosuchdev'; devices: rxe0" /tmp/err.txt || fail "unknown device message: $(cat /tmp/err.txt)"
-"$rtune" devices -d rxe0 --no-probe | grep -q 'max_inline_rc: unsupported' || fail "--no-probe still probed"
+"$rtune" devices -d rxe0 --no-probe | grep -q 'max_inline_rc: not probed' || fail "--no-probe still probed"
 echo "PASS: rtune devices on rxe0"

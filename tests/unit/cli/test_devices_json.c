@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "devices_json.h"
@@ -28,6 +29,7 @@ static void fill_device(struct rt_device_info *d, bool pci)
 	d->max_qp_rd_atom = 16;
 	d->max_inline_rc = 956;
 	d->max_inline_ud = -1;
+	d->max_inline_ud_errno = EOPNOTSUPP;
 	d->numa_node = pci ? 1 : -1;
 	if (pci) {
 		strcpy(d->local_cpus, "16-31");
@@ -49,6 +51,10 @@ static void fill_device(struct rt_device_info *d, bool pci)
 			strcpy(d->ports[p].gids[g].gid, "fe80:0000:0000:0000:0211:22ff:fe33:4455");
 		}
 		strcpy(d->ports[p].gids[1].type, "RoCE v2");
+		strcpy(d->ports[p].gids[1].netdev, "eth0");
+		d->ports[p].gid_valid = 2;
+		d->ports[p].gid_pick = p ? -1 : 1;
+		strcpy(d->ports[p].gid_pick_reason, p ? "no RoCE GID among 0 valid entries" : "first RoCE v2 GID");
 	}
 }
 
@@ -66,6 +72,10 @@ static void test_pci_device(void **state)
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "caps"), "max_qp_wr")), 32768);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "max_inline_data"), "rc")), 956);
 	assert_true(json_is_null(json_object_get(json_object_get(j, "max_inline_data"), "ud")));
+	assert_true(json_is_null(json_object_get(json_object_get(j, "max_inline_error"), "rc")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "max_inline_error"), "ud")),
+			    "unsupported");
+	assert_true(json_is_null(json_object_get(j, "error")));
 	assert_int_equal(json_integer_value(json_object_get(j, "numa_node")), 1);
 	assert_string_equal(json_string_value(json_object_get(j, "local_cpus")), "16-31");
 	pcie = json_object_get(j, "pcie");
@@ -74,12 +84,58 @@ static void test_pci_device(void **state)
 	assert_int_equal(json_integer_value(json_object_get(pcie, "link_width")), 16);
 	assert_int_equal(json_integer_value(json_object_get(pcie, "max_payload_bytes")), 256);
 	assert_true(json_is_null(json_object_get(pcie, "max_read_request_bytes")));
+	assert_true(json_is_null(json_object_get(pcie, "physfn")));
+	assert_true(json_is_null(json_object_get(pcie, "device_control_note")));
 	ports = json_object_get(j, "ports");
 	assert_int_equal(json_array_size(ports), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(ports, 1), "state")), "down");
 	assert_int_equal(json_array_size(json_object_get(json_array_get(ports, 0), "gids")), 2);
 	assert_true(json_is_null(
 		json_object_get(json_array_get(json_object_get(json_array_get(ports, 0), "gids"), 0), "type")));
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(json_object_get(json_array_get(ports, 0), "gids"), 1), "netdev")),
+			    "eth0");
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(ports, 0), "gid_valid")), 2);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(json_array_get(ports, 0), "default_gid"), "index")),
+		1);
+	assert_true(json_is_null(json_object_get(json_object_get(json_array_get(ports, 1), "default_gid"), "index")));
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(json_array_get(ports, 1), "default_gid"), "reason")),
+		"no RoCE GID among 0 valid entries");
+	json_decref(j);
+}
+
+/* A device that could not be opened: its error, nothing from verbs made up; a probe that failed: its error. */
+static void test_failed_device(void **state)
+{
+	struct rt_device_info d;
+	json_t *j;
+
+	(void)state;
+	memset(&d, 0, sizeof(d));
+	strcpy(d.name, "mlx5_1");
+	strcpy(d.error, "cannot open device 'mlx5_1': Permission denied");
+	d.max_inline_rc = d.max_inline_ud = -1;
+	d.numa_node = -1;
+	j = rt_device_to_json(&d);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "error")), d.error);
+	assert_true(json_is_null(json_object_get(json_object_get(j, "max_inline_data"), "rc")));
+	assert_true(json_is_null(json_object_get(json_object_get(j, "max_inline_error"), "rc"))); /* not probed */
+	assert_int_equal(json_array_size(json_object_get(j, "ports")), 0);
+	json_decref(j);
+	fill_device(&d, true);
+	d.max_inline_rc = -1;
+	d.max_inline_rc_errno = ENOMEM;
+	strcpy(d.pcie_physfn, "0000:3b:00.0");
+	strcpy(d.pcie_ctrl_note, "VF: max_payload is its PF's");
+	j = rt_device_to_json(&d);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "max_inline_error"), "rc")),
+			    "Cannot allocate memory");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "pcie"), "physfn")), "0000:3b:00.0");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "pcie"), "device_control_note")),
+			    "VF: max_payload is its PF's");
 	json_decref(j);
 }
 
@@ -132,6 +188,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pci_device),
 		cmocka_unit_test(test_virtual_device),
+		cmocka_unit_test(test_failed_device),
 		cmocka_unit_test(test_document),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

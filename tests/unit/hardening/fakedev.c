@@ -15,6 +15,15 @@
  * call of that verb fail too (a resource that stays exhausted). RT_FAKEDEV_REPORT=FILE receives at exit one
  * "VERB CALLS" line per verb and "live N", the device objects (contexts, PDs, channels, CQs, MRs, QPs, AHs) never
  * destroyed: 0 unless the program leaked one.
+ *
+ * Provider behaviours for device discovery: RT_FAKEDEV_DEVICES=N lists N devices fake0..fake<N-1> (at most 8; with
+ * RT_FAKEDEV_FAIL on ibv_open_device or ibv_query_device one of them fails). RT_FAKEDEV_ROCE=1 makes the port a RoCE
+ * port (Ethernet link layer) with a 32-slot GID table of 28 valid entries (holes at 2, 3, 30, 31): RoCE v1/v2
+ * link-local, IPv6 global and IPv4-mapped GIDs on netdev ifindex 1, the first RoCE v2 IPv4-mapped one at index 21.
+ * RT_FAKEDEV_GID_API=ex makes ibv_query_gid_table fail with EOPNOTSUPP (as a kernel without the ioctl does) and
+ * =legacy ibv_query_gid_ex too, so that only ibv_query_gid answers (types then come from sysfs).
+ * RT_FAKEDEV_INLINE_REFUSAL=ERRNO makes a too large max_inline_data fail with that errno instead of EINVAL (95: nbl's
+ * EOPNOTSUPP; 0: no errno at all, as bnxt_re's variable-WQE check).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +40,8 @@
 #define FK_MAX_INLINE 256u
 #define FK_MAX_WR 4096
 #define FK_MAX_QPS 64
+#define FK_MAX_DEVS 8
+#define FK_GID_SLOTS 32
 
 enum fk_verb {
 	V_OPEN,
@@ -93,8 +104,11 @@ struct fk_qp {
 };
 
 static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ibv_device fk_dev;
-static struct ibv_device *fk_list[2];
+static struct ibv_device fk_devs[FK_MAX_DEVS];
+static int fk_ndevs = 1;
+static bool fk_roce;
+static int fk_gid_api; /* 0 table, 1 ex, 2 legacy */
+static int fk_inline_refusal = EINVAL;
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
 static long fk_live;
@@ -104,13 +118,30 @@ static uint32_t fk_next_qpn = 0x40;
 
 __attribute__((constructor)) static void fk_init(void)
 {
-	const char *v = getenv("RT_FAKEDEV_FAIL");
+	const char *v;
 
-	snprintf(fk_dev.name, sizeof(fk_dev.name), "fake0");
-	snprintf(fk_dev.dev_name, sizeof(fk_dev.dev_name), "uverbs9");
-	fk_dev.node_type = IBV_NODE_CA;
-	fk_dev.transport_type = IBV_TRANSPORT_IB;
-	fk_list[0] = &fk_dev;
+	v = getenv("RT_FAKEDEV_DEVICES");
+	if (v && *v) {
+		fk_ndevs = (int)strtol(v, NULL, 10);
+		if (fk_ndevs < 1 || fk_ndevs > FK_MAX_DEVS) {
+			fprintf(stderr, "fakedev: bad RT_FAKEDEV_DEVICES '%s'\n", v);
+			_exit(125);
+		}
+	}
+	for (int i = 0; i < fk_ndevs; i++) {
+		snprintf(fk_devs[i].name, sizeof(fk_devs[i].name), "fake%d", i);
+		snprintf(fk_devs[i].dev_name, sizeof(fk_devs[i].dev_name), "uverbs%d", 9 + i);
+		fk_devs[i].node_type = IBV_NODE_CA;
+		fk_devs[i].transport_type = IBV_TRANSPORT_IB;
+	}
+	v = getenv("RT_FAKEDEV_ROCE");
+	fk_roce = v && *v == '1';
+	v = getenv("RT_FAKEDEV_INLINE_REFUSAL");
+	if (v && *v)
+		fk_inline_refusal = (int)strtol(v, NULL, 10);
+	v = getenv("RT_FAKEDEV_GID_API");
+	fk_gid_api = v && !strcmp(v, "ex") ? 1 : v && !strcmp(v, "legacy") ? 2 : 0;
+	v = getenv("RT_FAKEDEV_FAIL");
 	if (v && *v) {
 		const char *c1 = strchr(v, ':');
 
@@ -177,15 +208,16 @@ static void fk_unobj(void *p)
 
 struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-	struct ibv_device **l = calloc(2, sizeof(*l));
+	struct ibv_device **l = calloc((size_t)fk_ndevs + 1, sizeof(*l));
 
 	if (!l) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	l[0] = &fk_dev;
+	for (int i = 0; i < fk_ndevs; i++)
+		l[i] = &fk_devs[i];
 	if (num_devices)
-		*num_devices = 1;
+		*num_devices = fk_ndevs;
 	return l;
 }
 
@@ -210,12 +242,17 @@ static int fk_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_re
 static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 static int fk_req_notify(struct ibv_cq *cq, int solicited_only);
 
+static bool fk_is_dev(const struct ibv_device *d)
+{
+	return d >= fk_devs && d < fk_devs + fk_ndevs;
+}
+
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct ibv_context *ctx = NULL;
 
 	pthread_mutex_lock(&fk_lock);
-	if (device == &fk_dev && !fk_fail(V_OPEN) && (ctx = fk_obj(sizeof(*ctx)))) {
+	if (fk_is_dev(device) && !fk_fail(V_OPEN) && (ctx = fk_obj(sizeof(*ctx)))) {
 		ctx->device = device;
 		ctx->cmd_fd = -1;
 		ctx->async_fd = -1;
@@ -224,7 +261,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		ctx->ops.poll_cq = fk_poll_cq;
 		ctx->ops.req_notify_cq = fk_req_notify;
 		pthread_mutex_init(&ctx->mutex, NULL);
-	} else if (device != &fk_dev) {
+	} else if (!fk_is_dev(device)) {
 		errno = ENODEV;
 	}
 	pthread_mutex_unlock(&fk_lock);
@@ -243,14 +280,13 @@ int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 {
 	int rc = 0;
 
-	(void)ctx;
 	pthread_mutex_lock(&fk_lock);
 	if (fk_fail(V_QUERY_DEVICE)) {
 		rc = errno;
 	} else {
 		memset(a, 0, sizeof(*a));
 		snprintf(a->fw_ver, sizeof(a->fw_ver), "0.0.fake");
-		a->node_guid = htobe64(0x0002c90300fa4e00ull);
+		a->node_guid = htobe64(0x0002c90300fa4e00ull + (uint64_t)(ctx->device - fk_devs));
 		a->vendor_id = 0xfa4e;
 		a->max_qp = FK_MAX_QPS;
 		a->max_qp_wr = FK_MAX_WR;
@@ -282,29 +318,111 @@ int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_por
 		pa->state = IBV_PORT_ACTIVE;
 		pa->max_mtu = IBV_MTU_4096;
 		pa->active_mtu = IBV_MTU_1024;
-		pa->gid_tbl_len = 1;
+		pa->gid_tbl_len = fk_roce ? FK_GID_SLOTS : 1;
 		pa->lid = 1;
 		pa->max_msg_sz = 1u << 30;
 		pa->pkey_tbl_len = 1;
 		pa->active_width = 2;
 		pa->active_speed = 32;
 		pa->phys_state = 5;
-		pa->link_layer = IBV_LINK_LAYER_INFINIBAND;
+		pa->link_layer = fk_roce ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
 	}
 	pthread_mutex_unlock(&fk_lock);
 	return rc;
 }
 
+/* Entry index of the port's GID table: true with *gid and *type when valid. InfiniBand mode: one GID fe80::1 (IB). RoCE
+ * mode: see the file comment. */
+static bool fk_gid(int index, union ibv_gid *gid, uint32_t *type)
+{
+	memset(gid, 0, sizeof(*gid));
+	if (!fk_roce) {
+		if (index != 0)
+			return false;
+		gid->raw[0] = 0xfe;
+		gid->raw[1] = 0x80;
+		gid->raw[15] = 1;
+		*type = IBV_GID_TYPE_IB;
+		return true;
+	}
+	if (index < 0 || index >= FK_GID_SLOTS || index == 2 || index == 3 || index >= 30)
+		return false;
+	*type = index % 2 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
+	if (index < 2 || (index >= 14 && index < 20)) { /* link-local: the port's, then container interfaces' */
+		gid->raw[0] = 0xfe;
+		gid->raw[1] = 0x80;
+		gid->raw[8] = 0x02;
+		gid->raw[11] = 0xff;
+		gid->raw[12] = 0xfe;
+		gid->raw[15] = (uint8_t)(index < 2 ? 0x55 : index);
+	} else if (index < 14) { /* IPv6 global 2001:db8::<index> */
+		gid->raw[0] = 0x20;
+		gid->raw[1] = 0x01;
+		gid->raw[2] = 0x0d;
+		gid->raw[3] = 0xb8;
+		gid->raw[15] = (uint8_t)index;
+	} else { /* IPv4-mapped: 192.168.1.<index> at 20 and 21, 10.1.0.<index> above */
+		gid->raw[10] = gid->raw[11] = 0xff;
+		gid->raw[12] = index < 22 ? 192 : 10;
+		gid->raw[13] = index < 22 ? 168 : 1;
+		gid->raw[14] = index < 22 ? 1 : 0;
+		gid->raw[15] = (uint8_t)index;
+	}
+	return true;
+}
+
 int ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid)
 {
+	uint32_t type;
+
 	(void)ctx;
-	if (port != 1 || index != 0)
+	if (port != 1 || index < 0 || index >= (fk_roce ? FK_GID_SLOTS : 1))
 		return EINVAL;
-	memset(gid, 0, sizeof(*gid));
-	gid->raw[0] = 0xfe;
-	gid->raw[1] = 0x80;
-	gid->raw[15] = 1;
+	fk_gid(index, gid, &type); /* an empty slot reads as zeros, as the kernel's sysfs and ioctl give */
 	return 0;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index, struct ibv_gid_entry *e, uint32_t flags,
+		      size_t entry_size);
+int _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index, struct ibv_gid_entry *e, uint32_t flags,
+		      size_t entry_size)
+{
+	(void)ctx;
+	if (fk_gid_api == 2)
+		return EOPNOTSUPP;
+	if (flags || entry_size < sizeof(*e) || port != 1 || index >= (uint32_t)(fk_roce ? FK_GID_SLOTS : 1))
+		return EINVAL;
+	memset(e, 0, sizeof(*e));
+	if (!fk_gid((int)index, &e->gid, &e->gid_type))
+		return ENODATA;
+	e->gid_index = index;
+	e->port_num = 1;
+	e->ndev_ifindex = fk_roce ? 1 : 0;
+	return 0;
+}
+
+ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags,
+			     size_t entry_size);
+ssize_t _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags,
+			     size_t entry_size)
+{
+	size_t n = 0;
+
+	(void)ctx;
+	if (fk_gid_api)
+		return -EOPNOTSUPP;
+	if (flags || entry_size < sizeof(*entries))
+		return -EINVAL;
+	for (int i = 0; i < (fk_roce ? FK_GID_SLOTS : 1); i++) {
+		struct ibv_gid_entry e = { .gid_index = (uint32_t)i, .port_num = 1, .ndev_ifindex = fk_roce ? 1 : 0 };
+
+		if (!fk_gid(i, &e.gid, &e.gid_type))
+			continue;
+		if (n == max_entries)
+			return -EINVAL; /* more valid entries than the caller's array: the call fails (man page) */
+		entries[n++] = e;
+	}
+	return (ssize_t)n;
 }
 
 /* ---- PD, MR, channel, CQ, AH ------------------------------------------------------------------------------------ */
@@ -477,6 +595,9 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		goto out;
 	} else if (slot < 0) {
 		errno = ENOMEM;
+	} else if (a->cap.max_inline_data > FK_MAX_INLINE && a->cap.max_inline_data <= 4 * FK_MAX_INLINE &&
+		   a->qp_type == IBV_QPT_RC) {
+		errno = fk_inline_refusal; /* (RC only: UD keeps EINVAL, the two paths in one run) */
 	} else if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) || !a->send_cq || !a->recv_cq ||
 		   a->cap.max_send_wr == 0 || a->cap.max_send_wr > FK_MAX_WR || a->cap.max_recv_wr > FK_MAX_WR ||
 		   a->cap.max_send_sge > 4 || a->cap.max_recv_sge > 4 || a->cap.max_inline_data > FK_MAX_INLINE) {
