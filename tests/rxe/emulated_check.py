@@ -104,7 +104,8 @@ for op in ("send", "write"):
         if (s, True) in fits and (s, False) in fits:
             d = fits[(s, False)][0] - fits[(s, True)][0]
             adv = em.adv_ns(m, s)
-            tol = max(0.35 * abs(adv), 0.04 * fits[(s, False)][0], 1500)
+            # an intercept is the least certain part of a fit over few noisy N: 12 % of it
+            tol = max(0.35 * abs(adv), 0.12 * fits[(s, False)][0], 1500)
             check(abs(d - adv) <= tol, "rate %s %dB: t_post non-inline - inline %.0f ns, modeled %.0f (tolerance "
                   "%.0f)" % (op, s, d, adv, tol))
 

@@ -19,7 +19,8 @@ def check(cond, msg):
         fails.append(msg)
 
 
-def run_of(m, t_post_ns=45000.0, lat_ns=50000.0, sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), stall=None):
+# t_post: what the Soft-RoCE guest measured for one 8 B post with the models' 20 us POST (2026-12-01, quiet host: ~120 us)
+def run_of(m, t_post_ns=120000.0, lat_ns=50000.0, sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), stall=None):
     lat, rate = [], []
     for s in sizes:
         for inl in (True, False):
@@ -54,9 +55,9 @@ for name, m in models.items():
     r2 = run_of(m, stall=(64, False))
     check(em.planted_threshold(m, em.lat_series(r2, "send", "rc")[1])[0] == thr, "%s: a stalled size moved it" % name)
 
-x64 = models["x64_n4"]
+x64 = models["x64_n8"]
 # a host so slow that even N = 1 costs less than the tolerance: N does not matter
-check(em.planted_n(x64, run_of(x64, t_post_ns=400000.0), "send")[0] == "indifferent", "slow host: not indifferent")
+check(em.planted_n(x64, run_of(x64, t_post_ns=1000000.0), "send")[0] == "indifferent", "slow host: not indifferent")
 # the cap sq_depth/4
 big = dict(x64, cqe_ns=1e6)
 check(em.planted_n(big, run_of(big), "send") == ("knee", 64), "cap: %s" % (em.planted_n(big, run_of(big), "send"),))
