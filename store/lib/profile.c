@@ -333,6 +333,7 @@ static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, s
 		enum rt_profile_confidence *conf = k ? &e->signal_confidence : &e->inline_confidence;
 
 		snprintf(w2, sizeof(w2), "%s_confidence", keys[k]);
+		tmp[0] = '\0'; /* get_str leaves buf alone when the key is absent */
 		if ((rc = get_str(c, where, je, w2, false, true, false, tmp, sizeof(tmp))))
 			return rc;
 		if (tmp[0] && rt_profile_confidence_parse(tmp, conf))
