@@ -223,8 +223,8 @@ static int finish(int rc)
 	if (rc)
 		return rc;
 	if (sig && *sig)
-		raise(atoi(sig));
-	return e && *e ? atoi(e) : 0;
+		raise((int)strtol(sig, NULL, 10));
+	return e && *e ? (int)strtol(e, NULL, 10) : 0;
 }
 
 static void *idler(void *arg)

@@ -99,6 +99,8 @@ static void test_other_qp_type_not_used(void **state)
 	assert_null(reason(d, RT_R_SIGNAL_RAISED_TO_BATCH));
 	r = reason(d, RT_R_APP_SENT_NOTHING);
 	assert_non_null(r);
+	if (!r)
+		return;
 	assert_int_equal(r->severity, RT_SEV_INFO);
 	assert_non_null(strstr(r->text, "application 'udapp' sent nothing with send on rc QPs"));
 	rt_tuner_result_free(&res);
@@ -158,6 +160,8 @@ static void test_sq_full_warning(void **state)
 	d = send_rc(&res);
 	r = reason(d, RT_R_APP_SQ_FULL);
 	assert_non_null(r);
+	if (!r)
+		return;
 	assert_int_equal(r->severity, RT_SEV_WARN);
 	assert_int_equal(r->topic, RT_TOPIC_QUEUE);
 	assert_non_null(strstr(r->text, "full 9 times in 500 post calls"));
@@ -172,6 +176,8 @@ static void test_sq_full_warning(void **state)
 	d = send_rc(&res);
 	r = reason(d, RT_R_APP_SQ_FULL);
 	assert_non_null(r);
+	if (!r)
+		return;
 	assert_non_null(strstr(r->text, "a deeper queue alone will not prevent it"));
 	rt_tuner_result_free(&res);
 
@@ -181,6 +187,8 @@ static void test_sq_full_warning(void **state)
 	d = send_rc(&res);
 	r = reason(d, RT_R_APP_SQ_FULL);
 	assert_non_null(r);
+	if (!r)
+		return;
 	assert_non_null(strstr(r->text, "full 9 times (ENOMEM"));
 	assert_non_null(strstr(r->text, "at least this profile's sq_depth"));
 	rt_tuner_result_free(&res);

@@ -206,12 +206,15 @@ static void test_knee_from_the_physics(void **state)
 				for (int inl = 0; inl < 2; inl++)
 					add_series(r, s, inl, 33000 + 10.0 * s, tcqe[m], 0, noise[m]);
 			d = tune(r, &res);
-			if (d->signal_verdict == RT_SIGNAL_KNEE && d->signal_interval >= want[m] / 2 &&
-			    d->signal_interval <= want[m] * 2)
+			/* a knee within a factor of two; for the weak knee also "does not matter" with a stated N that is
+			   enough, as long as that verdict does not claim high confidence */
+			bool knee_near = d->signal_verdict == RT_SIGNAL_KNEE && d->signal_interval >= want[m] / 2 &&
+					 d->signal_interval <= want[m] * 2;
+			bool flat_enough = m == 2 && d->signal_verdict == RT_SIGNAL_INDIFFERENT &&
+					   d->signal_interval >= want[m] && d->signal_confidence < RT_CONF_HIGH;
+
+			if (knee_near || flat_enough)
 				near++;
-			else if (m == 2 && d->signal_verdict == RT_SIGNAL_INDIFFERENT &&
-				 d->signal_interval >= want[m] && d->signal_confidence < RT_CONF_HIGH)
-				near++; /* the stated N is enough, and the verdict does not claim more */
 			else if (d->signal_confidence == RT_CONF_HIGH)
 				high_far++;
 			rt_tuner_result_free(&res);
