@@ -168,7 +168,7 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	uint32_t batch = in->app[d->op][d->qpt].post_list_batch ? in->app[d->op][d->qpt].post_list_batch : 1;
 	uint32_t sq_meas = in->limits.sq_depth, cap, nlim, nstar = 1, N, n_hi = 1, n_max_meas = 1;
 	uint64_t enomem = 0;
-	int rc = 0, nonmono = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0;
+	int rc = 0, nonmono = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0, small_knee = 0;
 	double rel_se = 0, stable = 0, b = 0, se_b = 0, b_lo = 0, b_hi = 0, a_min = INFINITY;
 	size_t offs0 = (size_t)rt_rng_next(&t->rng);
 	struct slopes sl = { 0 };
@@ -412,7 +412,10 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 		if (!n_fit)
 			n_hi = nlim;
 	}
-	flat = nstar <= 1;
+	/* a needed N of 2 says only that signaling every WR is slower: any N from 2 on gets the rate, so it is the same
+	   verdict as a flat curve (and the borderline between the two must not make the answer flip from run to run) */
+	small_knee = nstar == 2;
+	flat = nstar <= 2;
 	d->signal_verdict = flat ? RT_SIGNAL_INDIFFERENT : RT_SIGNAL_KNEE;
 	d->t_post_ns = n_fit ? sr[deciding].a : NAN;
 	d->t_cqe_ns = n_fit ? b : NAN;
@@ -522,7 +525,8 @@ decide:
 				"ns (%.0f%% CI %.1f..%.1f) against t_post = %.1f ns per WR, so even N = 1 %s; N = %u is "
 				"the stated default (flat_signal_interval %u, within sq_depth/%u)",
 				b, o->ci_level * 100, b_lo, b_hi, a_min,
-				one_point   ? "is slower in one point only (see below)"
+				small_knee  ? "is the only N measurably slower (any N from 2 on gets the rate)"
+				: one_point ? "is slower in one point only (see below)"
 				: n_hi <= 1 ? "stays within the tolerance"
 					    : "is not shown to be slower beyond the noise (at a 1 % false-alarm rate)",
 				N, o->flat_signal_interval, o->sq_cap_divisor);

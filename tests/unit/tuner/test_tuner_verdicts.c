@@ -226,6 +226,33 @@ static void test_knee_from_the_physics(void **state)
 	}
 }
 
+/* A completion cost that makes only N = 1 slower (t_cqe 900 ns against t_post 33 us: 2.7 % at N = 1, within the
+   tolerance from N = 2): the same verdict as a flat curve, so the borderline between "knee at 2" and "does not
+   matter" cannot flip the answer from run to run (Soft-RoCE sits there). */
+static void test_knee_at_two_is_does_not_matter(void **state)
+{
+	struct run *r = malloc(sizeof(*r));
+	struct rt_tuner_result res;
+	const struct rt_tuner_decision *d;
+	int said = 0;
+
+	(void)state;
+	assert_non_null(r);
+	run_init(r, 21, 512);
+	for (uint32_t s = 8; s <= 256; s *= 8)
+		for (int inl = 0; inl < 2; inl++)
+			add_series(r, s, inl, 33000, 900, 0, 0.002);
+	d = tune(r, &res);
+	assert_int_equal(d->signal_verdict, RT_SIGNAL_INDIFFERENT);
+	assert_int_equal(d->signal_interval, 16);
+	for (size_t i = 0; i < d->n_reasons; i++)
+		said |= d->reasons[i].code == RT_R_SIGNAL_INDIFFERENT &&
+			strstr(d->reasons[i].text, "the only N measurably slower") != NULL;
+	assert_true(said);
+	rt_tuner_result_free(&res);
+	free(r);
+}
+
 /* A rate floor (the wire) from N = 4 on hides t_cqe in one series and the whole of another: the line before it still
    says what N buys, and a series entirely on its floor does not pull t_cqe to 0. */
 static void test_knee_under_a_rate_floor(void **state)
@@ -345,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_flat_rate_is_indifferent_every_time),
 		cmocka_unit_test(test_one_stalled_point_is_no_knee),
 		cmocka_unit_test(test_knee_from_the_physics),
+		cmocka_unit_test(test_knee_at_two_is_does_not_matter),
 		cmocka_unit_test(test_knee_under_a_rate_floor),
 		cmocka_unit_test(test_small_uniform_win_is_device_max),
 		cmocka_unit_test(test_indifferent_sizes_do_not_end_the_range),
