@@ -72,8 +72,8 @@ struct rt_tuner_opts {
 	double implausible_gain_ns;    /* hardware inline gain above this is flagged (default 2500: ~3 PCIe RTTs) */
 	double hist_gain_keep;	       /* with a histogram: smallest threshold keeping this share of the best gain
 					   (default 0.99) */
-	int kind;		       /* latency kind to use: -1 = auto (the kind with most paired sizes, pingpong
-					   on a tie), else an enum rt_lat_kind */
+	int kind;		       /* latency kind to use: -1 = auto (post -> completion when it has 4 paired
+					   sizes, else ping-pong), else an enum rt_lat_kind */
 };
 
 /* ---- outputs ----------------------------------------------------------------------------------------------- */

@@ -61,9 +61,9 @@ struct slopes {
 };
 
 /*
- * The rule: N is what t_cqe buys in the series needing most; a series uses its own t_cqe when that is significant on
- * its own, else the pooled one when that is significant (a series on its rate floor at every N cannot show it), else
- * none (that series does not depend on N). Returns 1 when nothing depends on N; *which is the deciding series and
+ * The rule: N is what t_cqe buys in the series needing most (the cheapest post, unless it sits on its rate floor); every
+ * series uses the pooled t_cqe when that is significant, else its own when that alone is significant (Bonferroni over
+ * the series), else none (that series does not depend on N). Returns 1 when nothing depends on N; *which is the deciding series and
  * *used the t_cqe it used (either may be NULL).
  */
 static uint32_t rule_n(const struct series *sr, size_t ns, const struct slopes *sl, double tol, uint32_t nlim,
@@ -80,7 +80,9 @@ static uint32_t rule_n(const struct series *sr, size_t ns, const struct slopes *
 
 		if (!e->fit.ok)
 			continue;
-		bb = sl->b[s] - sl->z_ser * e->fit.se_b > 0 ? sl->b[s] : pooled ? sl->pool : 0;
+		/* one completion costs the same whatever the payload: the pooled t_cqe, from all rate points, decides
+		   (each series' own slope, maxed over series, drifts upward with the noise of the noisiest series) */
+		bb = pooled ? sl->pool : sl->b[s] - sl->z_ser * e->fit.se_b > 0 ? sl->b[s] : 0;
 		v = rt__rate_n_needed(e->a, e->fit.c, bb, tol, nlim);
 		if (w == ns || v > best || (v == best && e->a < sr[w].a)) {
 			best = v > best ? v : best;

@@ -96,10 +96,16 @@ for op in ("send", "write"):
             f[0] if f else -1, f[1] if f else -1))
     bs = sorted(f[1] for f in fits.values())
     b = bs[len(bs) // 2]
+    # the median's own uncertainty: a guest disturbed while it measured (rates jumping by 25 % between N) widens it
+    ses = sorted(f[2] for f in fits.values())
+    se_med = 1.2533 * ses[len(ses) // 2] / len(ses) ** 0.5
     tp = em.t_post_ns(run, op)
-    tol = max(0.35 * m["cqe_ns"], 0.03 * tp)
-    check(abs(b - m["cqe_ns"]) <= tol, "rate %s: fitted t_cqe %.0f ns, modeled %g (tolerance %.0f)" % (
-        op, b, m["cqe_ns"], tol))
+    tol = max(0.35 * m["cqe_ns"], 0.03 * tp) + 2 * se_med
+    # rxe's own completion handling is in the slope too (median over series 0.6..5.4 us on the flat models, t_post
+    # ~100 us): the fit may sit that much above the model, not below it
+    own = 0.06 * tp
+    check(-tol <= b - m["cqe_ns"] <= tol + own, "rate %s: fitted t_cqe %.0f ns (se of the median %.0f), modeled %g "
+          "(tolerance -%.0f..+%.0f)" % (op, b, se_med, m["cqe_ns"], tol, tol + own))
     for s in sorted({k[0] for k in fits}):
         if (s, True) in fits and (s, False) in fits:
             d = fits[(s, False)][0] - fits[(s, True)][0]

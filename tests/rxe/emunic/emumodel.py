@@ -143,7 +143,8 @@ def planted_n(m, run, op, tolerance=TOLERANCE):
 
 
 def fit_rate(points):
-    """Least-squares fit of 1/rate (ns) = a + b/N over [(N, mops)]: (a, b), or None with fewer than 3 points."""
+    """Least-squares fit of 1/rate (ns) = a + b/N over [(N, mops)]: (a, b, se of b), or None with fewer than 3
+    points."""
     if len(points) < 3:
         return None
     xs = [1.0 / n for n, _ in points]
@@ -151,7 +152,10 @@ def fit_rate(points):
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
-    return my - b * mx, b
+    a = my - b * mx
+    sse = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
+    se_b = (sse / (len(xs) - 2) / sxx) ** 0.5 if sxx and len(xs) > 2 else float("inf")
+    return a, b, se_b
 
 
 def load_json(path):

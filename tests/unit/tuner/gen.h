@@ -37,6 +37,7 @@ struct gen_case {
 	size_t n_grid;
 	uint32_t true_threshold; /* largest grid size where true d > 0, 0 = none */
 	uint32_t true_n;	 /* planted signal interval (after the sq_depth/4 cap) */
+	double true_t_cqe_ns;	 /* planted cost of one signaled completion (0 = no signaling sweep) */
 	double true_d[64];	 /* true d at each grid size (first 64) */
 	uint32_t max_inline, sq_depth;
 	struct rt_tuner_input in; /* points at lat/rate above */
