@@ -293,11 +293,12 @@ struct ia {
 	size_t nb;
 	int hist;
 	double hist_total;
-	ptrdiff_t tbin; /* bin chosen, -1 for never */
-	ptrdiff_t tg;	/* grid index of the threshold, -1 for never */
-	uint32_t T;	/* the threshold */
-	double stable;	/* bootstrap stability of T */
-	int multiknee, nonmono, implaus, insufficient;
+	ptrdiff_t tbin;				       /* bin chosen, -1 for never */
+	ptrdiff_t tg;				       /* grid index of the threshold, -1 for never */
+	uint32_t T;				       /* the threshold */
+	double stable;				       /* bootstrap stability of T */
+	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
+	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
 };
 
 /* Valid points of the group, the latency kind to use, and one (non-inline, inline) pair per size. */
@@ -641,9 +642,11 @@ static int evidence(struct ia *a)
 		const struct pair *q = &a->pr[i];
 
 		if (a->first_loss >= 0 && (ptrdiff_t)i > a->first_loss && q->cls == RT_SIZE_WIN)
-			a->nonmono = 1;
+			a->nonmono |= 1;
+		if (q->lo > min_hi && !a->nonmono_rise_bytes)
+			a->nonmono_rise_bytes = q->bytes;
 		if (q->lo > min_hi)
-			a->nonmono = 1;
+			a->nonmono |= 2;
 		min_hi = fmin(min_hi, q->hi + q->f);
 	}
 	if (a->in->limits.hardware) {
@@ -807,12 +810,20 @@ static int explain_quality(struct ia *a)
 	if (a->multiknee)
 		rt__reason(r, RT_R_MULTI_KNEE, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "the inline benefit curve has more than one knee (Kneedle): the gain falls off in steps");
-	if (a->nonmono)
+	if (a->nonmono) {
+		char rise[80] = "";
+
+		if (a->nonmono & 2)
+			snprintf(rise, sizeof(rise), "%sd rises beyond its CIs and floor at %u B",
+				 a->nonmono & 1 ? "; " : "", a->nonmono_rise_bytes);
 		rt__reason(r, RT_R_NON_MONOTONE, RT_TOPIC_INLINE, RT_SEV_WARN,
-			   "the inline benefit d(size) is not monotone beyond its noise%s",
-			   a->first_loss >= 0 ? " (inline wins again after a significant loss); the threshold stops "
-						"before the first loss"
-					      : "");
+			   "the inline benefit d(size) is not monotone beyond its noise: %s%s",
+			   a->nonmono & 1
+				   ? "inline wins again after a significant loss (the threshold stops before the "
+				     "first loss)"
+				   : "",
+			   rise);
+	}
 	if (a->rank_disagree)
 		rt__reason(r, RT_R_RANK_TEST_DISAGREES, RT_TOPIC_INLINE, RT_SEV_WARN,
 			   "the bootstrap CI and the Mann-Whitney test disagree at %d size(s) (%s): counted as not "

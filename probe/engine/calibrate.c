@@ -1037,6 +1037,16 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	run->env.clock_tick_ns = c->clk.ns_per_tick;
 	run->env.clock_resolution_ns = c->clk.resolution_ns;
 	read_clocksource(run->env.clocksource, sizeof(run->env.clocksource));
+	if (c->clk.resolution_ns > 1000) {
+		char msg[200];
+
+		/* a post takes ~1 us on hardware: a clock that cannot resolve that quantises every latency median */
+		snprintf(msg, sizeof(msg),
+			 "the clock (%s, clocksource %s) resolves only %.1f us: latencies are quantised to that step",
+			 c->clk.name, run->env.clocksource[0] ? run->env.clocksource : "unknown",
+			 c->clk.resolution_ns / 1e3);
+		note(c, msg);
+	}
 	c->cli.ep = &c->cep;
 	c->cli.clk = &c->clk;
 	c->cli.stop = o->stop;

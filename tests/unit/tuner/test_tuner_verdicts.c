@@ -439,6 +439,34 @@ static void test_latency_kind_does_not_follow_refinement(void **state)
 	assert_true(right >= DRAWS * 95 / 100);
 }
 
+/* The non_monotone reason says what it saw: a dip at a small size followed by wins is "d rises", not "inline wins
+   again after a significant loss" (x64_n8 on rxe: an indifferent 2 B between wins, every loss above the threshold). */
+static void test_non_monotone_says_what_it_saw(void **state)
+{
+	struct run *r = malloc(sizeof(*r));
+	struct rt_tuner_result res;
+	const struct rt_tuner_decision *d;
+	const char *text = NULL;
+
+	(void)state;
+	assert_non_null(r);
+	run_init(r, 77, 512);
+	for (uint32_t s = 1; s <= 512; s *= 2)
+		for (int inl = 0; inl < 2; inl++)
+			add_point(r, s, inl, 100000 + (inl ? (s == 2 ? 0 : s <= 64 ? -3000 : 3000.0 + 40 * s) : 0), 0.02,
+				  1);
+	d = tune(r, &res);
+	for (size_t i = 0; i < d->n_reasons; i++)
+		if (!strcmp(rt_reason_code_name(d->reasons[i].code), "non_monotone"))
+			text = d->reasons[i].text;
+	assert_non_null(text);
+	print_message("%s\n", text);
+	assert_non_null(strstr(text, "d rises beyond its CIs and floor at 4 B"));
+	assert_null(strstr(text, "after a significant loss"));
+	rt_tuner_result_free(&res);
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +480,7 @@ int main(void)
 		cmocka_unit_test(test_stored_ci_widens_the_bootstrap),
 		cmocka_unit_test(test_t_cqe_from_all_series),
 		cmocka_unit_test(test_latency_kind_does_not_follow_refinement),
+		cmocka_unit_test(test_non_monotone_says_what_it_saw),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
