@@ -23,6 +23,7 @@ static const char usage[] =
 	"usage: rtune calibrate [-d DEVICE] [-i PORT] [-x|--gid-index N] [--sizes LIST] [--ops send,write]\n"
 	"                       [--qp-type rc,ud] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
+	"                       [--tclass N] [--sl N] [--pkey-index N]\n"
 	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
 	"\n"
 	"Measure how the device behaves for small sends: latency vs size with and without IBV_SEND_INLINE (ping-pong\n"
@@ -48,6 +49,10 @@ static const char usage[] =
 	"  --numa MODE            local (default), remote (a CPU on another NUMA node), or all (both, two runs)\n"
 	"  --sq-depth N           send queue depth for the signaling sweep (default 256, quick 128)\n"
 	"  --peer ADDR[:PORT]     calibrate against 'rtune serve' at ADDR (default port 18520)\n"
+	"  --tclass N             GRH traffic class 0..255 of the QPs (RoCE: DSCP * 4 + ECN; with --peer the\n"
+	"                         rdma_cm type of service), as the application's lossless class (default 0)\n"
+	"  --sl N                 service level 0..15 (loopback only; default 0)\n"
+	"  --pkey-index N         P_Key table index 0..65535 (loopback only; default 0)\n"
 	"  --db PATH              store (default: $RTUNE_DB, /var/lib/rtune/rtune.db as root, else\n"
 	"                         $XDG_STATE_HOME/rtune/rtune.db)\n"
 	"  --no-store             do not store the run\n"
@@ -313,7 +318,10 @@ int cmd_calibrate(int argc, char **argv)
 		O_NOSTORE,
 		O_OUT,
 		O_JSON,
-		O_NOSAMPLES
+		O_NOSAMPLES,
+		O_TCLASS,
+		O_SL,
+		O_PKEY
 	};
 	static const struct option opts[] = {
 		{ "ib-dev", required_argument, NULL, 'd' },
@@ -335,6 +343,9 @@ int cmd_calibrate(int argc, char **argv)
 		{ "out", required_argument, NULL, O_OUT },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "no-samples", no_argument, NULL, O_NOSAMPLES },
+		{ "tclass", required_argument, NULL, O_TCLASS },
+		{ "sl", required_argument, NULL, O_SL },
+		{ "pkey-index", required_argument, NULL, O_PKEY },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -382,6 +393,18 @@ int cmd_calibrate(int argc, char **argv)
 				o.n_sizes = w;
 			}
 			break;
+		case O_TCLASS:
+		case O_SL:
+		case O_PKEY: {
+			long hi = c == O_TCLASS ? 255 : c == O_SL ? 15 : 65535;
+			const char *name = c == O_TCLASS ? "tclass" : c == O_SL ? "sl" : "pkey-index";
+
+			if (!parse_int(optarg, 0, hi, &v))
+				return rt_cli_usage_error("calibrate", "option '--%s' takes 0..%ld, not '%s'", name, hi,
+							  optarg);
+			*(c == O_TCLASS ? &o.tclass : c == O_SL ? &o.sl : &o.pkey_index) = (int)v;
+			break;
+		}
 		case O_CAP:
 			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
 				return rt_cli_usage_error("calibrate",
@@ -479,6 +502,11 @@ int cmd_calibrate(int argc, char **argv)
 		return rt_cli_usage_error(
 			"calibrate",
 			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
+	if (o.peer && (o.sl >= 0 || o.pkey_index >= 0))
+		return rt_cli_usage_error("calibrate",
+					  "options '--peer' and '--%s' exclude each other (rdma_cm takes the %s from the "
+					  "path; '--tclass' sets the class)",
+					  o.sl >= 0 ? "sl" : "pkey-index", o.sl >= 0 ? "service level" : "P_Key");
 	if (store && db && !db[0])
 		return rt_cli_usage_error("calibrate", "option '--db' takes a path, not ''");
 

@@ -28,6 +28,7 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->gid_index = -1;
+	o->tclass = o->sl = o->pkey_index = -1;
 	o->ops[RT_OP_SEND] = o->ops[RT_OP_WRITE] = true;
 	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = true;
 	o->budget_s = RT_ENGINE_DEFAULT_BUDGET_S;
@@ -145,6 +146,33 @@ static int open_device(struct cal *c, struct rt_error *err)
 	return 0;
 }
 
+/*
+ * The traffic class, SL and P_Key index the QPs use (--tclass, --sl, --pkey-index; 0 when not given), checked against
+ * the port: an index past its P_Key table, or a traffic class where there is no GRH (InfiniBand without a GID index)
+ * or with SL / P_Key index in two-node mode (rdma_cm takes them from the path and the netdev) is EINVAL.
+ */
+static int path_attrs(struct cal *c, const struct ibv_port_attr *pa, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+
+	if (o->peer && (o->sl >= 0 || o->pkey_index >= 0))
+		return rt_error_set(err, EINVAL,
+				    "--%s applies to loopback only: with --peer rdma_cm takes it from the path "
+				    "(the traffic class sets the priority on RoCE)",
+				    o->sl >= 0 ? "sl" : "pkey-index");
+	if (!o->peer && o->tclass >= 0 && c->addr.gid_index < 0)
+		return rt_error_set(err, EINVAL,
+				    "--tclass needs a GRH: port %d of '%s' is addressed by LID only; give --gid-index",
+				    c->addr.port, c->run->dev.name);
+	if (o->pkey_index >= 0 && o->pkey_index >= pa->pkey_tbl_len)
+		return rt_error_set(err, EINVAL, "pkey index %d is past the %d-entry P_Key table of port %d of '%s'",
+				    o->pkey_index, (int)pa->pkey_tbl_len, c->addr.port, c->run->dev.name);
+	c->addr.tclass = (uint8_t)(o->tclass >= 0 ? o->tclass : 0);
+	c->addr.sl = (uint8_t)(o->sl >= 0 ? o->sl : 0);
+	c->addr.pkey_index = (uint16_t)(o->pkey_index >= 0 ? o->pkey_index : 0);
+	return 0;
+}
+
 /* Chooses the port (first ACTIVE unless given) and the GID index; fills c->addr. */
 static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, struct rt_error *err)
 {
@@ -192,7 +220,7 @@ static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, stru
 	}
 	c->run->port_num = p->port_num;
 	c->run->gid_index = c->addr.gid_index;
-	return 0;
+	return path_attrs(c, &pa, err);
 }
 
 static int online_cpus(int *cpus, int max)
@@ -447,6 +475,17 @@ static int connect_peer(struct cal *c, struct rt_error *err)
 	if (rdma_create_id(c->cm_ch, &c->cm_id, NULL, RDMA_PS_TCP)) {
 		freeaddrinfo(ai);
 		return rt_error_set(err, errno, "cannot create an rdma_cm id: %s", strerror(errno));
+	}
+	if (c->o->tclass >= 0) {
+		/* RDMA_OPTION_ID_TOS before the route is resolved: the path (and the REQ the server's QP follows) carry
+		 * it as the GRH traffic class */
+		uint8_t tos = (uint8_t)c->o->tclass;
+
+		if (rdma_set_option(c->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos))) {
+			freeaddrinfo(ai);
+			return rt_error_set(err, errno, "cannot set the rdma_cm type of service %u: %s", tos,
+					    strerror(errno));
+		}
 	}
 	rc = rdma_resolve_addr(c->cm_id, NULL, ai->ai_addr, 3000) ? errno : 0;
 	freeaddrinfo(ai);
@@ -852,6 +891,9 @@ static void set_params(struct cal *c)
 	json_object_set_new(p, "quick", json_boolean(o->quick));
 	json_object_set_new(p, "seed", json_integer((json_int_t)o->seed));
 	json_object_set_new(p, "numa", json_string(o->numa == RT_NUMA_REMOTE ? "remote" : "local"));
+	json_object_set_new(p, "tclass", json_integer(c->addr.tclass));
+	json_object_set_new(p, "sl", json_integer(c->addr.sl));
+	json_object_set_new(p, "pkey_index", json_integer(c->addr.pkey_index));
 	if (c->phase_s[0] > 0) {
 		json_object_set_new(p, "latency_s", json_real(round(c->phase_s[0] * 100) / 100));
 		json_object_set_new(p, "signaling_s", json_real(round(c->phase_s[1] * 100) / 100));

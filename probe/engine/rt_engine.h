@@ -28,6 +28,9 @@ struct rt_cal_opts {
 	const char *dev_name;		     /* loopback: NULL = the first device */
 	int port;			     /* 0 = the first ACTIVE port */
 	int gid_index;			     /* -1 = automatic (a RoCE v2 IPv4-mapped GID when there is one) */
+	int tclass;			     /* GRH traffic class 0..255 (rdma_cm: the TOS), -1 = not set (0) */
+	int sl;				     /* service level 0..15, -1 = not set (0); loopback only */
+	int pkey_index;			     /* P_Key index, -1 = not set (0); loopback only */
 	uint32_t sizes[RT_ENGINE_MAX_SIZES]; /* explicit sizes, ascending; n_sizes 0 = powers of two up to the limit */
 	size_t n_sizes;
 	uint32_t size_cap;	/* 0 = RT_ENGINE_DEFAULT_SIZE_CAP */

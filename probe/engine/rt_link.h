@@ -91,6 +91,9 @@ struct rt_addr {
 	union ibv_gid gid;
 	uint16_t lid;
 	enum ibv_mtu mtu;
+	uint8_t tclass;	     /* GRH traffic class (RoCE: DSCP << 2 | ECN), only with a GRH */
+	uint8_t sl;	     /* service level (RoCE: the priority the provider maps it to) */
+	uint16_t pkey_index; /* P_Key table index of both QPs */
 };
 /* Moves ep's RC QP to RTS connected to QP number rqpn at addr (INIT/RTR/RTS). */
 int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
@@ -114,8 +117,13 @@ struct rt_resp {
 	bool ud, inl, ended;
 	uint32_t size, seq;
 	uint64_t events; /* messages, control words and write flags handled: progress, for idle detection */
+	unsigned idle_steps; /* steps since the RC receive CQ was last polled (modes that wait on something else) */
 };
-/* One non-blocking step. Returns 0 (call again), or an errno + err (a completion error: EIO). */
+/* Steps between two polls of the RC receive CQ (control words) in a mode that waits for something else. */
+#define RT_RESP_CTL_EVERY 64u
+/* One non-blocking step: polls only what the current mode waits for (SINK: the receive CQs; PP_SEND: the receive CQ
+ * of its QP type; PP_WRITE: the flag byte), the RC receive CQ every RT_RESP_CTL_EVERY steps otherwise, and its own
+ * send CQ only when half a send queue is posted. Returns 0 (call again), or an errno + err (a completion error: EIO). */
 int rt_resp_step(struct rt_resp *r, struct rt_error *err);
 
 /* Client side of a link. */
