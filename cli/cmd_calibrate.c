@@ -191,6 +191,15 @@ static void print_summary(FILE *f, const struct rt_run *run)
 	fprintf(f, "calibrated %s port %d (%s, gid index %d) from cpu %d (numa node %d%s), clock %s\n", run->dev.name,
 		run->port_num, run->env.mode, run->gid_index, run->env.cpu, run->env.cpu_numa_node,
 		run->env.numa_local ? ", local" : ", REMOTE", run->env.clock);
+	if (run->env.resp_cpu >= 0)
+		fprintf(f, "responder on cpu %d; measuring cpu %s, governor %s\n", run->env.resp_cpu,
+			run->env.cpu_isolated ? "isolated" : "not isolated",
+			run->env.governor[0] ? run->env.governor : "unknown");
+	if (run->env.placement_warning[0])
+		fprintf(f, "warning: %s\n", run->env.placement_warning);
+	if (run->env.server_max_inline)
+		fprintf(f, "max inline: this node %u, the server %u bytes\n", run->env.client_max_inline,
+			run->env.server_max_inline);
 	fprintf(f, "max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n", run->dev.max_inline_rc,
 		run->dev.max_inline_ud, run->max_inline_used, rt_run_status_name(run->status));
 	fprintf(f, "\n%-6s %-3s %-9s %7s  %-28s %-28s\n", "op", "qp", "kind", "bytes", "inline median [95% CI] ns",

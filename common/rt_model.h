@@ -156,6 +156,14 @@ struct rt_run_env {
 	char clocksource[32];	    /* kernel clocksource */
 	char mode[16];		    /* "loopback" or "two-node" */
 	char peer[RT_TEXT_LEN];	    /* peer address in two-node mode */
+	/* CPU placement (probe/engine/rt_cpuplace.h) */
+	int resp_cpu;			     /* loopback responder's CPU, -1 = none (two-node) or not pinned */
+	bool cpu_isolated;		     /* the measuring CPU is in the kernel's isolated list */
+	bool smt_siblings;		     /* measuring and responder CPUs are SMT siblings of one core */
+	char governor[24];		     /* cpufreq governor of the measuring CPU, "" = none (no cpufreq) */
+	char placement_warning[RT_TEXT_LEN]; /* what makes the placement less trustworthy, "" = nothing */
+	/* two-node: max inline data of each side (the QPs use the smaller), 0 = loopback */
+	uint32_t client_max_inline, server_max_inline;
 };
 
 struct rt_run {

@@ -39,9 +39,17 @@ static char *env_to_json(const struct rt_run_env *e)
 			      "peer", e->peer);
 	char *s;
 
-	/* the clock's tick and measured resolution (ns), kept in the env JSON: no column of their own */
+	/* the clock's tick and measured resolution (ns), the CPU placement and the two sides' max inline, kept in the
+	 * env JSON: no column of their own */
 	if (o && (json_object_set_new(o, "clock_tick_ns", json_real(e->clock_tick_ns)) ||
-		  json_object_set_new(o, "clock_resolution_ns", json_real(e->clock_resolution_ns)))) {
+		  json_object_set_new(o, "clock_resolution_ns", json_real(e->clock_resolution_ns)) ||
+		  json_object_set_new(o, "resp_cpu", json_integer(e->resp_cpu)) ||
+		  json_object_set_new(o, "cpu_isolated", json_boolean(e->cpu_isolated)) ||
+		  json_object_set_new(o, "smt_siblings", json_boolean(e->smt_siblings)) ||
+		  json_object_set_new(o, "governor", json_string(e->governor)) ||
+		  json_object_set_new(o, "placement_warning", json_string(e->placement_warning)) ||
+		  json_object_set_new(o, "client_max_inline", json_integer(e->client_max_inline)) ||
+		  json_object_set_new(o, "server_max_inline", json_integer(e->server_max_inline)))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -69,6 +77,15 @@ static void env_from_json(const char *text, struct rt_run_env *e)
 	rt_store_json_copy_str(e->clocksource, sizeof(e->clocksource), o, "clocksource");
 	rt_store_json_copy_str(e->mode, sizeof(e->mode), o, "mode");
 	rt_store_json_copy_str(e->peer, sizeof(e->peer), o, "peer");
+	e->resp_cpu = json_is_integer(json_object_get(o, "resp_cpu"))
+			      ? (int)json_integer_value(json_object_get(o, "resp_cpu"))
+			      : -1; /* a run stored before placement was recorded */
+	e->cpu_isolated = json_is_true(json_object_get(o, "cpu_isolated"));
+	e->smt_siblings = json_is_true(json_object_get(o, "smt_siblings"));
+	rt_store_json_copy_str(e->governor, sizeof(e->governor), o, "governor");
+	rt_store_json_copy_str(e->placement_warning, sizeof(e->placement_warning), o, "placement_warning");
+	e->client_max_inline = (uint32_t)json_integer_value(json_object_get(o, "client_max_inline"));
+	e->server_max_inline = (uint32_t)json_integer_value(json_object_get(o, "server_max_inline"));
 	json_decref(o);
 }
 

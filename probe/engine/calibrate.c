@@ -9,6 +9,7 @@
 #include "rt_link.h"
 #include "rt_sched.h"
 #include "devinfo.h"
+#include "rt_cpuplace.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -245,68 +246,56 @@ static int online_cpus(int *cpus, int max)
 	return n;
 }
 
-static bool cpu_allowed(int cpu)
-{
-	cpu_set_t s;
-
-	return sched_getaffinity(0, sizeof(s), &s) == 0 && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &s);
-}
-
-/* Picks and pins the measuring CPU (and one for the loopback responder), fills the run's environment. */
+/*
+ * Picks and pins the measuring CPU and one for the loopback responder (rt_cpuplace_pick: two cores, isolated and
+ * device-local first), fills the run's environment with the placement and governors, and notes its warnings.
+ */
 static int pick_cpu(struct cal *c, struct rt_error *err)
 {
-	static int all[4096], local[4096];
-	int n_all = online_cpus(all, 4096), n_local = 0, cpu = -1, dev_node = c->run->dev.numa_node;
+	static int all[RT_CPUPLACE_MAX], allowed[RT_CPUPLACE_MAX], local[RT_CPUPLACE_MAX];
+	int n_all = online_cpus(all, RT_CPUPLACE_MAX), n_local = 0, n_allowed = 0, rc;
 	struct rt_run_env *env = &c->run->env;
+	struct rt_cpuplace_req req;
+	struct rt_cpuplace pl;
 	cpu_set_t s;
 
-	if (c->run->dev.local_cpus[0])
-		n_local = rt_cpulist_parse(c->run->dev.local_cpus, local, 4096);
-	if (n_local <= 0) {
-		memcpy(local, all, (size_t)n_all * sizeof(int));
-		n_local = n_all;
-	}
-	if (c->o->cpu >= 0) {
-		if (!cpu_allowed(c->o->cpu))
-			return rt_error_set(err, EINVAL, "cpu %d is not online or not allowed for this process",
-					    c->o->cpu);
-		cpu = c->o->cpu;
-	} else if (c->o->numa == RT_NUMA_REMOTE) {
-		for (int i = 0; i < n_all && cpu < 0; i++)
-			if (dev_node >= 0 && rt_cpu_numa_node(all[i]) >= 0 && rt_cpu_numa_node(all[i]) != dev_node &&
-			    cpu_allowed(all[i]))
-				cpu = all[i];
-		if (cpu < 0 && dev_node < 0)
-			return rt_error_set(err, EINVAL,
-					    "device '%s' has no NUMA node (sysfs numa_node is -1): there is "
-					    "no remote CPU to measure from",
-					    c->run->dev.name);
-		if (cpu < 0)
-			return rt_error_set(err, EINVAL,
-					    "no allowed CPU outside the device's NUMA node %d to measure from",
-					    dev_node);
-	} else {
-		/* the last allowed local CPU: CPU 0 takes most interrupts and housekeeping */
-		for (int i = n_local - 1; i >= 0 && cpu < 0; i--)
-			if (cpu_allowed(local[i]))
-				cpu = local[i];
-		if (cpu < 0)
-			cpu = sched_getcpu();
-	}
-	c->resp_cpu = cpu;
-	for (int i = n_local - 1; i >= 0; i--)
-		if (local[i] != cpu && cpu_allowed(local[i])) {
-			c->resp_cpu = local[i];
-			break;
-		}
 	CPU_ZERO(&s);
-	CPU_SET(cpu, &s);
+	if (sched_getaffinity(0, sizeof(s), &s))
+		return rt_error_set(err, errno, "cannot read this process's cpu affinity: %s", strerror(errno));
+	for (int i = 0; i < n_all; i++)
+		if (all[i] >= 0 && all[i] < CPU_SETSIZE && CPU_ISSET(all[i], &s))
+			allowed[n_allowed++] = all[i];
+	if (c->run->dev.local_cpus[0])
+		n_local = rt_cpulist_parse(c->run->dev.local_cpus, local, RT_CPUPLACE_MAX);
+	memset(&req, 0, sizeof(req));
+	req.sys_root = getenv("SYSFS_PATH");
+	req.allowed = allowed;
+	req.n_allowed = (size_t)n_allowed;
+	req.local = local;
+	req.n_local = n_local > 0 ? (size_t)n_local : 0;
+	req.dev_node = c->run->dev.numa_node;
+	req.want_cpu = c->o->cpu;
+	req.remote = c->o->numa == RT_NUMA_REMOTE;
+	req.need_two = !c->o->peer;
+	rc = rt_cpuplace_pick(&req, &pl, err);
+	if (rc)
+		return rc;
+	c->resp_cpu = req.need_two ? pl.resp_cpu : pl.cpu;
+	CPU_ZERO(&s);
+	CPU_SET(pl.cpu, &s);
 	if (sched_setaffinity(0, sizeof(s), &s))
-		return rt_error_set(err, errno, "cannot pin to cpu %d: %s", cpu, strerror(errno));
-	env->cpu = cpu;
-	env->cpu_numa_node = rt_cpu_numa_node(cpu);
-	env->device_numa_node = dev_node;
-	env->numa_local = dev_node < 0 || env->cpu_numa_node < 0 || env->cpu_numa_node == dev_node;
+		return rt_error_set(err, errno, "cannot pin to cpu %d: %s", pl.cpu, strerror(errno));
+	env->cpu = pl.cpu;
+	env->cpu_numa_node = pl.cpu_node >= 0 ? pl.cpu_node : rt_cpu_numa_node(pl.cpu);
+	env->device_numa_node = req.dev_node;
+	env->numa_local = req.dev_node < 0 || env->cpu_numa_node < 0 || env->cpu_numa_node == req.dev_node;
+	env->resp_cpu = req.need_two ? pl.resp_cpu : -1;
+	env->cpu_isolated = pl.cpu_isolated;
+	env->smt_siblings = pl.smt_siblings;
+	snprintf(env->governor, sizeof(env->governor), "%s", pl.governor);
+	snprintf(env->placement_warning, sizeof(env->placement_warning), "%s", pl.warning);
+	if (pl.warning[0])
+		note(c, pl.warning);
 	return 0;
 }
 
@@ -328,11 +317,7 @@ static void *resp_thread(void *arg)
 {
 	struct cal *c = arg;
 	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK };
-	cpu_set_t s;
 
-	CPU_ZERO(&s);
-	CPU_SET(c->resp_cpu, &s);
-	pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
 	while (!c->resp_stop) {
 		int rc = rt_resp_step(&r, &c->resp_err);
 
@@ -346,6 +331,42 @@ static void *resp_thread(void *arg)
 			sched_yield();
 	}
 	return NULL;
+}
+
+/*
+ * Starts the loopback responder thread already pinned to c->resp_cpu (the affinity is part of its creation: a refused
+ * CPU is seen here, not ignored inside the thread); a refused affinity starts it unpinned and says so in the run.
+ * Returns 0 or the errno of pthread_create with err.
+ */
+static int start_responder(struct cal *c, struct rt_error *err)
+{
+	pthread_attr_t at;
+	cpu_set_t s;
+	int rc, pin;
+
+	CPU_ZERO(&s);
+	CPU_SET(c->resp_cpu, &s);
+	rc = pthread_attr_init(&at);
+	if (rc)
+		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+	pin = pthread_attr_setaffinity_np(&at, sizeof(s), &s);
+	rc = pin ? pin : pthread_create(&c->thr, &at, resp_thread, c);
+	pthread_attr_destroy(&at);
+	if (rc == EINVAL || rc == EPERM) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "responder not pinned (cpu %d refused: %s): it may share a core",
+			 c->resp_cpu, strerror(rc));
+		note(c, msg);
+		snprintf(c->run->env.placement_warning + strlen(c->run->env.placement_warning),
+			 sizeof(c->run->env.placement_warning) - strlen(c->run->env.placement_warning), "%s%s",
+			 c->run->env.placement_warning[0] ? "; " : "", msg);
+		c->run->env.resp_cpu = -1;
+		rc = pthread_create(&c->thr, NULL, resp_thread, c);
+	}
+	if (rc)
+		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+	return 0;
 }
 
 static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
@@ -401,9 +422,9 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		note(c,
 		     "client and responder share one cpu and yield while waiting: latencies include context switches");
 	}
-	rc = pthread_create(&c->thr, NULL, resp_thread, c);
+	rc = start_responder(c, err);
 	if (rc)
-		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+		return rc;
 	c->thr_started = true;
 	c->cli.peer_dead = &c->resp_dead;
 	return 0;

@@ -41,6 +41,15 @@ static json_t *env_json(const struct rt_run_env *e)
 		json_object_set_new(o, "tsc_ghz", num(e->tsc_ghz));
 		json_object_set_new(o, "clock_tick_ns", num(e->clock_tick_ns));
 		json_object_set_new(o, "clock_resolution_ns", num(e->clock_resolution_ns));
+		json_object_set_new(o, "resp_cpu", json_integer(e->resp_cpu));
+		json_object_set_new(o, "cpu_isolated", json_boolean(e->cpu_isolated));
+		json_object_set_new(o, "smt_siblings", json_boolean(e->smt_siblings));
+		json_object_set_new(o, "governor", json_string(e->governor));
+		json_object_set_new(o, "placement_warning", json_string(e->placement_warning));
+		if (e->client_max_inline || e->server_max_inline) {
+			json_object_set_new(o, "client_max_inline", json_integer(e->client_max_inline));
+			json_object_set_new(o, "server_max_inline", json_integer(e->server_max_inline));
+		}
 	}
 	return o;
 }
