@@ -525,6 +525,59 @@ static int connect_peer(struct cal *c, struct rt_error *err)
 	return 0;
 }
 
+/*
+ * What the server took: its max inline (hs->dev_max_inline; 0 from a server before negotiation) and the value both
+ * QPs use (hs->max_inline = min(ours, its)). Sizes above the negotiated value are dropped (a ping-pong sends inline
+ * both ways) and said so; none left is EOPNOTSUPP. Both sides' maxima are recorded in the run.
+ */
+static int peer_negotiated(struct cal *c, const struct rt_hello_server *hs, uint32_t asked, struct rt_error *err)
+{
+	uint32_t used = ntohl(hs->max_inline), srv = ntohl(hs->dev_max_inline);
+	size_t w = 0;
+
+	c->run->env.client_max_inline = c->run->dev.max_inline_rc > 0 ? (uint32_t)c->run->dev.max_inline_rc : asked;
+	c->run->env.server_max_inline = srv ? srv : used;
+	if (used >= asked)
+		return 0;
+	for (size_t i = 0; i < c->n_sizes; i++)
+		if (c->sizes[i] <= used)
+			c->sizes[w++] = c->sizes[i];
+	if (!w)
+		return rt_error_set(err, EOPNOTSUPP,
+				    "peer '%s' takes at most %u bytes inline, below the smallest size measured (%u)",
+				    c->o->peer, used, c->sizes[0]);
+	{
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "the server takes %u bytes inline (this node %u): sizes above %u dropped",
+			 used, c->run->env.client_max_inline, used);
+		note(c, msg);
+	}
+	c->n_sizes = w;
+	c->run->max_inline_used = used;
+	return 0;
+}
+
+/* The GID index rdma_cm chose for the connection (the QP's address vector), recorded in the run and noted when it is
+ * not the default pick. Leaves the pick when the QP cannot be queried or has no GRH. */
+static void cm_gid_index(struct cal *c)
+{
+	struct ibv_qp_attr at;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(c->cep.qp, &at, IBV_QP_AV, &ia) || !at.ah_attr.is_global)
+		return;
+	if (at.ah_attr.grh.sgid_index != c->run->gid_index) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "rdma_cm uses gid index %u (the default pick was %d)",
+			 at.ah_attr.grh.sgid_index, c->run->gid_index);
+		note(c, msg);
+	}
+	c->run->gid_index = at.ah_attr.grh.sgid_index;
+	c->addr.gid_index = at.ah_attr.grh.sgid_index;
+}
+
 /* Second half of the peer connection, once the device is known and the limits are chosen. */
 static int connect_peer_qp(struct cal *c, uint32_t max_msg, struct rt_error *err)
 {
@@ -576,6 +629,10 @@ static int connect_peer_qp(struct cal *c, uint32_t max_msg, struct rt_error *err
 	c->cep.raddr = be64toh(hs.addr);
 	c->cep.rkey = ntohl(hs.rkey);
 	c->cli.cm_ch = c->cm_ch;
+	rc = peer_negotiated(c, &hs, cfg.max_inline, err);
+	if (rc)
+		return rc;
+	cm_gid_index(c);
 	return 0;
 }
 

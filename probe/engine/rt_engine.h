@@ -68,6 +68,7 @@ struct rt_serve_opts {
 	const char *bind; /* NULL = any address */
 	int port;	  /* 0 = RT_ENGINE_DEFAULT_PORT */
 	int max_clients;  /* stop after this many clients, 0 = until stopped */
+	int max_inline;	  /* > 0: at most this much inline per client QP; 0 = the device's maximum */
 	volatile sig_atomic_t *stop;
 	void (*log)(void *ctx, const char *line); /* one line per client event, may be NULL */
 	void *log_ctx;

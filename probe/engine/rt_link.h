@@ -176,6 +176,8 @@ struct rt_hello_server {
 	uint32_t max_inline, rkey;
 	uint64_t addr;
 	char reason[64];
+	uint32_t dev_max_inline; /* the server's own max inline data (its device, capped by --max-inline); absent (0)
+				    from servers before it: then max_inline is the client's value */
 } __attribute__((packed));
 
 /* Waits (bounded) for the next CM event on ch; returns 0 with *ev (ack it), ETIMEDOUT, EINTR (stop) or an errno. */

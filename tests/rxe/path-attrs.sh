@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# rxe tier for issue 16 items 9, 10, 11, 13 in one guest:
+#  1. a loopback calibration in traffic class 96 (--tclass) completes on rxe0 (RoCE v2: the GRH carries it) with the
+#     responder polling only what each mode waits for, and records the class, the placement and the governor;
+#  2. `rtune serve --max-inline 64` (a server NIC taking less inline than the client's) + `calibrate --peer --tclass
+#     96` with sizes up to 256: the server creates the client's QP with 64 instead of rejecting it, the client
+#     measures only sizes up to 64, and the run records both sides' maxima, the negotiated 64 and the GID index
+#     rdma_cm used (the QP's address vector);
+#  3. a usage error: --sl with --peer (exit 2, one line).
+set -uo pipefail
+B=${RTUNE_BUILD_DIR:?}
+rtune=$B/cli/rtune
+dev=${RTUNE_VM_DEV:-rxe0}
+addr=${RTUNE_VM_ADDR:?}
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+echo "== 1. loopback in traffic class 96"
+$rtune calibrate -d "$dev" --quick --budget 10 --tclass 96 --sizes 1,64 --out /tmp/tc.json --no-store \
+  > /tmp/tc.txt 2> /tmp/tc.err
+rc=$?
+cat /tmp/tc.err; head -4 /tmp/tc.txt
+[ $rc -eq 0 ] || bad "loopback --tclass 96 exited $rc"
+python3 - <<'PY' || bad "loopback --tclass run record"
+import json, sys
+r = json.load(open("/tmp/tc.json"))
+p, e = r["params"], r["env"]
+print("status %s tclass %s gid %s cpu %s responder %s smt %s governor '%s' warning '%s'" % (
+    r["status"], p.get("tclass"), r["gid_index"], e["cpu"], e.get("resp_cpu"), e.get("smt_siblings"),
+    e.get("governor"), e.get("placement_warning")))
+ok = r["status"] == "complete" and p.get("tclass") == 96 and r["gid_index"] >= 0 and "resp_cpu" in e
+ok = ok and any(l["op"] == "write" and l["kind"] == "pingpong" for l in r["latency"])
+sys.exit(0 if ok else 1)
+PY
+
+echo "== 2. serve --max-inline 64, client asks for 256"
+$rtune serve --bind "$addr" --port 18620 --max-inline 64 --once > /tmp/srv.log 2>&1 &
+srv=$!
+sleep 2
+$rtune calibrate --peer "$addr:18620" --quick --budget 10 --tclass 96 --sizes 1,64,128,256 --ops send \
+  --out /tmp/neg.json --no-store > /tmp/neg.txt 2> /tmp/neg.err
+rc=$?
+cat /tmp/neg.err; head -5 /tmp/neg.txt
+[ $rc -eq 0 ] || bad "calibrate --peer against a 64-byte server exited $rc"
+wait $srv
+cat /tmp/srv.log
+grep -q "asks for 256 bytes inline, this device takes 64: using 64" /tmp/srv.log || bad "serve did not negotiate"
+python3 - <<'PY' || bad "negotiated run record"
+import json, sys
+r = json.load(open("/tmp/neg.json"))
+e, p = r["env"], r["params"]
+sizes = sorted({l["msg_bytes"] for l in r["latency"]})
+print("max_inline_used %s client %s server %s gid %s sizes %s tclass %s notes: %s" % (
+    r["max_inline_used"], e.get("client_max_inline"), e.get("server_max_inline"), r["gid_index"], sizes,
+    p.get("tclass"), p.get("notes")))
+ok = r["status"] == "complete" and r["max_inline_used"] == 64 and e.get("server_max_inline") == 64
+ok = ok and e.get("client_max_inline", 0) >= 256 and max(sizes) <= 64 and r["gid_index"] >= 0
+ok = ok and p.get("tclass") == 96 and "sizes above 64 dropped" in p.get("notes", "")
+sys.exit(0 if ok else 1)
+PY
+
+echo "== 3. --sl with --peer"
+$rtune calibrate --peer "$addr:18620" --sl 1 --no-store > /dev/null 2> /tmp/sl.err
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l < /tmp/sl.err)" -eq 1 ] || bad "--sl with --peer: exit $rc: $(cat /tmp/sl.err)"
+
+[ $fail -eq 0 ] && echo "PASS: traffic class, inline negotiation, gid index and placement recorded"
+exit $fail
