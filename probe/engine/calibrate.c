@@ -30,6 +30,10 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->gid_index = -1;
 	o->tclass = o->sl = o->pkey_index = -1;
+	o->large_sizes[0] = 4096;
+	o->large_sizes[1] = 65536;
+	o->n_large = 2;
+	o->post_list = 8;
 	o->ops[RT_OP_SEND] = o->ops[RT_OP_WRITE] = true;
 	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = true;
 	o->budget_s = RT_ENGINE_DEFAULT_BUDGET_S;
@@ -70,6 +74,7 @@ struct cal {
 	size_t n_sizes;
 	struct rt_rng rng;
 	char notes[256];
+	uint32_t max_msg; /* the endpoints' largest payload */
 	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
 	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
 };
@@ -818,37 +823,54 @@ static double median_of(const double *x, uint32_t n, double *v)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The signaling intervals of the sweep: powers of two up to half the send queue; returns how many. */
+static uint32_t rate_ns(const struct rt_run *run, uint32_t *ns)
+{
+	uint32_t n_ns = 0;
+
+	for (uint32_t n = 1; n <= run->sq_depth / 2 && n_ns < 32; n *= 2)
+		ns[n_ns++] = n;
+	return n_ns;
+}
+
+static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells,
+			const char *what, struct rt_error *err);
+
+/* Keeps the points of pts[0..n) that were measured (interrupted before the first repetition reached them: not);
+ * returns how many are left. */
+static size_t drop_unmeasured(struct rt_rate_point *pts, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (pts[i].reps)
+			pts[w++] = pts[i];
+	return w;
+}
+
+/* The small-message band of the sweep (8, 64, 256 B inline and not, one WR per call) into run->rate. */
 static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 {
 	static const uint32_t want_sizes[] = { 8, 64, 256 };
 	const struct rt_cal_opts *o = c->o;
-	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns = 0, reps = o->quick ? 3 : 5;
+	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns;
 	struct rt_run *run = c->run;
-	size_t n_cells, *order = NULL;
-	double(*mops)[8] = NULL, (*busy)[8] = NULL, (*post)[8] = NULL, rep_ns;
-	bool untimed = false;
-	int rc = 0;
+	size_t n_cells;
+	int rc;
 
 	for (size_t i = 0; i < 3; i++)
 		if (want_sizes[i] <= run->max_inline_used && !(o->quick && i == 1))
 			sizes[n_sizes++] = want_sizes[i];
 	if (!n_sizes)
 		sizes[n_sizes++] = run->max_inline_used ? run->max_inline_used : 8;
-	for (uint32_t n = 1; n <= run->sq_depth / 2 && n_ns < 32; n *= 2)
-		ns[n_ns++] = n;
+	n_ns = rate_ns(run, ns);
 	n_cells = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_cells += o->ops[op] ? (size_t)n_sizes * 2 * n_ns : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
-	run->n_rate = 0; /* counts the points of this array (the cleanup at out: walks them, none if it is NULL) */
-	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
-	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
-	busy = calloc(n_cells ? n_cells : 1, sizeof(*busy));
-	post = calloc(n_cells ? n_cells : 1, sizeof(*post));
-	if (!run->rate || !order || !mops || !busy || !post) {
-		rc = rt_error_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
+	run->n_rate = 0;
+	if (!run->rate)
+		return rt_error_set(err, ENOMEM, "out of memory");
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		for (uint32_t s = 0; o->ops[op] && s < n_sizes; s++)
 			for (int inl = 1; inl >= 0; inl--)
@@ -862,6 +884,34 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 					r->signal_interval = ns[k];
 					r->sq_depth = run->sq_depth;
 				}
+	rc = measure_rate(c, deadline, run->rate, run->n_rate, "signaling", err);
+	run->n_rate = drop_unmeasured(run->rate, run->n_rate);
+	return rc;
+}
+
+/*
+ * Measures the planned points pts[0..n_cells) (reps 0) in repetitions of seeded random order until deadline (the first
+ * repetition completes unless the run's own deadline passes), and fills each one's rate, spread and CPU per message.
+ * what names the phase in the progress and the notes. Returns 0 or the errno of a measurement with err.
+ */
+static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells,
+			const char *what, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+	uint32_t reps = o->quick ? 3 : 5;
+	size_t *order = NULL;
+	double(*mops)[8] = NULL, (*busy)[8] = NULL, (*post)[8] = NULL, rep_ns;
+	bool untimed = false;
+	int rc = 0;
+
+	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
+	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
+	busy = calloc(n_cells ? n_cells : 1, sizeof(*busy));
+	post = calloc(n_cells ? n_cells : 1, sizeof(*post));
+	if (!order || !mops || !busy || !post) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
 	for (uint32_t rep = 0; rep < reps; rep++) {
 		for (size_t i = 0; i < n_cells; i++)
 			order[i] = i;
@@ -872,7 +922,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			order[j] = t;
 		}
 		for (size_t i = 0; i < n_cells; i++) {
-			struct rt_rate_point *r = &run->rate[order[i]];
+			struct rt_rate_point *r = &pts[order[i]];
 			struct rt_rate_rep rr;
 			uint64_t now = rt_clock_mono_ns();
 			double left = now < deadline ? (double)(deadline - now) : 0;
@@ -882,8 +932,8 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			if ((rep > 0 && left <= 0) || now >= c->deadline) {
 				char msg[96];
 
-				snprintf(msg, sizeof(msg), "budget too small: %zu of %zu signaling points measured",
-					 rep ? n_cells : i, n_cells);
+				snprintf(msg, sizeof(msg), "budget too small: %zu of %zu %s points measured",
+					 rep ? n_cells : i, n_cells, what);
 				if (!rep)
 					note(c, msg);
 				goto out;
@@ -898,9 +948,11 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 
 			/* a phase change per cell: cheap, and the responder sees that the client is alive */
 			rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, r->msg_bytes, err);
+			c->cli.post_list = r->post_list;
 			if (!rc)
 				rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns,
 						    &rr, err);
+			c->cli.post_list = 0;
 			if (rc)
 				goto out;
 			mops[order[i]][r->reps] = (double)rr.msgs / (rr.wall_ns / 1e3);
@@ -912,12 +964,12 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			r->reps++;
 			r->msgs += rr.msgs;
 			r->enomem += rr.enomem;
-			progress(c, "signaling", (double)(rep * n_cells + i + 1) / (double)(n_cells * reps));
+			progress(c, what, (double)(rep * n_cells + i + 1) / (double)(n_cells * reps));
 		}
 	}
 out:
-	for (size_t i = 0; i < run->n_rate; i++) {
-		struct rt_rate_point *r = &run->rate[i];
+	for (size_t i = 0; mops && busy && post && i < n_cells; i++) {
+		struct rt_rate_point *r = &pts[i];
 		double v[8];
 
 		if (!r->reps)
@@ -931,21 +983,55 @@ out:
 		r->cpu_ns_per_msg = median_of(busy[i], r->reps, v);
 		r->post_ns_per_msg = median_of(post[i], r->reps, v);
 	}
-	if (untimed)
+	if (untimed && !strstr(c->notes, "no tsc"))
 		note(c, "no tsc: rate cpu ns per msg is the sender thread's cpu time (spinning included)");
-	/* drop points never measured (interrupted before the first repetition reached them) */
-	{
-		size_t w = 0;
-
-		for (size_t i = 0; i < run->n_rate; i++)
-			if (run->rate[i].reps)
-				run->rate[w++] = run->rate[i];
-		run->n_rate = w;
-	}
 	free(order);
 	free(mops);
 	free(busy);
 	free(post);
+	return rc;
+}
+
+/*
+ * The other load bands of the sweep into run->band_rate: large messages (o->large_sizes, non-inline, up to the
+ * buffer) and a post list of o->post_list WRs per call (64 B, or the smallest swept size, inline when it fits), each
+ * over the same signaling intervals. Nothing to do when both are off. Returns 0 or an errno with err.
+ */
+static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+	struct rt_run *run = c->run;
+	uint32_t ns[32], n_ns = rate_ns(run, ns), large[RT_ENGINE_MAX_LARGE], n_large = 0, pl_size;
+	size_t n_cells = 0;
+	int rc;
+
+	for (size_t i = 0; i < o->n_large; i++)
+		if (o->large_sizes[i] <= max_msg)
+			large[n_large++] = o->large_sizes[i];
+	pl_size = run->max_inline_used >= 64 || !run->max_inline_used ? 64 : run->max_inline_used;
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		n_cells += o->ops[op] ? (size_t)(n_large + (o->post_list > 1)) * n_ns : 0;
+	if (!n_cells)
+		return 0;
+	run->band_rate = calloc(n_cells, sizeof(*run->band_rate));
+	run->n_band_rate = 0;
+	if (!run->band_rate)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		for (uint32_t s = 0; o->ops[op] && s < n_large + (o->post_list > 1); s++)
+			for (uint32_t k = 0; k < n_ns; k++) {
+				struct rt_rate_point *r = &run->band_rate[run->n_band_rate++];
+
+				r->op = (enum rt_opcode)op;
+				r->qpt = RT_QPT_RC;
+				r->msg_bytes = s < n_large ? large[s] : pl_size;
+				r->inl = s >= n_large && pl_size <= run->max_inline_used;
+				r->post_list = s < n_large ? 1 : o->post_list;
+				r->signal_interval = ns[k];
+				r->sq_depth = run->sq_depth;
+			}
+	rc = measure_rate(c, deadline, run->band_rate, run->n_band_rate, "load bands", err);
+	run->n_band_rate = drop_unmeasured(run->band_rate, run->n_band_rate);
 	return rc;
 }
 
@@ -1164,6 +1250,11 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	{
 		uint32_t max_msg = c->sizes[c->n_sizes - 1] < 256 ? 256 : c->sizes[c->n_sizes - 1];
 
+		/* the buffer also holds the largest message of the large-message band */
+		for (size_t i = 0; i < o->n_large; i++)
+			if (o->large_sizes[i] > max_msg)
+				max_msg = o->large_sizes[i];
+		c->max_msg = max_msg;
 		rc = o->peer ? connect_peer_qp(c, max_msg, err) : connect_loopback(c, max_msg, err);
 	}
 	if (rc)
@@ -1273,7 +1364,17 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	t_lat = rt_clock_mono_ns();
 	bar_phase(c, LAT_SHARE, RATE_SHARE);
-	rc = run_rate(c, rate_deadline, err);
+	{
+		/* the load bands (large messages, post lists) take the last 40 % of the sweep's share */
+		uint64_t now = rt_clock_mono_ns(), small_end = rate_deadline;
+		bool bands = o->n_large || o->post_list > 1;
+
+		if (bands && rate_deadline > now)
+			small_end = now + (rate_deadline - now) * 6 / 10;
+		rc = run_rate(c, small_end, err);
+		if (!rc && bands)
+			rc = run_rate_bands(c, rate_deadline, c->max_msg, err);
+	}
 	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	set_params(c);
 	if (rc)

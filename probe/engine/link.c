@@ -309,6 +309,41 @@ int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool
 	return rc;
 }
 
+int rt_ep_post_list(struct rt_ep *ep, enum rt_opcode op, uint32_t size, bool inl, uint32_t k, uint32_t n_sig,
+		    uint32_t *since)
+{
+	struct ibv_send_wr wr[RT_POST_LIST_MAX], *bad = NULL;
+	struct ibv_sge sge;
+	int rc;
+
+	if (k == 0 || k > RT_POST_LIST_MAX)
+		return EINVAL;
+	sge.addr = (uintptr_t)rt_ep_send_area(ep);
+	sge.length = size;
+	sge.lkey = ep->mr->lkey;
+	memset(wr, 0, k * sizeof(wr[0]));
+	for (uint32_t i = 0, s = *since; i < k; i++) {
+		bool sig = s + 1 == n_sig;
+
+		wr[i].wr_id = sig ? n_sig : 0;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = op == RT_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+		wr[i].send_flags = (sig ? IBV_SEND_SIGNALED : 0) | (inl ? IBV_SEND_INLINE : 0);
+		wr[i].wr.rdma.remote_addr = op == RT_OP_WRITE ? ep->raddr : 0;
+		wr[i].wr.rdma.rkey = op == RT_OP_WRITE ? ep->rkey : 0;
+		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		s = sig ? 0 : s + 1;
+	}
+	rc = ibv_post_send(ep->qp, wr, &bad);
+	/* the WRs before *bad were posted: count them (and their signaling position) even when the list failed */
+	for (uint32_t i = 0; i < k && &wr[i] != bad; i++) {
+		ep->sq_out++;
+		*since = wr[i].send_flags & IBV_SEND_SIGNALED ? 0 : *since + 1;
+	}
+	return rc;
+}
+
 static int wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
 {
 	return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)", what,

@@ -21,6 +21,7 @@
 #define RT_ENGINE_DEFAULT_SIZE_CAP 1024 /* largest size of the default grid, bytes */
 #define RT_ENGINE_MAX_MSG (1u << 20)	/* largest --sizes value */
 #define RT_ENGINE_MAX_SIZES 64
+#define RT_ENGINE_MAX_LARGE 4
 
 enum rt_numa_mode { RT_NUMA_LOCAL = 0, RT_NUMA_REMOTE, RT_NUMA_ALL };
 
@@ -43,6 +44,10 @@ struct rt_cal_opts {
 	int cpu;		/* -1 = automatic per numa */
 	enum rt_numa_mode numa; /* RT_NUMA_ALL is handled by the caller (two runs); the engine takes LOCAL or REMOTE */
 	uint32_t sq_depth;	/* 0 = default (256, quick 128, capped by the device) */
+	/* load bands of the rate sweep (run->band_rate), besides the small-message band */
+	uint32_t large_sizes[RT_ENGINE_MAX_LARGE]; /* large non-inline sizes (default 4096, 65536), n_large 0 = none */
+	size_t n_large;
+	uint32_t post_list; /* WRs per ibv_post_send of the post-list band (default 8), 0 or 1 = no such band */
 	const char *peer;	/* NULL = loopback, else "host[:port]" of `rtune serve` */
 	volatile sig_atomic_t *stop; /* set asynchronously (SIGINT): the run ends as interrupted */
 	/* optional callbacks, ctx passed back */

@@ -107,6 +107,13 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err);
  * ibv_post_send (ENOMEM when the SQ is full). */
 int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled, uint64_t retires,
 	       uint32_t imm_cmd);
+/* Largest post list rt_ep_post_list takes. */
+#define RT_POST_LIST_MAX 64u
+/* Posts k WRs (op, size from the send area, inline or not) on the RC QP in one ibv_post_send call, signaling the WR
+ * that completes each interval of n_sig (*since counts the unsignaled WRs before it and is advanced). Counts every WR
+ * the provider took (those before *bad on failure) in sq_out. Returns 0 or the errno of ibv_post_send (ENOMEM: full). */
+int rt_ep_post_list(struct rt_ep *ep, enum rt_opcode op, uint32_t size, bool inl, uint32_t k, uint32_t n_sig,
+		    uint32_t *since);
 /* Polls a send CQ once (up to 16 completions), retiring WRs; returns completions seen (>= 0) or -EIO with err. */
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
 
@@ -136,6 +143,7 @@ struct rt_client {
 	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
 	bool yield;			  /* sched_yield() while waiting: the responder shares our only CPU */
 	bool in_sink;			  /* the last phase the responder acknowledged is SINK */
+	uint32_t post_list;		  /* rt_client_rate: WRs per ibv_post_send, 0 or 1 = one */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,

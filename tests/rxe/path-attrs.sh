@@ -56,7 +56,7 @@ print("max_inline_used %s client %s server %s gid %s sizes %s tclass %s notes: %
     p.get("tclass"), p.get("notes")))
 ok = r["status"] == "complete" and r["max_inline_used"] == 64 and e.get("server_max_inline") == 64
 ok = ok and e.get("client_max_inline", 0) >= 256 and max(sizes) <= 64 and r["gid_index"] >= 0
-ok = ok and p.get("tclass") == 96 and "sizes above 64 dropped" in p.get("notes", "")
+ok = ok and p.get("tclass") == 96 and "the server takes 64 bytes inline" in p.get("notes", "")
 sys.exit(0 if ok else 1)
 PY
 
