@@ -29,6 +29,8 @@
  * ibv_modify_qp fail with EINVAL); RT_FAKEDEV_QP_LOG=FILE appends one line per ibv_modify_qp with a state ("modify_qp
  * qp QPN rc|ud state S pkey_index P sl L global G tclass T", -1 where the mask leaves the attribute out) and per
  * ibv_create_ah ("create_ah sl L global G tclass T"). rt_fakedev_cq_polls(cq) (dlsym) counts ibv_poll_cq calls per CQ.
+ * The report also has "post_list_max N" (most WRs in one ibv_post_send), "post_list_calls N" (calls with more than
+ * one) and "large_wrs N" (WRs of 4096 bytes or more).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +119,7 @@ static int fk_gid_api; /* 0 table, 1 ex, 2 legacy */
 static int fk_inline_refusal = EINVAL;
 static int fk_pkeys = 1;	    /* RT_FAKEDEV_PKEYS: the port's P_Key table length */
 static FILE *fk_qp_log;		    /* RT_FAKEDEV_QP_LOG: one line per ibv_modify_qp */
+static unsigned long fk_list_max, fk_list_calls, fk_large_wrs; /* post lists and large WRs, for the report */
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
 static long fk_live;
@@ -188,6 +191,8 @@ __attribute__((destructor)) static void fk_fini(void)
 	for (int i = 0; i < V__COUNT; i++)
 		fprintf(f, "%s %lu\n", fk_names[i], fk_calls[i]);
 	fprintf(f, "live %ld\n", fk_live);
+	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\n", fk_list_max, fk_list_calls,
+		fk_large_wrs);
 	fclose(f);
 }
 
@@ -808,6 +813,17 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 	int rc = 0;
 
 	pthread_mutex_lock(&fk_lock);
+	{
+		unsigned long k = 0, big = 0;
+
+		for (const struct ibv_send_wr *w = wr; w; w = w->next) {
+			k++;
+			big += w->num_sge && w->sg_list[0].length >= 4096;
+		}
+		fk_list_max = k > fk_list_max ? k : fk_list_max;
+		fk_list_calls += k > 1;
+		fk_large_wrs += big;
+	}
 	if (fk_fail(V_POST_SEND)) {
 		rc = errno;
 		*bad = wr;
