@@ -42,8 +42,10 @@ static int tune_one(const struct rt_run *run, enum rt_rate_band band, const stru
 		b->msg_bytes_lo = UINT32_MAX;
 		for (size_t j = 0; j < k; j++)
 			if (pts[j].op == d->op && pts[j].qpt == d->qpt) {
-				b->msg_bytes_lo = pts[j].msg_bytes < b->msg_bytes_lo ? pts[j].msg_bytes : b->msg_bytes_lo;
-				b->msg_bytes_hi = pts[j].msg_bytes > b->msg_bytes_hi ? pts[j].msg_bytes : b->msg_bytes_hi;
+				b->msg_bytes_lo =
+					pts[j].msg_bytes < b->msg_bytes_lo ? pts[j].msg_bytes : b->msg_bytes_lo;
+				b->msg_bytes_hi =
+					pts[j].msg_bytes > b->msg_bytes_hi ? pts[j].msg_bytes : b->msg_bytes_hi;
 				b->post_list = pts[j].post_list > 1 ? pts[j].post_list : 1;
 			}
 		b->signal_interval = d->signal_interval;

@@ -600,10 +600,11 @@ int cmd_calibrate(int argc, char **argv)
 			"calibrate",
 			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
 	if (o.peer && (o.sl >= 0 || o.pkey_index >= 0))
-		return rt_cli_usage_error("calibrate",
-					  "options '--peer' and '--%s' exclude each other (rdma_cm takes the %s from the "
-					  "path; '--tclass' sets the class)",
-					  o.sl >= 0 ? "sl" : "pkey-index", o.sl >= 0 ? "service level" : "P_Key");
+		return rt_cli_usage_error(
+			"calibrate",
+			"options '--peer' and '--%s' exclude each other (rdma_cm takes the %s from the "
+			"path; '--tclass' sets the class)",
+			o.sl >= 0 ? "sl" : "pkey-index", o.sl >= 0 ? "service level" : "P_Key");
 	if (app && post_list_set)
 		return rt_cli_usage_error("calibrate", "options '--app' and '--post-list' exclude each other");
 	if (app && !store)

@@ -54,14 +54,10 @@ static void log_line(void *ctx, const char *line)
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "bind", required_argument, NULL, 'b' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "once", no_argument, NULL, '1' },
-		{ "clients", required_argument, NULL, 'n' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "max-inline", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{ "bind", required_argument, NULL, 'b' }, { "port", required_argument, NULL, 'p' },
+		{ "once", no_argument, NULL, '1' },	  { "clients", required_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },	  { "max-inline", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },	  { 0 },
 	};
 	struct rt_serve_opts o;
 	struct rt_error err;
@@ -100,8 +96,8 @@ int cmd_serve(int argc, char **argv)
 			long v = strtol(optarg, &end, 10);
 
 			if (*end || end == optarg || v < 1 || v > 65536)
-				return rt_cli_usage_error("serve", "option '--max-inline' takes 1..65536 bytes, not '%s'",
-							  optarg);
+				return rt_cli_usage_error(
+					"serve", "option '--max-inline' takes 1..65536 bytes, not '%s'", optarg);
 			o.max_inline = (int)v;
 			break;
 		}

@@ -74,7 +74,7 @@ struct cal {
 	size_t n_sizes;
 	struct rt_rng rng;
 	char notes[256];
-	uint32_t max_msg; /* the endpoints' largest payload */
+	uint32_t max_msg;		 /* the endpoints' largest payload */
 	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
 	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
 };
@@ -833,8 +833,8 @@ static uint32_t rate_ns(const struct rt_run *run, uint32_t *ns)
 	return n_ns;
 }
 
-static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells,
-			const char *what, struct rt_error *err);
+static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells, const char *what,
+			struct rt_error *err);
 
 /* Keeps the points of pts[0..n) that were measured (interrupted before the first repetition reached them: not);
  * returns how many are left. */
@@ -894,8 +894,8 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
  * repetition completes unless the run's own deadline passes), and fills each one's rate, spread and CPU per message.
  * what names the phase in the progress and the notes. Returns 0 or the errno of a measurement with err.
  */
-static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells,
-			const char *what, struct rt_error *err)
+static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells, const char *what,
+			struct rt_error *err)
 {
 	const struct rt_cal_opts *o = c->o;
 	uint32_t reps = o->quick ? 3 : 5;

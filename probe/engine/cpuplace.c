@@ -158,8 +158,7 @@ int rt_cpuplace_pick(const struct rt_cpuplace_req *req, struct rt_cpuplace *out,
 		c->node = rt_cpuplace_node(root, c->cpu);
 		c->isolated = in_list(iso, (size_t)n_iso, c->cpu);
 		c->local = !req->n_local || in_list(req->local, req->n_local, c->cpu);
-		if (read_line(root, c->cpu, "topology/thread_siblings_list", buf,
-			      sizeof(buf))) {
+		if (read_line(root, c->cpu, "topology/thread_siblings_list", buf, sizeof(buf))) {
 			c->n_sib = rt_cpulist_parse(buf, c->sib, 8);
 			if (c->n_sib < 0 || c->n_sib > 8)
 				c->n_sib = 0;
@@ -209,8 +208,7 @@ int rt_cpuplace_pick(const struct rt_cpuplace_req *req, struct rt_cpuplace *out,
 	out->cpu_node = cs[mi].node;
 	out->cpu_isolated = cs[mi].isolated;
 	out->siblings_known = cs[mi].n_sib > 0;
-	read_line(root, out->cpu, "cpufreq/scaling_governor", out->governor,
-		  sizeof(out->governor));
+	read_line(root, out->cpu, "cpufreq/scaling_governor", out->governor, sizeof(out->governor));
 	if (req->need_two) {
 		const struct cand *r = ri >= 0 ? &cs[ri] : &cs[mi];
 
@@ -218,8 +216,7 @@ int rt_cpuplace_pick(const struct rt_cpuplace_req *req, struct rt_cpuplace *out,
 		out->resp_isolated = r->isolated;
 		out->shared = r->cpu == out->cpu;
 		out->smt_siblings = !out->shared && (siblings(&cs[mi], r->cpu) || siblings(r, out->cpu));
-		read_line(root, r->cpu, "cpufreq/scaling_governor", out->resp_governor,
-			  sizeof(out->resp_governor));
+		read_line(root, r->cpu, "cpufreq/scaling_governor", out->resp_governor, sizeof(out->resp_governor));
 		if (out->shared)
 			warn(out,
 			     "only cpu %d is allowed: client and responder share it (latencies include context "

@@ -29,15 +29,15 @@ struct rt_cpuplace_req {
 };
 
 struct rt_cpuplace {
-	int cpu;	       /* measuring thread */
-	int resp_cpu;	       /* responder thread (== cpu when there is no other choice), -1 when !need_two */
-	int cpu_node;	       /* NUMA node of cpu, -1 unknown */
-	bool cpu_isolated;     /* in the isolated list */
-	bool resp_isolated;    /* likewise */
-	bool smt_siblings;     /* cpu and resp_cpu are two hardware threads of one core */
-	bool shared;	       /* cpu == resp_cpu */
-	bool siblings_known;   /* thread_siblings_list was readable for cpu */
-	char governor[24];     /* cpufreq scaling_governor of cpu, "" when there is none (a VM, no cpufreq) */
+	int cpu;	     /* measuring thread */
+	int resp_cpu;	     /* responder thread (== cpu when there is no other choice), -1 when !need_two */
+	int cpu_node;	     /* NUMA node of cpu, -1 unknown */
+	bool cpu_isolated;   /* in the isolated list */
+	bool resp_isolated;  /* likewise */
+	bool smt_siblings;   /* cpu and resp_cpu are two hardware threads of one core */
+	bool shared;	     /* cpu == resp_cpu */
+	bool siblings_known; /* thread_siblings_list was readable for cpu */
+	char governor[24];   /* cpufreq scaling_governor of cpu, "" when there is none (a VM, no cpufreq) */
 	char resp_governor[24];
 	char warning[320]; /* "; "-separated warnings, "" when none */
 };

@@ -48,7 +48,7 @@ struct rt_cal_opts {
 	uint32_t large_sizes[RT_ENGINE_MAX_LARGE]; /* large non-inline sizes (default 4096, 65536), n_large 0 = none */
 	size_t n_large;
 	uint32_t post_list; /* WRs per ibv_post_send of the post-list band (default 8), 0 or 1 = no such band */
-	const char *peer;	/* NULL = loopback, else "host[:port]" of `rtune serve` */
+	const char *peer;   /* NULL = loopback, else "host[:port]" of `rtune serve` */
 	volatile sig_atomic_t *stop; /* set asynchronously (SIGINT): the run ends as interrupted */
 	/* optional callbacks, ctx passed back */
 	void (*progress)(void *ctx, const char *phase, double frac, double eta_s);

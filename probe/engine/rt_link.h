@@ -123,7 +123,7 @@ struct rt_resp {
 	enum rt_resp_mode mode;
 	bool ud, inl, ended;
 	uint32_t size, seq;
-	uint64_t events; /* messages, control words and write flags handled: progress, for idle detection */
+	uint64_t events;     /* messages, control words and write flags handled: progress, for idle detection */
 	unsigned idle_steps; /* steps since the RC receive CQ was last polled (modes that wait on something else) */
 };
 /* Steps between two polls of the RC receive CQ (control words) in a mode that waits for something else. */

@@ -196,10 +196,8 @@ static void test_single_cpu_and_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_power_numbering_two_cores),
-		cmocka_unit_test(test_one_core_pod_warns),
-		cmocka_unit_test(test_isolated_preferred),
-		cmocka_unit_test(test_remote_and_governor),
+		cmocka_unit_test(test_power_numbering_two_cores), cmocka_unit_test(test_one_core_pod_warns),
+		cmocka_unit_test(test_isolated_preferred),	  cmocka_unit_test(test_remote_and_governor),
 		cmocka_unit_test(test_single_cpu_and_refused),
 	};
 

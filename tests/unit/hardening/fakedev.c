@@ -117,8 +117,8 @@ static int fk_ndevs = 1;
 static bool fk_roce;
 static int fk_gid_api; /* 0 table, 1 ex, 2 legacy */
 static int fk_inline_refusal = EINVAL;
-static int fk_pkeys = 1;	    /* RT_FAKEDEV_PKEYS: the port's P_Key table length */
-static FILE *fk_qp_log;		    /* RT_FAKEDEV_QP_LOG: one line per ibv_modify_qp */
+static int fk_pkeys = 1;				       /* RT_FAKEDEV_PKEYS: the port's P_Key table length */
+static FILE *fk_qp_log;					       /* RT_FAKEDEV_QP_LOG: one line per ibv_modify_qp */
 static unsigned long fk_list_max, fk_list_calls, fk_large_wrs; /* post lists and large WRs, for the report */
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
@@ -191,8 +191,7 @@ __attribute__((destructor)) static void fk_fini(void)
 	for (int i = 0; i < V__COUNT; i++)
 		fprintf(f, "%s %lu\n", fk_names[i], fk_calls[i]);
 	fprintf(f, "live %ld\n", fk_live);
-	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\n", fk_list_max, fk_list_calls,
-		fk_large_wrs);
+	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\n", fk_list_max, fk_list_calls, fk_large_wrs);
 	fclose(f);
 }
 

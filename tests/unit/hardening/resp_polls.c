@@ -79,8 +79,13 @@ int main(void)
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct rt_ep c, s;
-	struct rt_ep_cfg cfg = { .max_msg = 256, .max_inline = 64, .ud_max_inline = 64, .sq_depth = 64,
-				 .rq_depth = 64, .ud = true, .rc_qp = true };
+	struct rt_ep_cfg cfg = { .max_msg = 256,
+				 .max_inline = 64,
+				 .ud_max_inline = 64,
+				 .sq_depth = 64,
+				 .rq_depth = 64,
+				 .ud = true,
+				 .rc_qp = true };
 	struct rt_addr addr = { .port = 1, .gid_index = -1, .lid = 1, .mtu = IBV_MTU_1024 };
 	struct rt_error err;
 	struct rt_resp r;
