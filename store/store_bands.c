@@ -92,8 +92,8 @@ int rt_store_run_load_bands(struct rt_store *st, struct rt_run *run, struct rt_e
 	run->band_rate = NULL;
 	run->n_band_rate = 0;
 	rc = prep(st,
-		  "SELECT op, qpt, msg_bytes, inl, post_list, signal_interval, sq_depth, reps, mops, mops_lo, mops_hi,"
-		  " cpu_ns_per_msg, msgs, enomem FROM band_rate_points WHERE run_id = ? ORDER BY id",
+		  "SELECT op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps, mops, mops_lo, mops_hi,"
+		  " cpu_ns_per_msg, msgs, enomem, post_list FROM band_rate_points WHERE run_id = ? ORDER BY id",
 		  &s, err);
 	if (rc)
 		return rc;
@@ -113,21 +113,8 @@ int rt_store_run_load_bands(struct rt_store *st, struct rt_run *run, struct rt_e
 			cap = nc;
 		}
 		p = &run->band_rate[run->n_band_rate++];
-		memset(p, 0, sizeof(*p));
-		rt_opcode_parse((const char *)sqlite3_column_text(s, 0), &p->op);
-		rt_qp_type_parse((const char *)sqlite3_column_text(s, 1), &p->qpt);
-		p->msg_bytes = (uint32_t)sqlite3_column_int64(s, 2);
-		p->inl = sqlite3_column_int(s, 3) != 0;
-		p->post_list = (uint32_t)sqlite3_column_int64(s, 4);
-		p->signal_interval = (uint32_t)sqlite3_column_int64(s, 5);
-		p->sq_depth = (uint32_t)sqlite3_column_int64(s, 6);
-		p->reps = (uint32_t)sqlite3_column_int64(s, 7);
-		p->mops = sqlite3_column_double(s, 8);
-		p->mops_lo = sqlite3_column_double(s, 9);
-		p->mops_hi = sqlite3_column_double(s, 10);
-		p->cpu_ns_per_msg = sqlite3_column_double(s, 11);
-		p->msgs = (uint64_t)sqlite3_column_int64(s, 12);
-		p->enomem = (uint64_t)sqlite3_column_int64(s, 13);
+		rt_store_rate_from_row(s, p);
+		p->post_list = (uint32_t)sqlite3_column_int64(s, 13);
 	}
 	rc = step == SQLITE_DONE ? 0 : rt_store_sql_error(st, "read band rate points", err);
 	sqlite3_finalize(s);

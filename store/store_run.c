@@ -265,6 +265,26 @@ static int step_done(struct rt_store *st, sqlite3_stmt *s, const char *what, str
 	return 0;
 }
 
+void rt_store_rate_from_row(sqlite3_stmt *s, struct rt_rate_point *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (sqlite3_column_text(s, 0))
+		rt_opcode_parse((const char *)sqlite3_column_text(s, 0), &p->op);
+	if (sqlite3_column_text(s, 1))
+		rt_qp_type_parse((const char *)sqlite3_column_text(s, 1), &p->qpt);
+	p->msg_bytes = (uint32_t)sqlite3_column_int64(s, 2);
+	p->inl = sqlite3_column_int(s, 3) != 0;
+	p->signal_interval = (uint32_t)sqlite3_column_int64(s, 4);
+	p->sq_depth = (uint32_t)sqlite3_column_int64(s, 5);
+	p->reps = (uint32_t)sqlite3_column_int64(s, 6);
+	p->mops = sqlite3_column_double(s, 7);
+	p->mops_lo = sqlite3_column_double(s, 8);
+	p->mops_hi = sqlite3_column_double(s, 9);
+	p->cpu_ns_per_msg = sqlite3_column_double(s, 10);
+	p->msgs = (uint64_t)sqlite3_column_int64(s, 11);
+	p->enomem = (uint64_t)sqlite3_column_int64(s, 12);
+}
+
 static int prepare(struct rt_store *st, const char *sql, sqlite3_stmt **s, struct rt_error *err)
 {
 	if (sqlite3_prepare_v2(st->db, sql, -1, s, NULL) != SQLITE_OK) {
@@ -887,20 +907,7 @@ static int load_points(struct rt_store *st, struct rt_run *run, struct rt_error 
 			goto nomem;
 		run->rate = nv;
 		p = &run->rate[run->n_rate++];
-		memset(p, 0, sizeof(*p));
-		rt_opcode_parse(col_text(s, 0), &p->op);
-		rt_qp_type_parse(col_text(s, 1), &p->qpt);
-		p->msg_bytes = (uint32_t)sqlite3_column_int64(s, 2);
-		p->inl = sqlite3_column_int(s, 3) != 0;
-		p->signal_interval = (uint32_t)sqlite3_column_int64(s, 4);
-		p->sq_depth = (uint32_t)sqlite3_column_int64(s, 5);
-		p->reps = (uint32_t)sqlite3_column_int64(s, 6);
-		p->mops = sqlite3_column_double(s, 7);
-		p->mops_lo = sqlite3_column_double(s, 8);
-		p->mops_hi = sqlite3_column_double(s, 9);
-		p->cpu_ns_per_msg = sqlite3_column_double(s, 10);
-		p->msgs = (uint64_t)sqlite3_column_int64(s, 11);
-		p->enomem = (uint64_t)sqlite3_column_int64(s, 12);
+		rt_store_rate_from_row(s, p);
 	}
 	if (step != SQLITE_DONE)
 		rc = rt_store_sql_error(st, "read rate points", err);

@@ -7,10 +7,7 @@
 #include "rt_cpuplace.h"
 #include "devinfo.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,29 +38,7 @@ static bool read_line(const char *root, int cpu, const char *leaf, char *buf, si
 
 int rt_cpuplace_node(const char *sys_root, int cpu)
 {
-	char path[512];
-	DIR *d;
-	struct dirent *de;
-	int node = -1;
-
-	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", sys_root ? sys_root : "/sys", cpu);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "node", 4) == 0 && isdigit((unsigned char)de->d_name[4])) {
-			char *end;
-			long v;
-
-			errno = 0;
-			v = strtol(de->d_name + 4, &end, 10);
-			if (!errno && !*end && v <= INT_MAX)
-				node = (int)v;
-			break;
-		}
-	}
-	closedir(d);
-	return node;
+	return rt_cpu_numa_node_at(sys_root ? sys_root : "/sys", cpu);
 }
 
 struct cand {
