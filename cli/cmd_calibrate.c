@@ -5,6 +5,7 @@
  * store) and optionally writes it as JSON (--out FILE, --json). SIGINT/SIGTERM end the run as "interrupted".
  */
 #include "cli.h"
+#include "calibrate_bands.h"
 #include "rt_engine.h"
 #include "rt_out.h"
 #include "rt_store.h"
@@ -23,6 +24,8 @@ static const char usage[] =
 	"usage: rtune calibrate [-d DEVICE] [-i PORT] [-x|--gid-index N] [--sizes LIST] [--ops send,write]\n"
 	"                       [--qp-type rc,ud] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
+	"                       [--tclass N] [--sl N] [--pkey-index N] [--large-sizes LIST|none]\n"
+	"                       [--post-list N | --app NAME]\n"
 	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
 	"\n"
 	"Measure how the device behaves for small sends: latency vs size with and without IBV_SEND_INLINE (ping-pong\n"
@@ -48,6 +51,14 @@ static const char usage[] =
 	"  --numa MODE            local (default), remote (a CPU on another NUMA node), or all (both, two runs)\n"
 	"  --sq-depth N           send queue depth for the signaling sweep (default 256, quick 128)\n"
 	"  --peer ADDR[:PORT]     calibrate against 'rtune serve' at ADDR (default port 18520)\n"
+	"  --tclass N             GRH traffic class 0..255 of the QPs (RoCE: DSCP * 4 + ECN; with --peer the\n"
+	"                         rdma_cm type of service), as the application's lossless class (default 0)\n"
+	"  --sl N                 service level 0..15 (loopback only; default 0)\n"
+	"  --large-sizes LIST     large non-inline sizes of the signaling sweep's large-message band (default\n"
+	"                         4096,65536; 'none': no such band)\n"
+	"  --post-list N          WRs per ibv_post_send of its post-list band, 2..64 (default 8; 1: no such band)\n"
+	"  --app NAME             take the post list from NAME's probed histogram (its median batch)\n"
+	"  --pkey-index N         P_Key table index 0..65535 (loopback only; default 0)\n"
 	"  --db PATH              store (default: $RTUNE_DB, /var/lib/rtune/rtune.db as root, else\n"
 	"                         $XDG_STATE_HOME/rtune/rtune.db)\n"
 	"  --no-store             do not store the run\n"
@@ -73,6 +84,9 @@ struct cal_ctx {
 	bool tty;
 	uint64_t last_ms;
 	struct rt_error store_err;
+	int cur;			       /* index of the run being measured (--numa all: two) */
+	struct rt_store_signal_band *bands[2]; /* each run's N per load band (printed with its summary) */
+	size_t n_bands[2];
 };
 
 /*
@@ -186,6 +200,15 @@ static void print_summary(FILE *f, const struct rt_run *run)
 	fprintf(f, "calibrated %s port %d (%s, gid index %d) from cpu %d (numa node %d%s), clock %s\n", run->dev.name,
 		run->port_num, run->env.mode, run->gid_index, run->env.cpu, run->env.cpu_numa_node,
 		run->env.numa_local ? ", local" : ", REMOTE", run->env.clock);
+	if (run->env.resp_cpu >= 0)
+		fprintf(f, "responder on cpu %d; measuring cpu %s, governor %s\n", run->env.resp_cpu,
+			run->env.cpu_isolated ? "isolated" : "not isolated",
+			run->env.governor[0] ? run->env.governor : "unknown");
+	if (run->env.placement_warning[0])
+		fprintf(f, "warning: %s\n", run->env.placement_warning);
+	if (run->env.server_max_inline)
+		fprintf(f, "max inline: this node %u, the server %u bytes\n", run->env.client_max_inline,
+			run->env.server_max_inline);
 	fprintf(f, "max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n", run->dev.max_inline_rc,
 		run->dev.max_inline_ud, run->max_inline_used, rt_run_status_name(run->status));
 	fprintf(f, "\n%-6s %-3s %-9s %7s  %-28s %-28s\n", "op", "qp", "kind", "bytes", "inline median [95% CI] ns",
@@ -236,6 +259,40 @@ static void print_summary(FILE *f, const struct rt_run *run)
 	}
 }
 
+/*
+ * The post list of the sweep's post-list band from app's stored histograms: the largest median batch of its RC
+ * opcodes (rt_cli_median_batch), 1 (no band) when it posts one WR per call. Returns 0, or RT_EXIT_USAGE when app has
+ * no histogram (one line said), RT_EXIT_FAIL on a store error.
+ */
+static int app_post_list(struct rt_store *st, const char *app, uint32_t *post_list)
+{
+	uint32_t best = 0;
+	bool any = false;
+
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		struct rt_store_histogram h;
+		struct rt_error e;
+		int rc = rt_store_get_histogram(st, app, (enum rt_opcode)op, RT_QPT_RC, &h, &e);
+
+		if (rc == ENOENT)
+			continue;
+		if (rc) {
+			rt_cli_error("%s", e.text);
+			return RT_EXIT_FAIL;
+		}
+		any = true;
+		if (rt_cli_median_batch(&h) > best)
+			best = rt_cli_median_batch(&h);
+	}
+	if (!any) {
+		rt_cli_error("calibrate: no histogram of application '%s' in '%s' (run 'rtune probe' first)", app,
+			     rt_store_path(st));
+		return RT_EXIT_USAGE;
+	}
+	*post_list = best > 64 ? 64 : best < 1 ? 1 : best;
+	return 0;
+}
+
 /* Writes text and a newline to path ("-": standard output) with the shared output writer; returns 0 or an errno. */
 static int write_out(const char *path, const char *text, struct rt_error *err)
 {
@@ -266,6 +323,7 @@ static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, 
 		fprintf(stderr, "\r%79s\r", "");
 	if (x->st && x->began) {
 		if (rt_store_run_add_points(x->st, run->id, run->lat, run->n_lat, run->rate, run->n_rate, &serr) ||
+		    rt_store_run_add_bands(x->st, run->id, run->band_rate, run->n_band_rate, &serr) ||
 		    rt_store_run_set_results(x->st, run, &serr) ||
 		    rt_store_run_finish(x->st, run->id, run->status, &serr)) {
 			rt_cli_error("cannot store the run in '%s': %s", rt_store_path(x->st), serr.text);
@@ -273,6 +331,24 @@ static int one_run(struct rt_cal_opts *o, struct cal_ctx *x, const char *label, 
 			/* what was stored of it is incomplete: mark it failed (best effort: the store may be what
 			 * failed; then it stays "running" and shows as interrupted once this process is gone) */
 			rt_store_run_finish(x->st, run->id, RT_RUN_FAILED, NULL);
+		}
+	}
+	if (run->n_band_rate && run->status == RT_RUN_COMPLETE) {
+		/* N per load band (large messages, post lists), each band tuned on its own points */
+		struct rt_store_signal_band *bands = NULL;
+		size_t n_bands = 0;
+
+		if (rt_cli_tune_bands(run, &bands, &n_bands, &serr)) {
+			rt_cli_error("calibrate%s: cannot tune the load bands: %s", label, serr.text);
+			code = RT_EXIT_FAIL;
+		} else {
+			if (x->st && x->began && rt_store_put_signal_bands(x->st, run->id, bands, n_bands, &serr)) {
+				rt_cli_error("cannot store the load bands in '%s': %s", rt_store_path(x->st),
+					     serr.text);
+				code = RT_EXIT_FAIL;
+			}
+			x->bands[x->cur] = bands;
+			x->n_bands[x->cur] = n_bands;
 		}
 	}
 	if (rc) {
@@ -313,7 +389,13 @@ int cmd_calibrate(int argc, char **argv)
 		O_NOSTORE,
 		O_OUT,
 		O_JSON,
-		O_NOSAMPLES
+		O_NOSAMPLES,
+		O_TCLASS,
+		O_SL,
+		O_PKEY,
+		O_LARGE,
+		O_POSTLIST,
+		O_APP
 	};
 	static const struct option opts[] = {
 		{ "ib-dev", required_argument, NULL, 'd' },
@@ -335,12 +417,19 @@ int cmd_calibrate(int argc, char **argv)
 		{ "out", required_argument, NULL, O_OUT },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "no-samples", no_argument, NULL, O_NOSAMPLES },
+		{ "tclass", required_argument, NULL, O_TCLASS },
+		{ "sl", required_argument, NULL, O_SL },
+		{ "pkey-index", required_argument, NULL, O_PKEY },
+		{ "large-sizes", required_argument, NULL, O_LARGE },
+		{ "post-list", required_argument, NULL, O_POSTLIST },
+		{ "app", required_argument, NULL, O_APP },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct rt_cal_opts o;
 	struct cal_ctx x;
-	const char *db = NULL, *out = NULL;
+	const char *db = NULL, *out = NULL, *app = NULL;
+	bool post_list_set = false;
 	bool json = false, store = true, samples = true, to_stdout = false;
 	int c, code = RT_EXIT_OK, n_runs = 1;
 	struct sigaction sa;
@@ -382,6 +471,37 @@ int cmd_calibrate(int argc, char **argv)
 				o.n_sizes = w;
 			}
 			break;
+		case O_TCLASS:
+		case O_SL:
+		case O_PKEY: {
+			long hi = c == O_TCLASS ? 255 : c == O_SL ? 15 : 65535;
+			const char *name = c == O_TCLASS ? "tclass" : c == O_SL ? "sl" : "pkey-index";
+
+			if (!parse_int(optarg, 0, hi, &v))
+				return rt_cli_usage_error("calibrate", "option '--%s' takes 0..%ld, not '%s'", name, hi,
+							  optarg);
+			*(c == O_TCLASS ? &o.tclass : c == O_SL ? &o.sl : &o.pkey_index) = (int)v;
+			break;
+		}
+		case O_LARGE:
+			if (strcmp(optarg, "none") == 0) {
+				o.n_large = 0;
+				break;
+			}
+			if (parse_list_u32(optarg, o.large_sizes, RT_ENGINE_MAX_LARGE, &o.n_large))
+				return rt_cli_usage_error("calibrate",
+							  "option '--large-sizes' takes 'none' or at most %d "
+							  "comma-separated sizes 1..%u, not '%s'",
+							  RT_ENGINE_MAX_LARGE, RT_ENGINE_MAX_MSG, optarg);
+			break;
+		case O_POSTLIST:
+			if (!parse_int(optarg, 1, 64, &v))
+				return rt_cli_usage_error("calibrate", "option '--post-list' takes 1..64 WRs, not '%s'",
+							  optarg);
+			o.post_list = (uint32_t)v;
+			post_list_set = true;
+			break;
+		case O_APP: app = optarg; break;
 		case O_CAP:
 			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
 				return rt_cli_usage_error("calibrate",
@@ -479,6 +599,16 @@ int cmd_calibrate(int argc, char **argv)
 		return rt_cli_usage_error(
 			"calibrate",
 			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
+	if (o.peer && (o.sl >= 0 || o.pkey_index >= 0))
+		return rt_cli_usage_error(
+			"calibrate",
+			"options '--peer' and '--%s' exclude each other (rdma_cm takes the %s from the "
+			"path; '--tclass' sets the class)",
+			o.sl >= 0 ? "sl" : "pkey-index", o.sl >= 0 ? "service level" : "P_Key");
+	if (app && post_list_set)
+		return rt_cli_usage_error("calibrate", "options '--app' and '--post-list' exclude each other");
+	if (app && !store)
+		return rt_cli_usage_error("calibrate", "option '--app' reads the store: it excludes '--no-store'");
 	if (store && db && !db[0])
 		return rt_cli_usage_error("calibrate", "option '--db' takes a path, not ''");
 
@@ -488,6 +618,14 @@ int cmd_calibrate(int argc, char **argv)
 		if (rt_store_open(db, &x.st, &e)) {
 			rt_cli_error("%s", e.text);
 			return RT_EXIT_FAIL;
+		}
+	}
+	if (app) {
+		int rc = app_post_list(x.st, app, &o.post_list);
+
+		if (rc) {
+			rt_store_close(x.st);
+			return rc;
 		}
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -510,6 +648,7 @@ int cmd_calibrate(int argc, char **argv)
 
 		if (r == 1)
 			o.numa = RT_NUMA_REMOTE;
+		x.cur = r;
 		rc = one_run(&o, &x, n_runs == 1 ? "" : (r ? " (remote numa)" : " (local numa)"), json || out, samples,
 			     &texts[r], &runs[r]);
 		if (rc && !code)
@@ -567,6 +706,9 @@ int cmd_calibrate(int argc, char **argv)
 
 		if (!json && (runs[r].n_lat || runs[r].n_rate))
 			print_summary(sf, &runs[r]);
+		if (!json)
+			rt_cli_print_bands(sf, x.bands[r], x.n_bands[r]);
+		free(x.bands[r]);
 		if (!json && runs[r].id)
 			fprintf(sf, "stored as run %lld (%s) in %s\n", (long long)runs[r].id, runs[r].uuid,
 				rt_store_path(x.st));

@@ -15,16 +15,18 @@
 #include <time.h>
 
 static const char usage[] =
-	"usage: rtune serve [--bind ADDR] [--port N] [--once | --clients N] [-q]\n"
+	"usage: rtune serve [--bind ADDR] [--port N] [--once | --clients N] [--max-inline BYTES] [-q]\n"
 	"\n"
 	"Answer 'rtune calibrate --peer ADDR' from another node: listens with rdma_cm on ADDR (default: every\n"
 	"address) port N (default 18520), serves one client at a time and releases its QP, CQs and memory when it\n"
-	"ends, fails or vanishes. Stops on SIGINT/SIGTERM.\n"
+	"ends, fails or vanishes. Stops on SIGINT/SIGTERM. A client's QP gets the smaller of the client's and this\n"
+	"device's max inline data; the client measures only sizes both sides send inline and records both values.\n"
 	"\n"
 	"  --bind ADDR  listen on this local address (an IP of an RDMA-capable netdev)\n"
 	"  --port N     rdma_cm port (default 18520)\n"
 	"  --once       exit after the first client\n"
 	"  --clients N  exit after N clients\n"
+	"  --max-inline BYTES  give clients at most this much inline data (default: the device's maximum)\n"
 	"  -q, --quiet  no log lines\n"
 	"  -h, --help   this text\n"
 	"\n"
@@ -52,13 +54,10 @@ static void log_line(void *ctx, const char *line)
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "bind", required_argument, NULL, 'b' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "once", no_argument, NULL, '1' },
-		{ "clients", required_argument, NULL, 'n' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{ "bind", required_argument, NULL, 'b' }, { "port", required_argument, NULL, 'p' },
+		{ "once", no_argument, NULL, '1' },	  { "clients", required_argument, NULL, 'n' },
+		{ "quiet", no_argument, NULL, 'q' },	  { "max-inline", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },	  { 0 },
 	};
 	struct rt_serve_opts o;
 	struct rt_error err;
@@ -90,6 +89,16 @@ int cmd_serve(int argc, char **argv)
 				return rt_cli_usage_error("serve", "option '--clients' takes a client count, not '%s'",
 							  optarg);
 			o.max_clients = (int)v;
+			break;
+		}
+		case 'm': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > 65536)
+				return rt_cli_usage_error(
+					"serve", "option '--max-inline' takes 1..65536 bytes, not '%s'", optarg);
+			o.max_inline = (int)v;
 			break;
 		}
 		case 'q': o.log = NULL; break;

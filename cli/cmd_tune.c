@@ -7,6 +7,7 @@
  * counts the run as its evidence). Needs no device.
  */
 #include "cli.h"
+#include "calibrate_bands.h"
 #include "rt_store.h"
 #include "rt_tuner.h"
 #include "tune_hysteresis.h"
@@ -220,7 +221,7 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
  * that sent this opcode and QP type), as the largest batch the probe saw in the median's bucket (an older store that
  * did not record it: the bucket's smallest batch). 0 when nothing was recorded.
  */
-static uint32_t median_batch(const struct rt_store_histogram *h)
+uint32_t rt_cli_median_batch(const struct rt_store_histogram *h)
 {
 	uint64_t total = 0, cum = 0;
 
@@ -268,7 +269,7 @@ static int load_app(struct rt_store *st, const char *app, struct rt_tuner_input 
 			}
 			a->bins = bins[op][qpt];
 			a->n_bins = n_bins;
-			a->post_list_batch = median_batch(&h);
+			a->post_list_batch = rt_cli_median_batch(&h);
 			a->post_calls = h.post_calls;
 			a->sq_full_enomem = h.sq_full_enomem;
 			a->max_send_wr = h.max_send_wr;

@@ -48,6 +48,13 @@ const char *rt_run_status_name(enum rt_run_status st)
 	return name_of(status_names, N_OF(status_names), (unsigned)st);
 }
 
+const char *rt_rate_band_name(enum rt_rate_band b)
+{
+	static const char *const band_names[] = { "small", "large", "post_list" };
+
+	return name_of(band_names, N_OF(band_names), (unsigned)b);
+}
+
 int rt_opcode_parse(const char *s, enum rt_opcode *out)
 {
 	unsigned v;
@@ -96,8 +103,11 @@ void rt_run_release(struct rt_run *run)
 		free(run->lat[i].samples_ns);
 	free(run->lat);
 	free(run->rate);
+	free(run->band_rate);
 	run->lat = NULL;
 	run->rate = NULL;
+	run->band_rate = NULL;
 	run->n_lat = 0;
 	run->n_rate = 0;
+	run->n_band_rate = 0;
 }

@@ -132,7 +132,21 @@ struct rt_rate_point {
 	double post_ns_per_msg;	  /* engine only (not stored): the ibv_post_send part of cpu_ns_per_msg */
 	uint64_t msgs;		  /* messages sent in total */
 	uint64_t enomem;	  /* ibv_post_send ENOMEM seen (must stay 0) */
+	uint32_t post_list;	  /* WRs per ibv_post_send call (a post list); 0 or 1 = one WR per call */
 };
+
+/* The rate sweep's load bands: the small-message band (msg_bytes < RT_LARGE_MSG_BYTES, one WR per call) is the one the
+ * signaling decision has always used; large messages and post lists are bands of their own, decided separately. */
+#define RT_LARGE_MSG_BYTES 4096u
+enum rt_rate_band { RT_BAND_SMALL = 0, RT_BAND_LARGE, RT_BAND_POST_LIST, RT_BAND__COUNT };
+/* The band of a rate point; never fails. */
+static inline enum rt_rate_band rt_rate_band_of(const struct rt_rate_point *p)
+{
+	if (p->post_list > 1)
+		return RT_BAND_POST_LIST;
+	return p->msg_bytes >= RT_LARGE_MSG_BYTES ? RT_BAND_LARGE : RT_BAND_SMALL;
+}
+const char *rt_rate_band_name(enum rt_rate_band b); /* "small", "large", "post_list" */
 
 /* CQ moderation, as measured: supported == false means ibv_modify_cq refused it, never faked. */
 struct rt_cq_moderation {
@@ -156,6 +170,14 @@ struct rt_run_env {
 	char clocksource[32];	    /* kernel clocksource */
 	char mode[16];		    /* "loopback" or "two-node" */
 	char peer[RT_TEXT_LEN];	    /* peer address in two-node mode */
+	/* CPU placement (probe/engine/rt_cpuplace.h) */
+	int resp_cpu;			     /* loopback responder's CPU, -1 = none (two-node) or not pinned */
+	bool cpu_isolated;		     /* the measuring CPU is in the kernel's isolated list */
+	bool smt_siblings;		     /* measuring and responder CPUs are SMT siblings of one core */
+	char governor[24];		     /* cpufreq governor of the measuring CPU, "" = none (no cpufreq) */
+	char placement_warning[RT_TEXT_LEN]; /* what makes the placement less trustworthy, "" = nothing */
+	/* two-node: max inline data of each side (the QPs use the smaller), 0 = loopback */
+	uint32_t client_max_inline, server_max_inline;
 };
 
 struct rt_run {
@@ -173,7 +195,9 @@ struct rt_run {
 	uint32_t sq_depth;
 	size_t n_lat, n_rate;
 	struct rt_lat_point *lat;   /* owned */
-	struct rt_rate_point *rate; /* owned */
+	struct rt_rate_point *rate; /* owned: the small-message band (the signaling decision's input) */
+	size_t n_band_rate;
+	struct rt_rate_point *band_rate; /* owned: the other load bands (large messages, post lists), any order */
 	struct rt_cq_moderation cqmod[RT_OP__COUNT];
 };
 

@@ -150,12 +150,17 @@ int rt_cpulist_parse(const char *list, int *cpus, int max)
 
 int rt_cpu_numa_node(int cpu)
 {
-	char path[128];
+	return rt_cpu_numa_node_at("/sys", cpu);
+}
+
+int rt_cpu_numa_node_at(const char *sys_root, int cpu)
+{
+	char path[512];
 	DIR *d;
 	struct dirent *de;
 	int node = -1;
 
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", cpu);
+	snprintf(path, sizeof(path), "%s/devices/system/cpu/cpu%d", sys_root, cpu);
 	d = opendir(path);
 	if (!d)
 		return -1;

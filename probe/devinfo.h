@@ -60,5 +60,7 @@ int rt_cpulist_parse(const char *list, int *cpus, int max);
 
 /* NUMA node of a CPU per sysfs, -1 when unknown. */
 int rt_cpu_numa_node(int cpu);
+/* The same under the sysfs mount sys_root ("/sys"; tests: a fake tree). */
+int rt_cpu_numa_node_at(const char *sys_root, int cpu);
 
 #endif

@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 6
+#define RT_STORE_SCHEMA_VERSION 8
 
 struct rt_store;
 
@@ -162,6 +162,32 @@ struct rt_store_run_summary {
 /* Runs, oldest first (of device when not NULL). *out is malloc'd (free()); *n may be 0. */
 int rt_store_run_list(struct rt_store *st, const char *device, struct rt_store_run_summary **out, size_t *n,
 		      struct rt_error *err);
+
+/* ---- load bands of the rate sweep (schema v8) ------------------------------------------------------------------ */
+
+/* Stores run->band_rate-style points (bands other than the small one) of a run in one transaction; n 0: nothing. */
+int rt_store_run_add_bands(struct rt_store *st, int64_t run_id, const struct rt_rate_point *pts, size_t n,
+			   struct rt_error *err);
+/* Loads the band points of run->id into run->band_rate (replacing what it held); none stored: n_band_rate 0. */
+int rt_store_run_load_bands(struct rt_store *st, struct rt_run *run, struct rt_error *err);
+
+/* The signaling interval the tuner chose for one load band of a run (one row per band, opcode and QP type). */
+struct rt_store_signal_band {
+	enum rt_rate_band band;
+	enum rt_opcode op;
+	enum rt_qp_type qpt;
+	uint32_t msg_bytes_lo, msg_bytes_hi; /* the band's message sizes measured */
+	uint32_t post_list;		     /* WRs per ibv_post_send of the band (1 = one) */
+	uint32_t signal_interval;	     /* N */
+	char verdict[32];		     /* the tuner's signal verdict name */
+	char confidence[16];		     /* "high", "medium", "low" */
+};
+/* Replaces the signal bands of run_id with b[0..n) in one transaction. */
+int rt_store_put_signal_bands(struct rt_store *st, int64_t run_id, const struct rt_store_signal_band *b, size_t n,
+			      struct rt_error *err);
+/* The signal bands of run_id into *out (malloc'd, free()), *n may be 0. */
+int rt_store_get_signal_bands(struct rt_store *st, int64_t run_id, struct rt_store_signal_band **out, size_t *n,
+			      struct rt_error *err);
 
 /* ---- application histograms (from the probe) -------------------------------------------------------------------- */
 

@@ -114,8 +114,25 @@ static const char migrate_v6[] = "ALTER TABLE profiles ADD COLUMN inline_confide
 				 "ALTER TABLE profiles ADD COLUMN signal_verdict TEXT;"
 				 "ALTER TABLE profiles ADD COLUMN hysteresis TEXT;";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3,
-								 migrate_v4, migrate_v5, migrate_v6 };
+/* v6 -> v7: another branch's migration (issue 16 numbering); a no-op here until it is merged in. */
+static const char migrate_v7[] = "SELECT 1;";
+
+/* v7 -> v8: the rate sweep's load bands other than the small-message one (large messages, post lists), beside
+ * rate_points so that every reader of the sweep keeps reading the small band only, and the signaling interval chosen
+ * per band. No rows in older stores: those runs measured the small band only. */
+static const char migrate_v8[] =
+	"CREATE TABLE band_rate_points(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE"
+	" CASCADE, band TEXT NOT NULL, op TEXT NOT NULL, qpt TEXT NOT NULL, msg_bytes INTEGER NOT NULL,"
+	" inl INTEGER NOT NULL, post_list INTEGER NOT NULL, signal_interval INTEGER NOT NULL, sq_depth INTEGER,"
+	" reps INTEGER, mops REAL, mops_lo REAL, mops_hi REAL, cpu_ns_per_msg REAL, msgs INTEGER, enomem INTEGER);"
+	"CREATE INDEX band_rate_points_run ON band_rate_points(run_id);"
+	"CREATE TABLE signal_bands(run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, band TEXT NOT NULL,"
+	" op TEXT NOT NULL, qpt TEXT NOT NULL, msg_bytes_lo INTEGER NOT NULL, msg_bytes_hi INTEGER NOT NULL,"
+	" post_list INTEGER NOT NULL, signal_interval INTEGER NOT NULL, verdict TEXT, confidence TEXT,"
+	" PRIMARY KEY(run_id, band, op, qpt));";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3, migrate_v4,
+								 migrate_v5, migrate_v6, migrate_v7, migrate_v8 };
 
 int64_t rt_store_now_ns(void)
 {

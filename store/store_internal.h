@@ -67,4 +67,8 @@ void rt_store_json_copy_str(char *dst, size_t len, json_t *o, const char *key);
 /* Now, CLOCK_REALTIME, in ns. */
 int64_t rt_store_now_ns(void);
 
+/* A rate point from a row whose columns 0-12 are op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps, mops,
+ * mops_lo, mops_hi, cpu_ns_per_msg, msgs, enomem (rate_points and band_rate_points); never fails. */
+void rt_store_rate_from_row(sqlite3_stmt *s, struct rt_rate_point *p);
+
 #endif

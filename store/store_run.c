@@ -39,9 +39,17 @@ static char *env_to_json(const struct rt_run_env *e)
 			      "peer", e->peer);
 	char *s;
 
-	/* the clock's tick and measured resolution (ns), kept in the env JSON: no column of their own */
+	/* the clock's tick and measured resolution (ns), the CPU placement and the two sides' max inline, kept in the
+	 * env JSON: no column of their own */
 	if (o && (json_object_set_new(o, "clock_tick_ns", json_real(e->clock_tick_ns)) ||
-		  json_object_set_new(o, "clock_resolution_ns", json_real(e->clock_resolution_ns)))) {
+		  json_object_set_new(o, "clock_resolution_ns", json_real(e->clock_resolution_ns)) ||
+		  json_object_set_new(o, "resp_cpu", json_integer(e->resp_cpu)) ||
+		  json_object_set_new(o, "cpu_isolated", json_boolean(e->cpu_isolated)) ||
+		  json_object_set_new(o, "smt_siblings", json_boolean(e->smt_siblings)) ||
+		  json_object_set_new(o, "governor", json_string(e->governor)) ||
+		  json_object_set_new(o, "placement_warning", json_string(e->placement_warning)) ||
+		  json_object_set_new(o, "client_max_inline", json_integer(e->client_max_inline)) ||
+		  json_object_set_new(o, "server_max_inline", json_integer(e->server_max_inline)))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -69,6 +77,15 @@ static void env_from_json(const char *text, struct rt_run_env *e)
 	rt_store_json_copy_str(e->clocksource, sizeof(e->clocksource), o, "clocksource");
 	rt_store_json_copy_str(e->mode, sizeof(e->mode), o, "mode");
 	rt_store_json_copy_str(e->peer, sizeof(e->peer), o, "peer");
+	e->resp_cpu = json_is_integer(json_object_get(o, "resp_cpu"))
+			      ? (int)json_integer_value(json_object_get(o, "resp_cpu"))
+			      : -1; /* a run stored before placement was recorded */
+	e->cpu_isolated = json_is_true(json_object_get(o, "cpu_isolated"));
+	e->smt_siblings = json_is_true(json_object_get(o, "smt_siblings"));
+	rt_store_json_copy_str(e->governor, sizeof(e->governor), o, "governor");
+	rt_store_json_copy_str(e->placement_warning, sizeof(e->placement_warning), o, "placement_warning");
+	e->client_max_inline = (uint32_t)json_integer_value(json_object_get(o, "client_max_inline"));
+	e->server_max_inline = (uint32_t)json_integer_value(json_object_get(o, "server_max_inline"));
 	json_decref(o);
 }
 
@@ -246,6 +263,26 @@ static int step_done(struct rt_store *st, sqlite3_stmt *s, const char *what, str
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return rt_store_sql_error(st, what, err);
 	return 0;
+}
+
+void rt_store_rate_from_row(sqlite3_stmt *s, struct rt_rate_point *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (sqlite3_column_text(s, 0))
+		rt_opcode_parse((const char *)sqlite3_column_text(s, 0), &p->op);
+	if (sqlite3_column_text(s, 1))
+		rt_qp_type_parse((const char *)sqlite3_column_text(s, 1), &p->qpt);
+	p->msg_bytes = (uint32_t)sqlite3_column_int64(s, 2);
+	p->inl = sqlite3_column_int(s, 3) != 0;
+	p->signal_interval = (uint32_t)sqlite3_column_int64(s, 4);
+	p->sq_depth = (uint32_t)sqlite3_column_int64(s, 5);
+	p->reps = (uint32_t)sqlite3_column_int64(s, 6);
+	p->mops = sqlite3_column_double(s, 7);
+	p->mops_lo = sqlite3_column_double(s, 8);
+	p->mops_hi = sqlite3_column_double(s, 9);
+	p->cpu_ns_per_msg = sqlite3_column_double(s, 10);
+	p->msgs = (uint64_t)sqlite3_column_int64(s, 11);
+	p->enomem = (uint64_t)sqlite3_column_int64(s, 12);
 }
 
 static int prepare(struct rt_store *st, const char *sql, sqlite3_stmt **s, struct rt_error *err)
@@ -870,20 +907,7 @@ static int load_points(struct rt_store *st, struct rt_run *run, struct rt_error 
 			goto nomem;
 		run->rate = nv;
 		p = &run->rate[run->n_rate++];
-		memset(p, 0, sizeof(*p));
-		rt_opcode_parse(col_text(s, 0), &p->op);
-		rt_qp_type_parse(col_text(s, 1), &p->qpt);
-		p->msg_bytes = (uint32_t)sqlite3_column_int64(s, 2);
-		p->inl = sqlite3_column_int(s, 3) != 0;
-		p->signal_interval = (uint32_t)sqlite3_column_int64(s, 4);
-		p->sq_depth = (uint32_t)sqlite3_column_int64(s, 5);
-		p->reps = (uint32_t)sqlite3_column_int64(s, 6);
-		p->mops = sqlite3_column_double(s, 7);
-		p->mops_lo = sqlite3_column_double(s, 8);
-		p->mops_hi = sqlite3_column_double(s, 9);
-		p->cpu_ns_per_msg = sqlite3_column_double(s, 10);
-		p->msgs = (uint64_t)sqlite3_column_int64(s, 11);
-		p->enomem = (uint64_t)sqlite3_column_int64(s, 12);
+		rt_store_rate_from_row(s, p);
 	}
 	if (step != SQLITE_DONE)
 		rc = rt_store_sql_error(st, "read rate points", err);

@@ -9,6 +9,7 @@
 #include "rt_link.h"
 #include "rt_sched.h"
 #include "devinfo.h"
+#include "rt_cpuplace.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -28,6 +29,11 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->gid_index = -1;
+	o->tclass = o->sl = o->pkey_index = -1;
+	o->large_sizes[0] = 4096;
+	o->large_sizes[1] = 65536;
+	o->n_large = 2;
+	o->post_list = 8;
 	o->ops[RT_OP_SEND] = o->ops[RT_OP_WRITE] = true;
 	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = true;
 	o->budget_s = RT_ENGINE_DEFAULT_BUDGET_S;
@@ -68,6 +74,7 @@ struct cal {
 	size_t n_sizes;
 	struct rt_rng rng;
 	char notes[256];
+	uint32_t max_msg;		 /* the endpoints' largest payload */
 	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
 	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
 };
@@ -145,6 +152,33 @@ static int open_device(struct cal *c, struct rt_error *err)
 	return 0;
 }
 
+/*
+ * The traffic class, SL and P_Key index the QPs use (--tclass, --sl, --pkey-index; 0 when not given), checked against
+ * the port: an index past its P_Key table, or a traffic class where there is no GRH (InfiniBand without a GID index)
+ * or with SL / P_Key index in two-node mode (rdma_cm takes them from the path and the netdev) is EINVAL.
+ */
+static int path_attrs(struct cal *c, const struct ibv_port_attr *pa, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+
+	if (o->peer && (o->sl >= 0 || o->pkey_index >= 0))
+		return rt_error_set(err, EINVAL,
+				    "--%s applies to loopback only: with --peer rdma_cm takes it from the path "
+				    "(the traffic class sets the priority on RoCE)",
+				    o->sl >= 0 ? "sl" : "pkey-index");
+	if (!o->peer && o->tclass >= 0 && c->addr.gid_index < 0)
+		return rt_error_set(err, EINVAL,
+				    "--tclass needs a GRH: port %d of '%s' is addressed by LID only; give --gid-index",
+				    c->addr.port, c->run->dev.name);
+	if (o->pkey_index >= 0 && o->pkey_index >= pa->pkey_tbl_len)
+		return rt_error_set(err, EINVAL, "pkey index %d is past the %d-entry P_Key table of port %d of '%s'",
+				    o->pkey_index, (int)pa->pkey_tbl_len, c->addr.port, c->run->dev.name);
+	c->addr.tclass = (uint8_t)(o->tclass >= 0 ? o->tclass : 0);
+	c->addr.sl = (uint8_t)(o->sl >= 0 ? o->sl : 0);
+	c->addr.pkey_index = (uint16_t)(o->pkey_index >= 0 ? o->pkey_index : 0);
+	return 0;
+}
+
 /* Chooses the port (first ACTIVE unless given) and the GID index; fills c->addr. */
 static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, struct rt_error *err)
 {
@@ -192,7 +226,7 @@ static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, stru
 	}
 	c->run->port_num = p->port_num;
 	c->run->gid_index = c->addr.gid_index;
-	return 0;
+	return path_attrs(c, &pa, err);
 }
 
 static int online_cpus(int *cpus, int max)
@@ -217,68 +251,56 @@ static int online_cpus(int *cpus, int max)
 	return n;
 }
 
-static bool cpu_allowed(int cpu)
-{
-	cpu_set_t s;
-
-	return sched_getaffinity(0, sizeof(s), &s) == 0 && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &s);
-}
-
-/* Picks and pins the measuring CPU (and one for the loopback responder), fills the run's environment. */
+/*
+ * Picks and pins the measuring CPU and one for the loopback responder (rt_cpuplace_pick: two cores, isolated and
+ * device-local first), fills the run's environment with the placement and governors, and notes its warnings.
+ */
 static int pick_cpu(struct cal *c, struct rt_error *err)
 {
-	static int all[4096], local[4096];
-	int n_all = online_cpus(all, 4096), n_local = 0, cpu = -1, dev_node = c->run->dev.numa_node;
+	static int all[RT_CPUPLACE_MAX], allowed[RT_CPUPLACE_MAX], local[RT_CPUPLACE_MAX];
+	int n_all = online_cpus(all, RT_CPUPLACE_MAX), n_local = 0, n_allowed = 0, rc;
 	struct rt_run_env *env = &c->run->env;
+	struct rt_cpuplace_req req;
+	struct rt_cpuplace pl;
 	cpu_set_t s;
 
-	if (c->run->dev.local_cpus[0])
-		n_local = rt_cpulist_parse(c->run->dev.local_cpus, local, 4096);
-	if (n_local <= 0) {
-		memcpy(local, all, (size_t)n_all * sizeof(int));
-		n_local = n_all;
-	}
-	if (c->o->cpu >= 0) {
-		if (!cpu_allowed(c->o->cpu))
-			return rt_error_set(err, EINVAL, "cpu %d is not online or not allowed for this process",
-					    c->o->cpu);
-		cpu = c->o->cpu;
-	} else if (c->o->numa == RT_NUMA_REMOTE) {
-		for (int i = 0; i < n_all && cpu < 0; i++)
-			if (dev_node >= 0 && rt_cpu_numa_node(all[i]) >= 0 && rt_cpu_numa_node(all[i]) != dev_node &&
-			    cpu_allowed(all[i]))
-				cpu = all[i];
-		if (cpu < 0 && dev_node < 0)
-			return rt_error_set(err, EINVAL,
-					    "device '%s' has no NUMA node (sysfs numa_node is -1): there is "
-					    "no remote CPU to measure from",
-					    c->run->dev.name);
-		if (cpu < 0)
-			return rt_error_set(err, EINVAL,
-					    "no allowed CPU outside the device's NUMA node %d to measure from",
-					    dev_node);
-	} else {
-		/* the last allowed local CPU: CPU 0 takes most interrupts and housekeeping */
-		for (int i = n_local - 1; i >= 0 && cpu < 0; i--)
-			if (cpu_allowed(local[i]))
-				cpu = local[i];
-		if (cpu < 0)
-			cpu = sched_getcpu();
-	}
-	c->resp_cpu = cpu;
-	for (int i = n_local - 1; i >= 0; i--)
-		if (local[i] != cpu && cpu_allowed(local[i])) {
-			c->resp_cpu = local[i];
-			break;
-		}
 	CPU_ZERO(&s);
-	CPU_SET(cpu, &s);
+	if (sched_getaffinity(0, sizeof(s), &s))
+		return rt_error_set(err, errno, "cannot read this process's cpu affinity: %s", strerror(errno));
+	for (int i = 0; i < n_all; i++)
+		if (all[i] >= 0 && all[i] < CPU_SETSIZE && CPU_ISSET(all[i], &s))
+			allowed[n_allowed++] = all[i];
+	if (c->run->dev.local_cpus[0])
+		n_local = rt_cpulist_parse(c->run->dev.local_cpus, local, RT_CPUPLACE_MAX);
+	memset(&req, 0, sizeof(req));
+	req.sys_root = getenv("SYSFS_PATH");
+	req.allowed = allowed;
+	req.n_allowed = (size_t)n_allowed;
+	req.local = local;
+	req.n_local = n_local > 0 ? (size_t)n_local : 0;
+	req.dev_node = c->run->dev.numa_node;
+	req.want_cpu = c->o->cpu;
+	req.remote = c->o->numa == RT_NUMA_REMOTE;
+	req.need_two = !c->o->peer;
+	rc = rt_cpuplace_pick(&req, &pl, err);
+	if (rc)
+		return rc;
+	c->resp_cpu = req.need_two ? pl.resp_cpu : pl.cpu;
+	CPU_ZERO(&s);
+	CPU_SET(pl.cpu, &s);
 	if (sched_setaffinity(0, sizeof(s), &s))
-		return rt_error_set(err, errno, "cannot pin to cpu %d: %s", cpu, strerror(errno));
-	env->cpu = cpu;
-	env->cpu_numa_node = rt_cpu_numa_node(cpu);
-	env->device_numa_node = dev_node;
-	env->numa_local = dev_node < 0 || env->cpu_numa_node < 0 || env->cpu_numa_node == dev_node;
+		return rt_error_set(err, errno, "cannot pin to cpu %d: %s", pl.cpu, strerror(errno));
+	env->cpu = pl.cpu;
+	env->cpu_numa_node = pl.cpu_node >= 0 ? pl.cpu_node : rt_cpu_numa_node(pl.cpu);
+	env->device_numa_node = req.dev_node;
+	env->numa_local = req.dev_node < 0 || env->cpu_numa_node < 0 || env->cpu_numa_node == req.dev_node;
+	env->resp_cpu = req.need_two ? pl.resp_cpu : -1;
+	env->cpu_isolated = pl.cpu_isolated;
+	env->smt_siblings = pl.smt_siblings;
+	snprintf(env->governor, sizeof(env->governor), "%s", pl.governor);
+	snprintf(env->placement_warning, sizeof(env->placement_warning), "%s", pl.warning);
+	if (pl.warning[0])
+		note(c, pl.warning);
 	return 0;
 }
 
@@ -300,11 +322,7 @@ static void *resp_thread(void *arg)
 {
 	struct cal *c = arg;
 	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK };
-	cpu_set_t s;
 
-	CPU_ZERO(&s);
-	CPU_SET(c->resp_cpu, &s);
-	pthread_setaffinity_np(pthread_self(), sizeof(s), &s);
 	while (!c->resp_stop) {
 		int rc = rt_resp_step(&r, &c->resp_err);
 
@@ -318,6 +336,42 @@ static void *resp_thread(void *arg)
 			sched_yield();
 	}
 	return NULL;
+}
+
+/*
+ * Starts the loopback responder thread already pinned to c->resp_cpu (the affinity is part of its creation: a refused
+ * CPU is seen here, not ignored inside the thread); a refused affinity starts it unpinned and says so in the run.
+ * Returns 0 or the errno of pthread_create with err.
+ */
+static int start_responder(struct cal *c, struct rt_error *err)
+{
+	pthread_attr_t at;
+	cpu_set_t s;
+	int rc, pin;
+
+	CPU_ZERO(&s);
+	CPU_SET(c->resp_cpu, &s);
+	rc = pthread_attr_init(&at);
+	if (rc)
+		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+	pin = pthread_attr_setaffinity_np(&at, sizeof(s), &s);
+	rc = pin ? pin : pthread_create(&c->thr, &at, resp_thread, c);
+	pthread_attr_destroy(&at);
+	if (rc == EINVAL || rc == EPERM) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "responder not pinned (cpu %d refused: %s): it may share a core",
+			 c->resp_cpu, strerror(rc));
+		note(c, msg);
+		snprintf(c->run->env.placement_warning + strlen(c->run->env.placement_warning),
+			 sizeof(c->run->env.placement_warning) - strlen(c->run->env.placement_warning), "%s%s",
+			 c->run->env.placement_warning[0] ? "; " : "", msg);
+		c->run->env.resp_cpu = -1;
+		rc = pthread_create(&c->thr, NULL, resp_thread, c);
+	}
+	if (rc)
+		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+	return 0;
 }
 
 static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
@@ -373,9 +427,9 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		note(c,
 		     "client and responder share one cpu and yield while waiting: latencies include context switches");
 	}
-	rc = pthread_create(&c->thr, NULL, resp_thread, c);
+	rc = start_responder(c, err);
 	if (rc)
-		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
+		return rc;
 	c->thr_started = true;
 	c->cli.peer_dead = &c->resp_dead;
 	return 0;
@@ -448,6 +502,17 @@ static int connect_peer(struct cal *c, struct rt_error *err)
 		freeaddrinfo(ai);
 		return rt_error_set(err, errno, "cannot create an rdma_cm id: %s", strerror(errno));
 	}
+	if (c->o->tclass >= 0) {
+		/* RDMA_OPTION_ID_TOS before the route is resolved: the path (and the REQ the server's QP follows) carry
+		 * it as the GRH traffic class */
+		uint8_t tos = (uint8_t)c->o->tclass;
+
+		if (rdma_set_option(c->cm_id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof(tos))) {
+			freeaddrinfo(ai);
+			return rt_error_set(err, errno, "cannot set the rdma_cm type of service %u: %s", tos,
+					    strerror(errno));
+		}
+	}
 	rc = rdma_resolve_addr(c->cm_id, NULL, ai->ai_addr, 3000) ? errno : 0;
 	freeaddrinfo(ai);
 	if (rc)
@@ -463,6 +528,59 @@ static int connect_peer(struct cal *c, struct rt_error *err)
 	if (rc)
 		return rc;
 	return 0;
+}
+
+/*
+ * What the server took: its max inline (hs->dev_max_inline; 0 from a server before negotiation) and the value both
+ * QPs use (hs->max_inline = min(ours, its)). Sizes above the negotiated value are dropped (a ping-pong sends inline
+ * both ways) and said so; none left is EOPNOTSUPP. Both sides' maxima are recorded in the run.
+ */
+static int peer_negotiated(struct cal *c, const struct rt_hello_server *hs, uint32_t asked, struct rt_error *err)
+{
+	uint32_t used = ntohl(hs->max_inline), srv = ntohl(hs->dev_max_inline);
+	size_t w = 0;
+
+	c->run->env.client_max_inline = c->run->dev.max_inline_rc > 0 ? (uint32_t)c->run->dev.max_inline_rc : asked;
+	c->run->env.server_max_inline = srv ? srv : used;
+	if (used >= asked)
+		return 0;
+	for (size_t i = 0; i < c->n_sizes; i++)
+		if (c->sizes[i] <= used)
+			c->sizes[w++] = c->sizes[i];
+	if (!w)
+		return rt_error_set(err, EOPNOTSUPP,
+				    "peer '%s' takes at most %u bytes inline, below the smallest size measured (%u)",
+				    c->o->peer, used, c->sizes[0]);
+	{
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "the server takes %u bytes inline (this node %u): sizes above %u dropped",
+			 used, c->run->env.client_max_inline, used);
+		note(c, msg);
+	}
+	c->n_sizes = w;
+	c->run->max_inline_used = used;
+	return 0;
+}
+
+/* The GID index rdma_cm chose for the connection (the QP's address vector), recorded in the run and noted when it is
+ * not the default pick. Leaves the pick when the QP cannot be queried or has no GRH. */
+static void cm_gid_index(struct cal *c)
+{
+	struct ibv_qp_attr at;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(c->cep.qp, &at, IBV_QP_AV, &ia) || !at.ah_attr.is_global)
+		return;
+	if (at.ah_attr.grh.sgid_index != c->run->gid_index) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "rdma_cm uses gid index %u (the default pick was %d)",
+			 at.ah_attr.grh.sgid_index, c->run->gid_index);
+		note(c, msg);
+	}
+	c->run->gid_index = at.ah_attr.grh.sgid_index;
+	c->addr.gid_index = at.ah_attr.grh.sgid_index;
 }
 
 /* Second half of the peer connection, once the device is known and the limits are chosen. */
@@ -516,6 +634,10 @@ static int connect_peer_qp(struct cal *c, uint32_t max_msg, struct rt_error *err
 	c->cep.raddr = be64toh(hs.addr);
 	c->cep.rkey = ntohl(hs.rkey);
 	c->cli.cm_ch = c->cm_ch;
+	rc = peer_negotiated(c, &hs, cfg.max_inline, err);
+	if (rc)
+		return rc;
+	cm_gid_index(c);
 	return 0;
 }
 
@@ -701,37 +823,54 @@ static double median_of(const double *x, uint32_t n, double *v)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The signaling intervals of the sweep: powers of two up to half the send queue; returns how many. */
+static uint32_t rate_ns(const struct rt_run *run, uint32_t *ns)
+{
+	uint32_t n_ns = 0;
+
+	for (uint32_t n = 1; n <= run->sq_depth / 2 && n_ns < 32; n *= 2)
+		ns[n_ns++] = n;
+	return n_ns;
+}
+
+static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells, const char *what,
+			struct rt_error *err);
+
+/* Keeps the points of pts[0..n) that were measured (interrupted before the first repetition reached them: not);
+ * returns how many are left. */
+static size_t drop_unmeasured(struct rt_rate_point *pts, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (pts[i].reps)
+			pts[w++] = pts[i];
+	return w;
+}
+
+/* The small-message band of the sweep (8, 64, 256 B inline and not, one WR per call) into run->rate. */
 static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 {
 	static const uint32_t want_sizes[] = { 8, 64, 256 };
 	const struct rt_cal_opts *o = c->o;
-	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns = 0, reps = o->quick ? 3 : 5;
+	uint32_t sizes[3], n_sizes = 0, ns[32], n_ns;
 	struct rt_run *run = c->run;
-	size_t n_cells, *order = NULL;
-	double(*mops)[8] = NULL, (*busy)[8] = NULL, (*post)[8] = NULL, rep_ns;
-	bool untimed = false;
-	int rc = 0;
+	size_t n_cells;
+	int rc;
 
 	for (size_t i = 0; i < 3; i++)
 		if (want_sizes[i] <= run->max_inline_used && !(o->quick && i == 1))
 			sizes[n_sizes++] = want_sizes[i];
 	if (!n_sizes)
 		sizes[n_sizes++] = run->max_inline_used ? run->max_inline_used : 8;
-	for (uint32_t n = 1; n <= run->sq_depth / 2 && n_ns < 32; n *= 2)
-		ns[n_ns++] = n;
+	n_ns = rate_ns(run, ns);
 	n_cells = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_cells += o->ops[op] ? (size_t)n_sizes * 2 * n_ns : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
-	run->n_rate = 0; /* counts the points of this array (the cleanup at out: walks them, none if it is NULL) */
-	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
-	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
-	busy = calloc(n_cells ? n_cells : 1, sizeof(*busy));
-	post = calloc(n_cells ? n_cells : 1, sizeof(*post));
-	if (!run->rate || !order || !mops || !busy || !post) {
-		rc = rt_error_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
+	run->n_rate = 0;
+	if (!run->rate)
+		return rt_error_set(err, ENOMEM, "out of memory");
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		for (uint32_t s = 0; o->ops[op] && s < n_sizes; s++)
 			for (int inl = 1; inl >= 0; inl--)
@@ -745,6 +884,34 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 					r->signal_interval = ns[k];
 					r->sq_depth = run->sq_depth;
 				}
+	rc = measure_rate(c, deadline, run->rate, run->n_rate, "signaling", err);
+	run->n_rate = drop_unmeasured(run->rate, run->n_rate);
+	return rc;
+}
+
+/*
+ * Measures the planned points pts[0..n_cells) (reps 0) in repetitions of seeded random order until deadline (the first
+ * repetition completes unless the run's own deadline passes), and fills each one's rate, spread and CPU per message.
+ * what names the phase in the progress and the notes. Returns 0 or the errno of a measurement with err.
+ */
+static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *pts, size_t n_cells, const char *what,
+			struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+	uint32_t reps = o->quick ? 3 : 5;
+	size_t *order = NULL;
+	double(*mops)[8] = NULL, (*busy)[8] = NULL, (*post)[8] = NULL, rep_ns;
+	bool untimed = false;
+	int rc = 0;
+
+	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
+	mops = calloc(n_cells ? n_cells : 1, sizeof(*mops));
+	busy = calloc(n_cells ? n_cells : 1, sizeof(*busy));
+	post = calloc(n_cells ? n_cells : 1, sizeof(*post));
+	if (!order || !mops || !busy || !post) {
+		rc = rt_error_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
 	for (uint32_t rep = 0; rep < reps; rep++) {
 		for (size_t i = 0; i < n_cells; i++)
 			order[i] = i;
@@ -755,7 +922,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			order[j] = t;
 		}
 		for (size_t i = 0; i < n_cells; i++) {
-			struct rt_rate_point *r = &run->rate[order[i]];
+			struct rt_rate_point *r = &pts[order[i]];
 			struct rt_rate_rep rr;
 			uint64_t now = rt_clock_mono_ns();
 			double left = now < deadline ? (double)(deadline - now) : 0;
@@ -765,8 +932,8 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			if ((rep > 0 && left <= 0) || now >= c->deadline) {
 				char msg[96];
 
-				snprintf(msg, sizeof(msg), "budget too small: %zu of %zu signaling points measured",
-					 rep ? n_cells : i, n_cells);
+				snprintf(msg, sizeof(msg), "budget too small: %zu of %zu %s points measured",
+					 rep ? n_cells : i, n_cells, what);
 				if (!rep)
 					note(c, msg);
 				goto out;
@@ -781,9 +948,11 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 
 			/* a phase change per cell: cheap, and the responder sees that the client is alive */
 			rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, r->msg_bytes, err);
+			c->cli.post_list = r->post_list;
 			if (!rc)
 				rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns,
 						    &rr, err);
+			c->cli.post_list = 0;
 			if (rc)
 				goto out;
 			mops[order[i]][r->reps] = (double)rr.msgs / (rr.wall_ns / 1e3);
@@ -795,12 +964,12 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 			r->reps++;
 			r->msgs += rr.msgs;
 			r->enomem += rr.enomem;
-			progress(c, "signaling", (double)(rep * n_cells + i + 1) / (double)(n_cells * reps));
+			progress(c, what, (double)(rep * n_cells + i + 1) / (double)(n_cells * reps));
 		}
 	}
 out:
-	for (size_t i = 0; i < run->n_rate; i++) {
-		struct rt_rate_point *r = &run->rate[i];
+	for (size_t i = 0; mops && busy && post && i < n_cells; i++) {
+		struct rt_rate_point *r = &pts[i];
 		double v[8];
 
 		if (!r->reps)
@@ -814,21 +983,55 @@ out:
 		r->cpu_ns_per_msg = median_of(busy[i], r->reps, v);
 		r->post_ns_per_msg = median_of(post[i], r->reps, v);
 	}
-	if (untimed)
+	if (untimed && !strstr(c->notes, "no tsc"))
 		note(c, "no tsc: rate cpu ns per msg is the sender thread's cpu time (spinning included)");
-	/* drop points never measured (interrupted before the first repetition reached them) */
-	{
-		size_t w = 0;
-
-		for (size_t i = 0; i < run->n_rate; i++)
-			if (run->rate[i].reps)
-				run->rate[w++] = run->rate[i];
-		run->n_rate = w;
-	}
 	free(order);
 	free(mops);
 	free(busy);
 	free(post);
+	return rc;
+}
+
+/*
+ * The other load bands of the sweep into run->band_rate: large messages (o->large_sizes, non-inline, up to the
+ * buffer) and a post list of o->post_list WRs per call (64 B, or the smallest swept size, inline when it fits), each
+ * over the same signaling intervals. Nothing to do when both are off. Returns 0 or an errno with err.
+ */
+static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+	struct rt_run *run = c->run;
+	uint32_t ns[32], n_ns = rate_ns(run, ns), large[RT_ENGINE_MAX_LARGE], n_large = 0, pl_size;
+	size_t n_cells = 0;
+	int rc;
+
+	for (size_t i = 0; i < o->n_large; i++)
+		if (o->large_sizes[i] <= max_msg)
+			large[n_large++] = o->large_sizes[i];
+	pl_size = run->max_inline_used >= 64 || !run->max_inline_used ? 64 : run->max_inline_used;
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		n_cells += o->ops[op] ? (size_t)(n_large + (o->post_list > 1)) * n_ns : 0;
+	if (!n_cells)
+		return 0;
+	run->band_rate = calloc(n_cells, sizeof(*run->band_rate));
+	run->n_band_rate = 0;
+	if (!run->band_rate)
+		return rt_error_set(err, ENOMEM, "out of memory");
+	for (int op = 0; op < RT_OP__COUNT; op++)
+		for (uint32_t s = 0; o->ops[op] && s < n_large + (o->post_list > 1); s++)
+			for (uint32_t k = 0; k < n_ns; k++) {
+				struct rt_rate_point *r = &run->band_rate[run->n_band_rate++];
+
+				r->op = (enum rt_opcode)op;
+				r->qpt = RT_QPT_RC;
+				r->msg_bytes = s < n_large ? large[s] : pl_size;
+				r->inl = s >= n_large && pl_size <= run->max_inline_used;
+				r->post_list = s < n_large ? 1 : o->post_list;
+				r->signal_interval = ns[k];
+				r->sq_depth = run->sq_depth;
+			}
+	rc = measure_rate(c, deadline, run->band_rate, run->n_band_rate, "load bands", err);
+	run->n_band_rate = drop_unmeasured(run->band_rate, run->n_band_rate);
 	return rc;
 }
 
@@ -852,6 +1055,9 @@ static void set_params(struct cal *c)
 	json_object_set_new(p, "quick", json_boolean(o->quick));
 	json_object_set_new(p, "seed", json_integer((json_int_t)o->seed));
 	json_object_set_new(p, "numa", json_string(o->numa == RT_NUMA_REMOTE ? "remote" : "local"));
+	json_object_set_new(p, "tclass", json_integer(c->addr.tclass));
+	json_object_set_new(p, "sl", json_integer(c->addr.sl));
+	json_object_set_new(p, "pkey_index", json_integer(c->addr.pkey_index));
 	if (c->phase_s[0] > 0) {
 		json_object_set_new(p, "latency_s", json_real(round(c->phase_s[0] * 100) / 100));
 		json_object_set_new(p, "signaling_s", json_real(round(c->phase_s[1] * 100) / 100));
@@ -1054,6 +1260,11 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	{
 		uint32_t max_msg = c->sizes[c->n_sizes - 1] < 256 ? 256 : c->sizes[c->n_sizes - 1];
 
+		/* the buffer also holds the largest message of the large-message band */
+		for (size_t i = 0; i < o->n_large; i++)
+			if (o->large_sizes[i] > max_msg)
+				max_msg = o->large_sizes[i];
+		c->max_msg = max_msg;
 		rc = o->peer ? connect_peer_qp(c, max_msg, err) : connect_loopback(c, max_msg, err);
 	}
 	if (rc)
@@ -1163,7 +1374,17 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	t_lat = rt_clock_mono_ns();
 	bar_phase(c, LAT_SHARE, RATE_SHARE);
-	rc = run_rate(c, rate_deadline, err);
+	{
+		/* the load bands (large messages, post lists) take the last 40 % of the sweep's share */
+		uint64_t now = rt_clock_mono_ns(), small_end = rate_deadline;
+		bool bands = o->n_large || o->post_list > 1;
+
+		if (bands && rate_deadline > now)
+			small_end = now + (rate_deadline - now) * 6 / 10;
+		rc = run_rate(c, small_end, err);
+		if (!rc && bands)
+			rc = run_rate_bands(c, rate_deadline, c->max_msg, err);
+	}
 	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	set_params(c);
 	if (rc)

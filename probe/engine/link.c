@@ -152,11 +152,13 @@ static void fill_ah(struct ibv_ah_attr *ah, const struct rt_addr *addr)
 	memset(ah, 0, sizeof(*ah));
 	ah->port_num = (uint8_t)addr->port;
 	ah->dlid = addr->lid;
+	ah->sl = addr->sl;
 	if (addr->gid_index >= 0) {
 		ah->is_global = 1;
 		ah->grh.dgid = addr->gid;
 		ah->grh.sgid_index = (uint8_t)addr->gid_index;
 		ah->grh.hop_limit = 64;
+		ah->grh.traffic_class = addr->tclass;
 	}
 }
 
@@ -167,12 +169,13 @@ int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn
 
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_INIT;
-	at.pkey_index = 0;
+	at.pkey_index = addr->pkey_index;
 	at.port_num = (uint8_t)addr->port;
 	at.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	rc = ibv_modify_qp(ep->qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (rc)
-		return rt_error_set(err, rc, "cannot move the rc qp to INIT: %s", strerror(rc));
+		return rt_error_set(err, rc, "cannot move the rc qp to INIT (pkey index %u): %s", addr->pkey_index,
+				    strerror(rc));
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTR;
 	at.path_mtu = addr->mtu;
@@ -210,11 +213,13 @@ int rt_ep_ud_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn
 
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_INIT;
+	at.pkey_index = addr->pkey_index;
 	at.port_num = (uint8_t)addr->port;
 	at.qkey = RT_QKEY;
 	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
 	if (rc)
-		return rt_error_set(err, rc, "cannot move the ud qp to INIT: %s", strerror(rc));
+		return rt_error_set(err, rc, "cannot move the ud qp to INIT (pkey index %u): %s", addr->pkey_index,
+				    strerror(rc));
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTR;
 	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE);
@@ -301,6 +306,41 @@ int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool
 	rc = ibv_post_send(ud ? ep->ud_qp : ep->qp, &wr, &bad);
 	if (rc == 0)
 		(*(ud ? &ep->ud_sq_out : &ep->sq_out))++;
+	return rc;
+}
+
+int rt_ep_post_list(struct rt_ep *ep, enum rt_opcode op, uint32_t size, bool inl, uint32_t k, uint32_t n_sig,
+		    uint32_t *since)
+{
+	struct ibv_send_wr wr[RT_POST_LIST_MAX], *bad = NULL;
+	struct ibv_sge sge;
+	int rc;
+
+	if (k == 0 || k > RT_POST_LIST_MAX)
+		return EINVAL;
+	sge.addr = (uintptr_t)rt_ep_send_area(ep);
+	sge.length = size;
+	sge.lkey = ep->mr->lkey;
+	memset(wr, 0, k * sizeof(wr[0]));
+	for (uint32_t i = 0, s = *since; i < k; i++) {
+		bool sig = s + 1 == n_sig;
+
+		wr[i].wr_id = sig ? n_sig : 0;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = op == RT_OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+		wr[i].send_flags = (sig ? IBV_SEND_SIGNALED : 0) | (inl ? IBV_SEND_INLINE : 0);
+		wr[i].wr.rdma.remote_addr = op == RT_OP_WRITE ? ep->raddr : 0;
+		wr[i].wr.rdma.rkey = op == RT_OP_WRITE ? ep->rkey : 0;
+		wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		s = sig ? 0 : s + 1;
+	}
+	rc = ibv_post_send(ep->qp, wr, &bad);
+	/* the WRs before *bad were posted: count them (and their signaling position) even when the list failed */
+	for (uint32_t i = 0; i < k && &wr[i] != bad; i++) {
+		ep->sq_out++;
+		*since = wr[i].send_flags & IBV_SEND_SIGNALED ? 0 : *since + 1;
+	}
 	return rc;
 }
 
@@ -405,41 +445,72 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 	return 0;
 }
 
+/*
+ * Reaps the responder's own send completions when half of a send queue is posted (its sends are all signaled):
+ * outside the spin that waits for the peer, which then does not pay a send CQ poll per iteration. Returns 0 or an errno.
+ */
+static int resp_reap(struct rt_ep *ep, bool ud, struct rt_error *err)
+{
+	while ((ud ? ep->ud_sq_out : ep->sq_out) >= ep->cfg.sq_depth / 2) {
+		int n = rt_ep_poll_send(ep, ud, err);
+
+		if (n < 0)
+			return -n;
+		if (n == 0)
+			break; /* not completed yet: resp_room waits (bounded) when the queue is really full */
+	}
+	return 0;
+}
+
+/* The responder's write ping-pong: answers when the flag byte of the current sequence number has landed. */
+static int resp_write_flag(struct rt_resp *r, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	volatile uint8_t *flag = rt_ep_data(ep) + r->size - 1;
+	uint8_t v = (uint8_t)(r->seq % 255 + 1);
+	int rc;
+
+	if (*flag != v)
+		return 0;
+	rt_ep_send_area(ep)[r->size - 1] = v;
+	rc = resp_send(r, false, RT_OP_WRITE, r->size, r->inl, 0, err);
+	if (rc)
+		return rc;
+	r->seq++;
+	r->events++;
+	return 0;
+}
+
 int rt_resp_step(struct rt_resp *r, struct rt_error *err)
 {
 	struct rt_ep *ep = r->ep;
+	bool hot_rc, hot_ud;
 	int rc;
 
-	rc = resp_recv(r, false, err);
-	if (rc || r->ended)
-		return rc;
-	if (ep->ud_qp) {
+	/* what this mode waits for is polled on every step; the RC receive CQ (control words) otherwise only every
+	 * RT_RESP_CTL_EVERY steps: a phase change waits a few polls more, a ping-pong never waits for a stray poll */
+	hot_rc = r->mode == RT_MODE_SINK || (r->mode == RT_MODE_PP_SEND && !r->ud);
+	hot_ud = ep->ud_qp && (r->mode == RT_MODE_SINK || (r->mode == RT_MODE_PP_SEND && r->ud));
+	if (hot_rc || ++r->idle_steps >= RT_RESP_CTL_EVERY) {
+		r->idle_steps = 0;
+		rc = resp_recv(r, false, err);
+		if (rc || r->ended)
+			return rc;
+	}
+	if (hot_ud) {
 		rc = resp_recv(r, true, err);
 		if (rc)
 			return rc;
 	}
 	if (r->mode == RT_MODE_PP_WRITE) {
-		volatile uint8_t *flag = rt_ep_data(ep) + r->size - 1;
-		uint8_t v = (uint8_t)(r->seq % 255 + 1);
-
-		if (*flag == v) {
-			rt_ep_send_area(ep)[r->size - 1] = v;
-			rc = resp_send(r, false, RT_OP_WRITE, r->size, r->inl, 0, err);
-			if (rc)
-				return rc;
-			r->seq++;
-			r->events++;
-		}
+		rc = resp_write_flag(r, err);
+		if (rc)
+			return rc;
 	}
-	rc = rt_ep_poll_send(ep, false, err);
-	if (rc < 0)
-		return -rc;
-	if (ep->ud_qp) {
-		rc = rt_ep_poll_send(ep, true, err);
-		if (rc < 0)
-			return -rc;
-	}
-	return 0;
+	rc = resp_reap(ep, false, err);
+	if (!rc && ep->ud_qp)
+		rc = resp_reap(ep, true, err);
+	return rc;
 }
 
 /* ---- rdma_cm helpers ------------------------------------------------------------------------------------------ */

@@ -345,6 +345,26 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 			bool sig = since + 1 == n_sig;
 			uint64_t a = raw_ticks();
 
+			if (c->post_list > 1) {
+				uint64_t before = ep->sq_out;
+
+				/* a whole list or nothing: a real batching sender waits for room for its batch */
+				if (ep->sq_out + c->post_list > depth)
+					break;
+				rc = rt_ep_post_list(ep, op, size, inl, c->post_list, n_sig, &since);
+				post_ticks += raw_ticks() - a;
+				out->msgs += ep->sq_out - before;
+				if (rc == ENOMEM) {
+					out->enomem++;
+					break;
+				}
+				if (rc)
+					return rt_error_set(err, rc, "ibv_post_send of a %u-WR list failed: %s",
+							    c->post_list, strerror(rc));
+				if ((double)(rt_clock_mono_ns() - t0) >= duration_ns && since == 0)
+					stop_posting = true;
+				continue;
+			}
 			rc = rt_ep_post(ep, false, op, size, inl, sig, sig ? n_sig : 0, 0);
 			post_ticks += raw_ticks() - a;
 			if (rc == ENOMEM) {

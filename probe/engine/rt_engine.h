@@ -21,6 +21,7 @@
 #define RT_ENGINE_DEFAULT_SIZE_CAP 1024 /* largest size of the default grid, bytes */
 #define RT_ENGINE_MAX_MSG (1u << 20)	/* largest --sizes value */
 #define RT_ENGINE_MAX_SIZES 64
+#define RT_ENGINE_MAX_LARGE 4
 
 enum rt_numa_mode { RT_NUMA_LOCAL = 0, RT_NUMA_REMOTE, RT_NUMA_ALL };
 
@@ -28,6 +29,9 @@ struct rt_cal_opts {
 	const char *dev_name;		     /* loopback: NULL = the first device */
 	int port;			     /* 0 = the first ACTIVE port */
 	int gid_index;			     /* -1 = automatic (a RoCE v2 IPv4-mapped GID when there is one) */
+	int tclass;			     /* GRH traffic class 0..255 (rdma_cm: the TOS), -1 = not set (0) */
+	int sl;				     /* service level 0..15, -1 = not set (0); loopback only */
+	int pkey_index;			     /* P_Key index, -1 = not set (0); loopback only */
 	uint32_t sizes[RT_ENGINE_MAX_SIZES]; /* explicit sizes, ascending; n_sizes 0 = powers of two up to the limit */
 	size_t n_sizes;
 	uint32_t size_cap;	/* 0 = RT_ENGINE_DEFAULT_SIZE_CAP */
@@ -40,7 +44,11 @@ struct rt_cal_opts {
 	int cpu;		/* -1 = automatic per numa */
 	enum rt_numa_mode numa; /* RT_NUMA_ALL is handled by the caller (two runs); the engine takes LOCAL or REMOTE */
 	uint32_t sq_depth;	/* 0 = default (256, quick 128, capped by the device) */
-	const char *peer;	/* NULL = loopback, else "host[:port]" of `rtune serve` */
+	/* load bands of the rate sweep (run->band_rate), besides the small-message band */
+	uint32_t large_sizes[RT_ENGINE_MAX_LARGE]; /* large non-inline sizes (default 4096, 65536), n_large 0 = none */
+	size_t n_large;
+	uint32_t post_list; /* WRs per ibv_post_send of the post-list band (default 8), 0 or 1 = no such band */
+	const char *peer;   /* NULL = loopback, else "host[:port]" of `rtune serve` */
 	volatile sig_atomic_t *stop; /* set asynchronously (SIGINT): the run ends as interrupted */
 	/* optional callbacks, ctx passed back */
 	void (*progress)(void *ctx, const char *phase, double frac, double eta_s);
@@ -65,6 +73,7 @@ struct rt_serve_opts {
 	const char *bind; /* NULL = any address */
 	int port;	  /* 0 = RT_ENGINE_DEFAULT_PORT */
 	int max_clients;  /* stop after this many clients, 0 = until stopped */
+	int max_inline;	  /* > 0: at most this much inline per client QP; 0 = the device's maximum */
 	volatile sig_atomic_t *stop;
 	void (*log)(void *ctx, const char *line); /* one line per client event, may be NULL */
 	void *log_ctx;

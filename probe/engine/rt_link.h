@@ -91,6 +91,9 @@ struct rt_addr {
 	union ibv_gid gid;
 	uint16_t lid;
 	enum ibv_mtu mtu;
+	uint8_t tclass;	     /* GRH traffic class (RoCE: DSCP << 2 | ECN), only with a GRH */
+	uint8_t sl;	     /* service level (RoCE: the priority the provider maps it to) */
+	uint16_t pkey_index; /* P_Key table index of both QPs */
 };
 /* Moves ep's RC QP to RTS connected to QP number rqpn at addr (INIT/RTR/RTS). */
 int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
@@ -104,6 +107,13 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err);
  * ibv_post_send (ENOMEM when the SQ is full). */
 int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool inl, bool signaled, uint64_t retires,
 	       uint32_t imm_cmd);
+/* Largest post list rt_ep_post_list takes. */
+#define RT_POST_LIST_MAX 64u
+/* Posts k WRs (op, size from the send area, inline or not) on the RC QP in one ibv_post_send call, signaling the WR
+ * that completes each interval of n_sig (*since counts the unsignaled WRs before it and is advanced). Counts every WR
+ * the provider took (those before *bad on failure) in sq_out. Returns 0 or the errno of ibv_post_send (ENOMEM: full). */
+int rt_ep_post_list(struct rt_ep *ep, enum rt_opcode op, uint32_t size, bool inl, uint32_t k, uint32_t n_sig,
+		    uint32_t *since);
 /* Polls a send CQ once (up to 16 completions), retiring WRs; returns completions seen (>= 0) or -EIO with err. */
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
 
@@ -113,9 +123,14 @@ struct rt_resp {
 	enum rt_resp_mode mode;
 	bool ud, inl, ended;
 	uint32_t size, seq;
-	uint64_t events; /* messages, control words and write flags handled: progress, for idle detection */
+	uint64_t events;     /* messages, control words and write flags handled: progress, for idle detection */
+	unsigned idle_steps; /* steps since the RC receive CQ was last polled (modes that wait on something else) */
 };
-/* One non-blocking step. Returns 0 (call again), or an errno + err (a completion error: EIO). */
+/* Steps between two polls of the RC receive CQ (control words) in a mode that waits for something else. */
+#define RT_RESP_CTL_EVERY 64u
+/* One non-blocking step: polls only what the current mode waits for (SINK: the receive CQs; PP_SEND: the receive CQ
+ * of its QP type; PP_WRITE: the flag byte), the RC receive CQ every RT_RESP_CTL_EVERY steps otherwise, and its own
+ * send CQ only when half a send queue is posted. Returns 0 (call again), or an errno + err (a completion error: EIO). */
 int rt_resp_step(struct rt_resp *r, struct rt_error *err);
 
 /* Client side of a link. */
@@ -128,6 +143,7 @@ struct rt_client {
 	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
 	bool yield;			  /* sched_yield() while waiting: the responder shares our only CPU */
 	bool in_sink;			  /* the last phase the responder acknowledged is SINK */
+	uint32_t post_list;		  /* rt_client_rate: WRs per ibv_post_send, 0 or 1 = one */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,
@@ -168,6 +184,8 @@ struct rt_hello_server {
 	uint32_t max_inline, rkey;
 	uint64_t addr;
 	char reason[64];
+	uint32_t dev_max_inline; /* the server's own max inline data (its device, capped by --max-inline); absent (0)
+				    from servers before it: then max_inline is the client's value */
 } __attribute__((packed));
 
 /* Waits (bounded) for the next CM event on ch; returns 0 with *ev (ack it), ETIMEDOUT, EINTR (stop) or an errno. */

@@ -41,6 +41,15 @@ static json_t *env_json(const struct rt_run_env *e)
 		json_object_set_new(o, "tsc_ghz", num(e->tsc_ghz));
 		json_object_set_new(o, "clock_tick_ns", num(e->clock_tick_ns));
 		json_object_set_new(o, "clock_resolution_ns", num(e->clock_resolution_ns));
+		json_object_set_new(o, "resp_cpu", json_integer(e->resp_cpu));
+		json_object_set_new(o, "cpu_isolated", json_boolean(e->cpu_isolated));
+		json_object_set_new(o, "smt_siblings", json_boolean(e->smt_siblings));
+		json_object_set_new(o, "governor", json_string(e->governor));
+		json_object_set_new(o, "placement_warning", json_string(e->placement_warning));
+		if (e->client_max_inline || e->server_max_inline) {
+			json_object_set_new(o, "client_max_inline", json_integer(e->client_max_inline));
+			json_object_set_new(o, "server_max_inline", json_integer(e->server_max_inline));
+		}
 	}
 	return o;
 }
@@ -91,6 +100,10 @@ static json_t *rate_json(const struct rt_rate_point *r)
 	json_object_set_new(o, "mops_hi", num(r->mops_hi));
 	json_object_set_new(o, "cpu_ns_per_msg", num(r->cpu_ns_per_msg));
 	json_object_set_new(o, "post_ns_per_msg", num(r->post_ns_per_msg));
+	if (r->post_list > 1 || r->msg_bytes >= RT_LARGE_MSG_BYTES) {
+		json_object_set_new(o, "band", json_string(rt_rate_band_name(rt_rate_band_of(r))));
+		json_object_set_new(o, "post_list", json_integer(r->post_list > 1 ? r->post_list : 1));
+	}
 	return o;
 }
 
@@ -138,6 +151,13 @@ char *rt_engine_run_json(const struct rt_run *run, bool with_samples)
 		json_array_append_new(lat, lat_json(&run->lat[i], with_samples));
 	for (size_t i = 0; i < run->n_rate; i++)
 		json_array_append_new(rate, rate_json(&run->rate[i]));
+	if (run->n_band_rate) {
+		json_t *b = json_array();
+
+		for (size_t i = 0; b && i < run->n_band_rate; i++)
+			json_array_append_new(b, rate_json(&run->band_rate[i]));
+		json_object_set_new(root, "rate_bands", b);
+	}
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		if (run->cqmod[op].measured)
 			json_object_set_new(cq, rt_opcode_name((enum rt_opcode)op), cqmod_json(&run->cqmod[op]));

@@ -6,6 +6,7 @@
  */
 #include "rt_engine.h"
 #include "rt_link.h"
+#include "devinfo.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -78,10 +79,48 @@ static int side_events(struct rdma_event_channel *ch, struct rdma_cm_id *cur, co
 	return rc;
 }
 
+/* The max inline data of each device clients came through, probed once per device. */
+struct inline_cache {
+	struct ibv_context *ctx[8];
+	uint32_t max[8];
+	int n;
+};
+
+/*
+ * The server's max inline data on ctx: the device's (probed with pd on first use, then cached), capped by
+ * o->max_inline. Returns 0 with *out, or the errno of the probe with err (QP creation failing for another reason than
+ * the size).
+ */
+static int server_max_inline(struct inline_cache *ic, struct ibv_context *ctx, struct ibv_pd *pd,
+			     const struct rt_serve_opts *o, uint32_t *out, struct rt_error *err)
+{
+	uint32_t v = 0;
+	int i, rc;
+
+	for (i = 0; i < ic->n && ic->ctx[i] != ctx; i++)
+		;
+	if (i == ic->n) {
+		rc = rt_devinfo_probe_max_inline(pd, IBV_QPT_RC, 1u << 16, &v, NULL);
+		if (rc && rc != EOPNOTSUPP && rc != EINVAL)
+			return rt_error_set(err, rc, "cannot probe the device's max inline data: %s", strerror(rc));
+		if (ic->n < 8) {
+			ic->ctx[ic->n] = ctx;
+			ic->max[ic->n++] = v;
+		}
+	} else {
+		v = ic->max[i];
+	}
+	if (o->max_inline > 0 && (uint32_t)o->max_inline < v)
+		v = (uint32_t)o->max_inline;
+	*out = v;
+	return 0;
+}
+
 /* Serves one client whose CONNECT_REQUEST (private data in hc) arrived on id. */
 static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, const struct rt_hello_client *hc_net,
-			 const struct rt_serve_opts *o)
+			 const struct rt_serve_opts *o, struct inline_cache *ic)
 {
+	uint32_t own_max = 0;
 	struct rt_ep ep;
 	struct rt_ep_cfg cfg;
 	struct rt_error err;
@@ -116,7 +155,17 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 		return;
 	}
 	rc = rt_ep_create(&ep, id->verbs, &cfg, &err);
+	if (!rc)
+		rc = server_max_inline(ic, id->verbs, ep.pd, o, &own_max, &err);
 	if (!rc) {
+		/* negotiated: the client's value when this side can take it, else this side's maximum (the client
+		 * then measures only sizes both sides send inline) */
+		if (cfg.max_inline > own_max) {
+			logf_(o, "client %s asks for %u bytes inline, this device takes %u: using %u", who,
+			      cfg.max_inline, own_max, own_max);
+			cfg.max_inline = own_max;
+			ep.cfg.max_inline = own_max;
+		}
 		rt_ep_qp_init_attr(&ep, &qa);
 		if (rdma_create_qp(id, ep.pd, &qa)) {
 			rc = errno;
@@ -140,6 +189,7 @@ static void serve_client(struct rdma_event_channel *ch, struct rdma_cm_id *id, c
 	hs.magic = htonl(RT_HELLO_MAGIC);
 	hs.version = htons(RT_PROTO_VERSION);
 	hs.max_inline = htonl(cfg.max_inline);
+	hs.dev_max_inline = htonl(own_max);
 	hs.rkey = htonl(ep.mr->rkey);
 	hs.addr = htobe64(rt_ep_data_addr(&ep));
 	memset(&cp, 0, sizeof(cp));
@@ -238,6 +288,7 @@ int rt_engine_serve(const struct rt_serve_opts *o, struct rt_error *err)
 	struct rdma_event_channel *ch = NULL;
 	struct rdma_cm_id *lid = NULL;
 	struct addrinfo *ai = NULL;
+	struct inline_cache ic = { .n = 0 };
 	int rc, served = 0, port = o->port ? o->port : RT_ENGINE_DEFAULT_PORT;
 	char spec[300];
 
@@ -290,7 +341,7 @@ int rt_engine_serve(const struct rt_serve_opts *o, struct rt_error *err)
 									    : sizeof(hc));
 		id = ev->id;
 		rdma_ack_cm_event(ev);
-		serve_client(ch, id, &hc, o);
+		serve_client(ch, id, &hc, o, &ic);
 		served++;
 	}
 	logf_(o, "stopped after %d client(s)", served);

@@ -24,6 +24,13 @@
  * =legacy ibv_query_gid_ex too, so that only ibv_query_gid answers (types then come from sysfs).
  * RT_FAKEDEV_INLINE_REFUSAL=ERRNO makes a too large max_inline_data fail with that errno instead of EINVAL (95: nbl's
  * EOPNOTSUPP; 0: no errno at all, as bnxt_re's variable-WQE check).
+ *
+ * Path attributes: RT_FAKEDEV_PKEYS=N gives the port a P_Key table of N entries (default 1; a pkey_index past it makes
+ * ibv_modify_qp fail with EINVAL); RT_FAKEDEV_QP_LOG=FILE appends one line per ibv_modify_qp with a state ("modify_qp
+ * qp QPN rc|ud state S pkey_index P sl L global G tclass T", -1 where the mask leaves the attribute out) and per
+ * ibv_create_ah ("create_ah sl L global G tclass T"). rt_fakedev_cq_polls(cq) (dlsym) counts ibv_poll_cq calls per CQ.
+ * The report also has "post_list_max N" (most WRs in one ibv_post_send), "post_list_calls N" (calls with more than
+ * one) and "large_wrs N" (WRs of 4096 bytes or more).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,6 +78,7 @@ struct fk_wc {
 
 struct fk_cq {
 	struct ibv_cq cq;
+	unsigned long polls; /* ibv_poll_cq calls on it (rt_fakedev_cq_polls) */
 	unsigned head, n, cap;
 	struct fk_wc *ring;
 };
@@ -109,6 +117,9 @@ static int fk_ndevs = 1;
 static bool fk_roce;
 static int fk_gid_api; /* 0 table, 1 ex, 2 legacy */
 static int fk_inline_refusal = EINVAL;
+static int fk_pkeys = 1;				       /* RT_FAKEDEV_PKEYS: the port's P_Key table length */
+static FILE *fk_qp_log;					       /* RT_FAKEDEV_QP_LOG: one line per ibv_modify_qp */
+static unsigned long fk_list_max, fk_list_calls, fk_large_wrs; /* post lists and large WRs, for the report */
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
 static long fk_live;
@@ -139,6 +150,12 @@ __attribute__((constructor)) static void fk_init(void)
 	v = getenv("RT_FAKEDEV_INLINE_REFUSAL");
 	if (v && *v)
 		fk_inline_refusal = (int)strtol(v, NULL, 10);
+	v = getenv("RT_FAKEDEV_PKEYS");
+	if (v && *v)
+		fk_pkeys = (int)strtol(v, NULL, 10);
+	v = getenv("RT_FAKEDEV_QP_LOG");
+	if (v && *v)
+		fk_qp_log = fopen(v, "ae");
 	v = getenv("RT_FAKEDEV_GID_API");
 	fk_gid_api = v && !strcmp(v, "ex") ? 1 : v && !strcmp(v, "legacy") ? 2 : 0;
 	v = getenv("RT_FAKEDEV_FAIL");
@@ -174,6 +191,7 @@ __attribute__((destructor)) static void fk_fini(void)
 	for (int i = 0; i < V__COUNT; i++)
 		fprintf(f, "%s %lu\n", fk_names[i], fk_calls[i]);
 	fprintf(f, "live %ld\n", fk_live);
+	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\n", fk_list_max, fk_list_calls, fk_large_wrs);
 	fclose(f);
 }
 
@@ -321,7 +339,7 @@ int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_por
 		pa->gid_tbl_len = fk_roce ? FK_GID_SLOTS : 1;
 		pa->lid = 1;
 		pa->max_msg_sz = 1u << 30;
-		pa->pkey_tbl_len = 1;
+		pa->pkey_tbl_len = fk_pkeys;
 		pa->active_width = 2;
 		pa->active_speed = 32;
 		pa->phys_state = 5;
@@ -561,8 +579,12 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct ibv_ah *ah;
 
-	(void)attr;
 	pthread_mutex_lock(&fk_lock);
+	if (fk_qp_log) {
+		fprintf(fk_qp_log, "create_ah sl %d global %d tclass %d\n", (int)attr->sl, (int)attr->is_global,
+			(int)attr->grh.traffic_class);
+		fflush(fk_qp_log);
+	}
 	ah = fk_obj(sizeof(*ah));
 	if (ah) {
 		ah->context = pd->context;
@@ -672,7 +694,18 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	pthread_mutex_lock(&fk_lock);
 	if (fk_fail(V_MODIFY_QP)) {
 		rc = errno;
+	} else if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= fk_pkeys) {
+		rc = EINVAL; /* as a provider refuses an index past the P_Key table */
 	} else if (mask & IBV_QP_STATE) {
+		if (fk_qp_log)
+			fprintf(fk_qp_log, "modify_qp qp %u %s state %d pkey_index %d sl %d global %d tclass %d\n",
+				qp->qp_num, qp->qp_type == IBV_QPT_RC ? "rc" : "ud", (int)attr->qp_state,
+				mask & IBV_QP_PKEY_INDEX ? (int)attr->pkey_index : -1,
+				mask & IBV_QP_AV ? (int)attr->ah_attr.sl : -1,
+				mask & IBV_QP_AV ? (int)attr->ah_attr.is_global : -1,
+				mask & IBV_QP_AV ? (int)attr->ah_attr.grh.traffic_class : -1);
+		if (fk_qp_log)
+			fflush(fk_qp_log);
 		if ((mask & IBV_QP_DEST_QPN) && qp->qp_type == IBV_QPT_RC)
 			q->dest_qpn = attr->dest_qp_num;
 		qp->state = attr->qp_state;
@@ -779,6 +812,17 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 	int rc = 0;
 
 	pthread_mutex_lock(&fk_lock);
+	{
+		unsigned long k = 0, big = 0;
+
+		for (const struct ibv_send_wr *w = wr; w; w = w->next) {
+			k++;
+			big += w->num_sge && w->sg_list[0].length >= 4096;
+		}
+		fk_list_max = k > fk_list_max ? k : fk_list_max;
+		fk_list_calls += k > 1;
+		fk_large_wrs += big;
+	}
 	if (fk_fail(V_POST_SEND)) {
 		rc = errno;
 		*bad = wr;
@@ -874,12 +918,25 @@ out:
 	return rc;
 }
 
+/* Test hook (found with dlsym): ibv_poll_cq calls made on cq so far, 0 for a CQ that is not one of ours. */
+unsigned long rt_fakedev_cq_polls(struct ibv_cq *cq);
+unsigned long rt_fakedev_cq_polls(struct ibv_cq *cq)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&fk_lock);
+	n = cq ? ((struct fk_cq *)cq)->polls : 0;
+	pthread_mutex_unlock(&fk_lock);
+	return n;
+}
+
 static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	struct fk_cq *c = (struct fk_cq *)cq;
 	int k = 0;
 
 	pthread_mutex_lock(&fk_lock);
+	c->polls++;
 	if (fk_fail(V_POLL_CQ)) {
 		k = -1;
 		goto out;

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The rate sweep's load bands on fakedev.so (issue 16 items 14 and 16): a calibration measures, beside the small-message
+# band, large non-inline messages (4096 and 65536 B reach the device: its large-WR counter) and a post list (8 WRs per
+# ibv_post_send reach the device: its post-list counters), reports them under "rate_bands" (the small band's "rate"
+# keeps only small single-WR points), stores them in band_rate_points (schema 8) and a signaling interval per band in
+# signal_bands; --large-sizes none --post-list 1 measures neither; --app NAME takes the post list from the app's
+# probed histogram (app_fill's batchy posts lists of 64; rcapp one WR per call); bad values are usage errors (exit 2).
+set -uo pipefail
+rtune=$1 shim=$2 app_fill=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+cal() { # cal ARGS...: quick write calibration on fake0 into $tmp/db; sets rc, $tmp/{json,err,rep}
+  rm -f "$tmp/rep"
+  timeout 180 env RT_FAKEDEV_REPORT="$tmp/rep" LD_PRELOAD="$shim" "$rtune" calibrate -d fake0 --quick --budget 20 \
+    --sizes 1,8 --ops write --qp-type rc --db "$tmp/db" --out "$tmp/json" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+rep() { awk -v v="$1" '$1 == v {print $2}' "$tmp/rep"; }
+last_run() { sqlite3 "$tmp/db" "SELECT max(id) FROM runs"; }
+
+cal
+if [ $rc -ne 0 ]; then bad "banded run: exit $rc: $(head -c 300 "$tmp/err")"; else
+  [ "$(rep post_list_max)" = 8 ] && [ "$(rep post_list_calls)" -gt 0 ] &&
+    ok "post lists of 8 WRs reach the device ($(rep post_list_calls) calls)" ||
+    bad "post lists: max $(rep post_list_max), calls $(rep post_list_calls)"
+  [ "$(rep large_wrs)" -gt 0 ] && ok "large WRs reach the device ($(rep large_wrs))" || bad "no large WR posted"
+  python3 - "$tmp/json" <<'PY' && ok "rate_bands: large 4096/65536 non-inline and post list 8; rate: small only" || bad "JSON bands"
+import json, sys
+r = json.load(open(sys.argv[1]))
+b, small = r.get("rate_bands", []), r["rate"]
+large = {p["msg_bytes"] for p in b if p.get("band") == "large" and not p["inline"] and p["post_list"] == 1}
+pl = {p["post_list"] for p in b if p.get("band") == "post_list"}
+print("small %d points, bands %d: large sizes %s, post lists %s" % (len(small), len(b), sorted(large), sorted(pl)))
+ok = large == {4096, 65536} and pl == {8} and len(small) > 0
+ok = ok and all(p["msg_bytes"] < 4096 and "post_list" not in p for p in small)
+sys.exit(0 if ok else 1)
+PY
+  run=$(last_run)
+  nb=$(sqlite3 "$tmp/db" "SELECT count(*) FROM band_rate_points WHERE run_id = $run")
+  nj=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rate_bands']))" "$tmp/json")
+  nr=$(sqlite3 "$tmp/db" "SELECT count(*) FROM rate_points WHERE run_id = $run")
+  njr=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rate']))" "$tmp/json")
+  [ "$nb" = "$nj" ] && [ "$nr" = "$njr" ] && [ "$(sqlite3 "$tmp/db" 'PRAGMA user_version')" = 8 ] &&
+    ok "stored: $nb band points apart from the $nr small-band points (schema 8)" ||
+    bad "stored band points $nb (JSON $nj), rate points $nr (JSON $njr)"
+  sb=$(sqlite3 "$tmp/db" "SELECT band || ':' || post_list || ':' || msg_bytes_lo || '-' || msg_bytes_hi || ':N=' || signal_interval FROM signal_bands WHERE run_id = $run AND op = 'write' ORDER BY band" | tr '\n' ' ')
+  case "$sb" in
+    large:1:4096-65536:N=*" "post_list:8:8-8:N=*) ok "an N per band stored: $sb" ;;
+    *) bad "signal_bands: '$sb'" ;;
+  esac
+  grep -q "^signaling, large messages 4096-65536 B: write/rc N = " "$tmp/out" &&
+    grep -q "^signaling, post lists of 8 WRs (8 B): write/rc N = " "$tmp/out" && ok "the summary prints both bands" ||
+    bad "summary: $(grep signaling "$tmp/out" | tr '\n' '|')"
+fi
+
+cal --large-sizes none --post-list 1
+if [ $rc -ne 0 ]; then bad "unbanded run: exit $rc: $(head -c 300 "$tmp/err")"; else
+  [ "$(rep post_list_max)" = 1 ] && [ "$(rep large_wrs)" = 0 ] &&
+    ! python3 -c "import json,sys; sys.exit('rate_bands' not in json.load(open(sys.argv[1])))" "$tmp/json" &&
+    [ "$(sqlite3 "$tmp/db" "SELECT count(*) FROM signal_bands WHERE run_id = $(last_run)")" = 0 ] &&
+    ok "--large-sizes none --post-list 1: one WR per call, no large WR, no band" ||
+    bad "unbanded: post_list_max $(rep post_list_max), large_wrs $(rep large_wrs)"
+fi
+
+"$app_fill" "$tmp/db" 1 >/dev/null || bad "app_fill failed"
+cal --app batchy --large-sizes none
+[ $rc -eq 0 ] && [ "$(rep post_list_max)" = 64 ] && ok "--app batchy: post lists of 64 WRs, the app's median batch" ||
+  bad "--app batchy: exit $rc, post_list_max $(rep post_list_max): $(head -c 300 "$tmp/err")"
+cal --app rcapp --large-sizes none
+[ $rc -eq 0 ] && [ "$(rep post_list_max)" = 1 ] && ok "--app rcapp: one WR per call, as the app posts" ||
+  bad "--app rcapp: exit $rc, post_list_max $(rep post_list_max)"
+
+usage() { # usage DESCRIPTION PATTERN ARGS...
+  local d=$1 pat=$2
+  shift 2
+  cal "$@"
+  [ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "$pat" "$tmp/err" && ok "$d: $(cat "$tmp/err")" ||
+    bad "$d: exit $rc: $(head -c 300 "$tmp/err")"
+}
+usage "post list too long" "'--post-list' takes 1..64 WRs, not '65'" --post-list 65
+usage "bad large sizes" "'--large-sizes' takes 'none' or" --large-sizes 4k
+usage "unknown app" "no histogram of application 'nosuch'" --app nosuch
+usage "--app with --post-list" "'--app' and '--post-list' exclude each other" --app batchy --post-list 4
+
+[ $fails -eq 0 ] && echo "all rate band checks passed" || echo "$fails check(s) failed"
+exit $((fails > 0))
