@@ -138,7 +138,8 @@ enum { RTP_ENT_FREE = 0, RTP_ENT_USED = 1 };
  * keeps true. The writer expands a slot into the counters it stands for (rtp_entry_expand). A post whose slot holds
  * another key is counted directly.
  */
-#define RTP_SLOTS 8
+#define RTP_SLOTS 32
+#define RTP_SLOT_PROBE 4 /* slots a key may take from its home on (the send path looks at the home only) */
 struct rtp_slot {
 	_Atomic uint64_t key;	/* rtp_slot_key(): send_flags << 32 | opcode */
 	_Atomic uint32_t bytes; /* of the WR */
@@ -478,12 +479,12 @@ static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 	return ((uint64_t)w->send_flags << 32) | (uint32_t)w->opcode;
 }
 
-/* The slot (key, bytes) hashes to in an entry. */
-static inline struct rtp_slot *rtp_slot_of(struct rtp_entry *e, uint64_t key, uint32_t bytes)
+/* The home slot of (key, bytes) in an entry. */
+static inline unsigned rtp_slot_home(uint64_t key, uint32_t bytes)
 {
-	return &e->slots[((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - 3)];
+	return (unsigned)(((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - 5));
 }
-_Static_assert(RTP_SLOTS == 1u << 3, "rtp_slot_of hashes to 3 bits");
+_Static_assert(RTP_SLOTS == 1u << 5, "rtp_slot_home hashes to 5 bits");
 
 /*
  * Makes (key, q, e) the slab's cached last QP (the post_send and wr_* paths share it: an ibv_qp_ex starts with its

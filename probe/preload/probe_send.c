@@ -121,25 +121,31 @@ static __attribute__((noinline)) int post_send_failed(struct rtp_slab *s, struct
 }
 
 /*
- * Counts a successful one-WR post of w (bytes long) in e's slot for its key, claiming the slot when it is free.
- * Returns false, counting nothing, when the slot holds another key (the caller counts the WR directly).
+ * Counts a successful one-WR post of w (bytes long) in e's slot for its key: the first of RTP_SLOT_PROBE slots from
+ * its home that holds it, or the first free one, claimed. Returns false, counting nothing, when none does (the caller
+ * counts the WR directly).
  */
 static inline bool slot_count(struct rtp_entry *e, const struct ibv_send_wr *w, uint32_t bytes)
 {
 	uint64_t key = rtp_slot_key(w);
-	struct rtp_slot *sl = rtp_slot_of(e, key, bytes);
+	unsigned h = rtp_slot_home(key, bytes);
 
-	if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
-		   atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes)) {
-		CTR_ADD(sl->n, 1);
-		return true;
+	for (unsigned i = 0; i < RTP_SLOT_PROBE; i++) {
+		struct rtp_slot *sl = &e->slots[(h + i) & (RTP_SLOTS - 1)];
+
+		if (atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
+		    atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes) {
+			CTR_ADD(sl->n, 1);
+			return true;
+		}
+		if (!CTR_GET(sl->n)) {
+			atomic_store_explicit(&sl->key, key, memory_order_relaxed);
+			atomic_store_explicit(&sl->bytes, bytes, memory_order_relaxed);
+			atomic_store_explicit(&sl->n, 1, memory_order_release);
+			return true;
+		}
 	}
-	if (CTR_GET(sl->n))
-		return false;
-	atomic_store_explicit(&sl->key, key, memory_order_relaxed);
-	atomic_store_explicit(&sl->bytes, bytes, memory_order_relaxed);
-	atomic_store_explicit(&sl->n, 1, memory_order_release);
-	return true;
+	return false;
 }
 
 /* Sampling and/or apply mode: look at the chain before posting (copy it for apply mode, take t0 for a sample). */
@@ -274,7 +280,7 @@ static inline __attribute__((always_inline)) int post_send_cached(struct rtp_sla
 	if (likely(wr && !wr->next && wr->num_sge == 1)) {
 		uint64_t key = rtp_slot_key(wr);
 		uint32_t bytes = wr->sg_list[0].length;
-		struct rtp_slot *sl = rtp_slot_of(e, key, bytes);
+		struct rtp_slot *sl = &e->slots[rtp_slot_home(key, bytes)];
 
 		if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
 			   atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes)) {
