@@ -17,7 +17,7 @@ static inline struct rtp_qp *ex_get(struct ibv_qp_ex *qx, struct rtp_slab **so, 
 	struct rtp_qp *q;
 	struct rtp_entry *e = NULL;
 
-	if (likely(s && s->c_key == (void *)qx && s->c_epoch == atomic_load_explicit(&g_epoch, memory_order_relaxed))) {
+	if (likely(rtp_cache_hit(s, qx))) {
 		*so = s;
 		*eo = s->c_e;
 		return s->c_q;
@@ -29,12 +29,8 @@ static inline struct rtp_qp *ex_get(struct ibv_qp_ex *qx, struct rtp_slab **so, 
 		s = rtp_slab_attach();
 	if (s) {
 		e = rtp_entry_get(s, q);
-		if (e) {
-			s->c_key = qx;
-			s->c_q = q;
-			s->c_e = e;
-			s->c_epoch = atomic_load_explicit(&g_epoch, memory_order_acquire);
-		}
+		if (e)
+			rtp_cache_fill(s, qx, q, e);
 	}
 	*so = s;
 	*eo = e;
@@ -55,7 +51,7 @@ static void ex_commit(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
 	}
 	record_batch(e, e->npend);
 	if (rc.nsig && g_cfg.sample_every)
-		finish_samples(q, &rc, t0);
+		finish_samples(q, s, &rc, t0);
 	e->npend = 0;
 }
 

@@ -28,6 +28,9 @@
 
 #include "rt_hist.h"
 
+/* Nothing here is exported from librtune_probe.so, and the send path reaches these without a GOT load. */
+#pragma GCC visibility push(hidden)
+
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -127,10 +130,29 @@ struct rtp_pending {
 
 enum { RTP_ENT_FREE = 0, RTP_ENT_USED = 1 };
 
+/*
+ * The send path's common case, one WR per post, counted by exact key: (send_flags, opcode) and bytes. A slot is
+ * claimed once, by the entry's owner thread, while its count is 0 (key and bytes first, then the count with release
+ * order), and keeps its key until the entry is freed, so a reader that sees a count sees its key (acquire), and the
+ * count only grows: no flush, nothing counted twice. A zeroed slot is the key (0, 0) with no posts, which counting it
+ * keeps true. The writer expands a slot into the counters it stands for (rtp_entry_expand). A post whose slot holds
+ * another key is counted directly.
+ */
+#define RTP_SLOTS 32
+#define RTP_SLOT_PROBE 4 /* slots a key may take from its home on (the send path looks at the home only) */
+struct rtp_slot {
+	_Atomic uint64_t key;	/* rtp_slot_key(): send_flags << 32 | opcode */
+	_Atomic uint32_t bytes; /* of the WR */
+	uint32_t pad;
+	rt_ctr n; /* posts of one WR with this key and size */
+	uint64_t pad2;
+};
+
 struct rtp_entry {
 	_Atomic int state;
 	uint32_t slot;
 	struct rtp_qp_stat st;
+	struct rtp_slot slots[RTP_SLOTS];
 	/* extended API: the WRs built since wr_start (owner thread only) */
 	unsigned npend;
 	struct rtp_pending pend[RTP_EX_PENDING];
@@ -143,11 +165,16 @@ struct rtp_slab {
 	struct rtp_slab *next; /* all slabs, newest first; immutable once published */
 	size_t map_bytes;
 	uint32_t sample_ctr; /* signaled WRs since the last latency sample */
-	/* one-entry cache of the last QP posted to */
-	void *c_key;
-	struct rtp_qp *c_q;
+	/* one-entry cache of the last QP posted to (rtp_cache_fill) */
+	_Atomic(void *) c_key; /* cleared by whoever invalidates it: QP destruction, configure, fork (rtp_cache_drop) */
 	struct rtp_entry *c_e;
-	uint64_t c_epoch;
+	int (*c_post)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr); /* c_q->post_send */
+	bool c_full;	  /* sampling or apply mode: not the histogram-only path */
+	bool c_apply;	  /* apply mode on c_q */
+	bool c_sig_all;	  /* c_q->sq_sig_all */
+	bool c_own;	  /* this slab owns c_q's sequence (sig_own) */
+	uint32_t c_every; /* g_cfg.sample_every when filled (a configure bumps g_epoch) */
+	struct rtp_qp *c_q;
 	rt_ctr posts_no_entry; /* posts on a tracked QP with this slab's entries all taken */
 	struct ibv_send_wr wr_copy[RTP_APPLY_MAX_WRS];
 	struct ibv_send_wr *wr_orig[RTP_APPLY_MAX_WRS];
@@ -216,7 +243,13 @@ struct rtp_qp {
 	uint64_t ex_rewraps;
 	/* post -> completion latency: FIFO of sampled signaled WRs by signaled-sequence number */
 	atomic_flag lat_lock;
-	_Atomic uint64_t sig_posted, sig_completed;
+	/*
+	 * Signaled WRs posted: sig_own by the owner slab (the first to post; one thread at a time owns a slab, so it is
+	 * the only writer: load and store, no RMW), sig_shared by every other thread (atomic add). Their sum numbers
+	 * the signaled WRs for matching samples with completions.
+	 */
+	_Atomic(struct rtp_slab *) owner;
+	_Atomic uint64_t sig_own, sig_shared, sig_completed;
 	_Atomic uint32_t ring_n;
 	uint32_t ring_head, ring_tail;
 	struct rtp_lat_sample ring[RTP_LAT_RING];
@@ -251,7 +284,7 @@ extern struct rtp_ctx g_ctx[RTP_MAX_CTX];
 extern unsigned g_nctx;
 extern struct rtp_qp *g_qps[RTP_MAX_QPS];
 extern _Atomic unsigned g_nqp;
-extern _Atomic uint64_t g_epoch; /* bumped at every QP destruction: invalidates the per-thread caches */
+extern _Atomic uint64_t g_epoch; /* bumped at every QP destruction: invalidates poll_cq's per-thread QP caches */
 extern bool g_activity;
 extern uint64_t g_start_ns;
 extern bool g_forked_child;
@@ -334,6 +367,10 @@ void rtp_stat_add(struct rtp_qp_stat *dst, const struct rtp_qp_stat *src);
 void rtp_stat_zero(struct rtp_qp_stat *st);
 /* Moves every thread's record of q into q->agg and frees the entries (under g_lock; q is destroyed). */
 void rtp_qp_fold(struct rtp_qp *q);
+/* Adds what e's slots stand for (q's entry) to *out. Cannot fail. */
+void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct rtp_qp_stat *out);
+/* Frees e's slots (under g_lock, or the owner thread). */
+void rtp_entry_clear_slots(struct rtp_entry *e);
 /* Sum of q's folded and live records into *out (under g_lock). */
 void rtp_qp_sum(const struct rtp_qp *q, struct rtp_qp_stat *out);
 
@@ -410,20 +447,78 @@ static inline void record_batch(struct rtp_entry *e, unsigned n)
  */
 void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0);
 
-/* After a successful post of rc->nsig signaled WRs: advance q's sequence and queue the sampled ones. */
-static inline void finish_samples(struct rtp_qp *q, const struct rtp_rec *rc, uint64_t t0)
+/*
+ * After a successful post of rc->nsig signaled WRs through slab s: advance q's signaled sequence (the owner slab
+ * without an atomic RMW) and queue the sampled ones.
+ */
+static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const struct rtp_rec *rc, uint64_t t0)
 {
 	uint64_t base;
 
 	if (!g_cfg.sample_every || !rc->nsig)
 		return;
-	base = atomic_fetch_add_explicit(&q->sig_posted, rc->nsig, memory_order_relaxed);
-	for (unsigned i = 0; i < rc->nsamp; i++)
-		rtp_lat_push(q, base + rc->samp_k[i], t0);
+	if (likely(atomic_load_explicit(&q->owner, memory_order_relaxed) == s)) {
+		base = atomic_load_explicit(&q->sig_own, memory_order_relaxed);
+		atomic_store_explicit(&q->sig_own, base + rc->nsig, memory_order_relaxed);
+		base += atomic_load_explicit(&q->sig_shared, memory_order_relaxed);
+	} else {
+		base = atomic_fetch_add_explicit(&q->sig_shared, rc->nsig, memory_order_relaxed);
+		base += atomic_load_explicit(&q->sig_own, memory_order_relaxed);
+	}
+	if (unlikely(rc->nsamp))
+		for (unsigned i = 0; i < rc->nsamp; i++)
+			rtp_lat_push(q, base + rc->samp_k[i], t0);
 }
 
 /* Counts a failed post by cause in e; bad = the WR the provider named (NULL: unknown). */
 void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad);
+
+/* The slot key of a one-WR post: its send_flags and opcode. */
+static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
+{
+	return ((uint64_t)w->send_flags << 32) | (uint32_t)w->opcode;
+}
+
+/* The home slot of (key, bytes) in an entry. */
+static inline unsigned rtp_slot_home(uint64_t key, uint32_t bytes)
+{
+	return (unsigned)(((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - 5));
+}
+_Static_assert(RTP_SLOTS == 1u << 5, "rtp_slot_home hashes to 5 bits");
+
+/*
+ * Makes (key, q, e) the slab's cached last QP (the post_send and wr_* paths share it: an ibv_qp_ex starts with its
+ * ibv_qp) and claims q's sequence ownership for s when no slab has it yet. Owner thread only.
+ */
+static inline void rtp_cache_fill(struct rtp_slab *s, void *key, struct rtp_qp *q, struct rtp_entry *e)
+{
+	struct rtp_slab *none = NULL;
+
+	if (!atomic_load_explicit(&q->owner, memory_order_relaxed))
+		atomic_compare_exchange_strong(&q->owner, &none, s);
+	s->c_q = q;
+	s->c_e = e;
+	s->c_post = q->post_send;
+	s->c_every = g_cfg.sample_every;
+	s->c_apply = q->apply_limit != 0;
+	s->c_full = s->c_every || s->c_apply;
+	s->c_sig_all = q->sq_sig_all;
+	s->c_own = atomic_load_explicit(&q->owner, memory_order_relaxed) == s;
+	atomic_store_explicit(&s->c_key, key, memory_order_relaxed);
+}
+
+/* The cache hit test of the send path: s is this thread's slab (or NULL), key the QP posted to. */
+static inline bool rtp_cache_hit(const struct rtp_slab *s, const void *key)
+{
+	return s && atomic_load_explicit(&s->c_key, memory_order_relaxed) == key;
+}
+
+/*
+ * Drops every slab's cached QP that is key (NULL: all of them), so no thread reaches a destroyed QP's entry or keeps
+ * an old sampling setting (under g_lock). A thread filling its cache meanwhile at worst loses it: a miss, not a stale
+ * hit. Cannot fail.
+ */
+void rtp_cache_drop(const void *key);
 
 /* ---- apply mode (probe_apply.c) -------------------------------------------------------------------------------- */
 
@@ -466,5 +561,7 @@ static inline const char *rtp_env(const char *name)
 {
 	return secure_getenv(name);
 }
+
+#pragma GCC visibility pop
 
 #endif

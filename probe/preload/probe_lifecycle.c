@@ -342,6 +342,9 @@ int rt_probe_destroy_qp(struct ibv_qp *qp)
 			if (ht_get(&g_ht_qpn, qpn_key(q->ctx, q->qp_num)) == q)
 				rtp_ht_del(&g_ht_qpn, qpn_key(q->ctx, q->qp_num));
 			atomic_fetch_add_explicit(&g_epoch, 1, memory_order_release);
+			rtp_cache_drop(qp);
+			if (q->qpx && (void *)q->qpx != (void *)qp)
+				rtp_cache_drop(q->qpx);
 			rtp_qp_fold(q);
 			q->destroyed = true;
 			q->qpx = NULL;
@@ -466,15 +469,16 @@ static void reset_locked(void)
 		 * to the slab happen before ours. A free slab's c_key is already NULL. A slab still owned belonged to a
 		 * thread the child does not have.
 		 */
-		if (atomic_load_explicit(&s->owned, memory_order_acquire) && s != mine) {
-			s->c_key = NULL;
+		if (atomic_load_explicit(&s->owned, memory_order_acquire) && s != mine)
 			atomic_store(&s->owned, 0);
-		}
+		atomic_store(&s->c_key,
+			     NULL); /* the next post claims the QP's sequence ownership again (reset below) */
 		s->sample_ctr = 0;
 		CTR_SET(s->posts_no_entry, 0);
 		for (unsigned k = 0; k < RTP_SLAB_ENTRIES; k++) {
 			if (atomic_load(&s->ent[k].state) == RTP_ENT_USED) {
 				rtp_stat_zero(&s->ent[k].st);
+				rtp_entry_clear_slots(&s->ent[k]);
 				s->ent[k].npend = 0;
 			}
 		}
@@ -484,7 +488,9 @@ static void reset_locked(void)
 
 		rtp_stat_zero(&q->agg);
 		atomic_flag_clear(&q->lat_lock);
-		atomic_store(&q->sig_posted, 0);
+		atomic_store(&q->owner, NULL); /* the owner may be a slab of a thread the child does not have */
+		atomic_store(&q->sig_own, 0);
+		atomic_store(&q->sig_shared, 0);
 		atomic_store(&q->sig_completed, 0);
 		atomic_store(&q->ring_n, 0);
 		q->ring_head = q->ring_tail = 0;
@@ -578,5 +584,6 @@ void rt_probe_configure(const struct rt_probe_config *cfg)
 	pthread_mutex_lock(&g_lock);
 	g_cfg = *cfg;
 	g_nprof = 0;
+	rtp_cache_drop(NULL); /* the slabs' cached QPs hold the old sampling setting */
 	pthread_mutex_unlock(&g_lock);
 }

@@ -105,9 +105,47 @@ static __attribute__((noinline)) int post_send_after(struct rtp_qp *q, struct rt
 	}
 	record_batch(e, nchain);
 	if (rc->nsig && g_cfg.sample_every)
-		finish_samples(q, rc, t0);
+		finish_samples(q, s, rc, t0);
 	errno = err;
 	return ret;
+}
+
+/* A failed post on the cached QP without sampling state to carry: see post_send_after(). */
+static __attribute__((noinline)) int post_send_failed(struct rtp_slab *s, struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad_wr, struct ibv_send_wr *saved_bad,
+						      int ret)
+{
+	struct rtp_rec rc = { 0 };
+
+	return post_send_after(s->c_q, s->c_e, s, wr, bad_wr, saved_bad, ret, 0, &rc, 0);
+}
+
+/*
+ * Counts a successful one-WR post of w (bytes long) in e's slot for its key: the first of RTP_SLOT_PROBE slots from
+ * its home that holds it, or the first free one, claimed. Returns false, counting nothing, when none does (the caller
+ * counts the WR directly).
+ */
+static inline bool slot_count(struct rtp_entry *e, const struct ibv_send_wr *w, uint32_t bytes)
+{
+	uint64_t key = rtp_slot_key(w);
+	unsigned h = rtp_slot_home(key, bytes);
+
+	for (unsigned i = 0; i < RTP_SLOT_PROBE; i++) {
+		struct rtp_slot *sl = &e->slots[(h + i) & (RTP_SLOTS - 1)];
+
+		if (atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
+		    atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes) {
+			CTR_ADD(sl->n, 1);
+			return true;
+		}
+		if (!CTR_GET(sl->n)) {
+			atomic_store_explicit(&sl->key, key, memory_order_relaxed);
+			atomic_store_explicit(&sl->bytes, bytes, memory_order_relaxed);
+			atomic_store_explicit(&sl->n, 1, memory_order_release);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Sampling and/or apply mode: look at the chain before posting (copy it for apply mode, take t0 for a sample). */
@@ -144,39 +182,113 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 	saved_bad = *bad_wr;
 	*bad_wr = &g_bad_sentinel;
 	ret = q->post_send(qp, sent, bad_wr);
+	if (likely(ret == 0 && len == 1 && !ncopy) && slot_count(e, wr, wr_bytes(wr))) {
+		/* one WR posted as the application built it: its slot counted it, only the sampling is left */
+		*bad_wr = saved_bad;
+		if (nsig && g_cfg.sample_every) {
+			rc.nsig = 1;
+			if (++s->sample_ctr >= g_cfg.sample_every) {
+				s->sample_ctr = 0;
+				if (rc.timing)
+					rc.samp_k[rc.nsamp++] = 1;
+			}
+			finish_samples(q, s, &rc, t0);
+		}
+		return 0;
+	}
 	return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, ncopy, &rc, t0);
 }
 
 /*
- * The send path. Histogram-only mode and success: post, then count the chain in this thread's entry. errno is not
- * touched here (nothing called sets it), the provider's return value is returned as is.
+ * Histogram-only mode, after a successful post that the slot fast path did not count (a chain, several SGEs, or a
+ * slot holding another key): counts each WR and the post in this thread's entry. Returns 0 (the provider's value).
  */
-static inline __attribute__((always_inline)) int post_send_rec(struct rtp_qp *q, struct rtp_entry *e,
-							       struct rtp_slab *s, struct ibv_qp *qp,
-							       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static __attribute__((noinline)) int record_chain(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
+						  struct ibv_send_wr *wr)
 {
-	struct ibv_send_wr *saved_bad, *w;
-	struct rtp_rec rc; /* only nsig is used without sampling */
+	struct rtp_rec rc = { 0 }; /* only nsig is used without sampling */
 	unsigned n = 0;
-	int ret;
 
-	rc.nsig = 0;
-	rc.nsamp = 0;
-	rc.timing = false;
-
-	if (unlikely(g_cfg.sample_every || q->apply_limit))
-		return post_send_full(q, e, s, qp, wr, bad_wr);
-	saved_bad = *bad_wr;
-	*bad_wr = &g_bad_sentinel;
-	ret = q->post_send(qp, wr, bad_wr);
-	if (unlikely(ret))
-		return post_send_after(q, e, s, wr, bad_wr, saved_bad, ret, 0, &rc, 0);
-	*bad_wr = saved_bad;
-	for (w = wr; w; w = w->next, n++)
+	if (wr && !wr->next && slot_count(e, wr, wr_bytes(wr)))
+		return 0;
+	for (struct ibv_send_wr *w = wr; w; w = w->next, n++)
 		record_wr(q, e, s, rtp_op(w->opcode), wr_bytes(w), w->send_flags & IBV_SEND_INLINE,
 			  w->send_flags & IBV_SEND_SIGNALED, &rc, false);
 	record_batch(e, n);
 	return 0;
+}
+
+/*
+ * Sampling mode, a one-WR post that is not the one timed and that apply mode leaves alone: post, count it in its
+ * slot, advance the sampling counter and the QP's signaled sequence (the owner slab without an atomic RMW). Anything
+ * else goes to post_send_full(). The provider's return value, errno untouched.
+ */
+static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_slab *s, struct ibv_qp *qp,
+								    struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *saved_bad;
+	bool sig;
+	int ret;
+
+	if (unlikely(s->c_apply || !wr || wr->next || wr->num_sge != 1))
+		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr);
+	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	if (unlikely(sig && s->sample_ctr + 1 >= s->c_every))
+		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr); /* this WR is the one timed */
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = s->c_post(qp, wr, bad_wr);
+	if (unlikely(ret))
+		return post_send_failed(s, wr, bad_wr, saved_bad, ret);
+	*bad_wr = saved_bad;
+	if (unlikely(!slot_count(s->c_e, wr, wr->sg_list[0].length)))
+		record_chain(s->c_q, s->c_e, s, wr);
+	if (sig) {
+		struct rtp_qp *q = s->c_q;
+
+		s->sample_ctr++;
+		if (likely(s->c_own))
+			atomic_store_explicit(&q->sig_own, atomic_load_explicit(&q->sig_own, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&q->sig_shared, 1, memory_order_relaxed);
+	}
+	return 0;
+}
+
+/*
+ * The send path through slab s, whose cache holds qp. Histogram-only mode: post, then count a one-WR, one-SGE post in
+ * its slot (a compare and an increment), anything else in record_chain(). errno is not touched here (nothing called
+ * sets it), the provider's return value is returned as is.
+ */
+static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
+								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *saved_bad;
+	struct rtp_entry *e;
+	int ret;
+
+	if (unlikely(s->c_full))
+		return post_send_sampling(s, qp, wr, bad_wr);
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = s->c_post(qp, wr, bad_wr);
+	if (unlikely(ret))
+		return post_send_failed(s, wr, bad_wr, saved_bad, ret);
+	*bad_wr = saved_bad;
+	e = s->c_e;
+	if (likely(wr && !wr->next && wr->num_sge == 1)) {
+		uint64_t key = rtp_slot_key(wr);
+		uint32_t bytes = wr->sg_list[0].length;
+		struct rtp_slot *sl = &e->slots[rtp_slot_home(key, bytes)];
+
+		if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
+			   atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes)) {
+			CTR_ADD(sl->n, 1);
+			return 0;
+		}
+	}
+	return record_chain(s->c_q, e, s, wr);
 }
 
 /* The post on a QP this thread's cache does not hold: look it up, claim a slab and an entry, or forward uncounted. */
@@ -206,11 +318,8 @@ static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct 
 		CTR_ADD(s->posts_no_entry, 1);
 		return q->post_send(qp, wr, bad_wr);
 	}
-	s->c_key = qp;
-	s->c_q = q;
-	s->c_e = e;
-	s->c_epoch = atomic_load_explicit(&g_epoch, memory_order_acquire);
-	return post_send_rec(q, e, s, qp, wr, bad_wr);
+	rtp_cache_fill(s, qp, q, e);
+	return post_send_cached(s, qp, wr, bad_wr);
 }
 
 /* ops.post_send of every hooked context: the cached QP and entry of this thread's last post, else the slow path. */
@@ -218,8 +327,8 @@ int rtp_w_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_w
 {
 	struct rtp_slab *s = tls_slab;
 
-	if (likely(s && s->c_key == qp && s->c_epoch == atomic_load_explicit(&g_epoch, memory_order_relaxed)))
-		return post_send_rec(s->c_q, s->c_e, s, qp, wr, bad_wr);
+	if (likely(rtp_cache_hit(s, qp)))
+		return post_send_cached(s, qp, wr, bad_wr);
 	return w_post_send_slow(qp, wr, bad_wr);
 }
 
@@ -281,6 +390,8 @@ int rtp_w_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 	struct rtp_ctx *c = ctx_of(cq->context);
 	struct rtp_qp *run_q = NULL;
 	unsigned run_n = 0;
+	uint32_t run_qpn = 0;
+	bool sampling = g_cfg.sample_every != 0;
 	uint64_t now = 0;
 	int ret, err;
 
@@ -299,14 +410,13 @@ int rtp_w_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
 				atomic_fetch_add_explicit(&q->wc_err[st], 1, memory_order_relaxed);
 			else
 				atomic_fetch_add_explicit(&g_wc_err_untracked, 1, memory_order_relaxed);
-		} else if (g_cfg.sample_every && !(wc[i].opcode & IBV_WC_RECV)) {
-			/* runs of completions of one QP are accounted at once */
-			struct rtp_qp *q = qp_by_num(c, wc[i].qp_num);
-
-			if (q != run_q) {
+		} else if (sampling && !(wc[i].opcode & IBV_WC_RECV)) {
+			/* runs of completions of one QP are accounted at once, looked up once */
+			if (unlikely(!run_n || wc[i].qp_num != run_qpn)) {
 				if (run_q)
 					wc_send_done(run_q, run_n, &now);
-				run_q = q;
+				run_qpn = wc[i].qp_num;
+				run_q = qp_by_num(c, run_qpn);
 				run_n = 0;
 			}
 			run_n++;

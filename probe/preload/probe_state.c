@@ -109,7 +109,7 @@ void rtp_slab_release(void *p)
 {
 	struct rtp_slab *s = p;
 
-	s->c_key = NULL;
+	atomic_store_explicit(&s->c_key, NULL, memory_order_relaxed);
 	tls_slab = NULL;
 	atomic_store_explicit(&s->owned, 0, memory_order_release);
 }
@@ -122,7 +122,7 @@ struct rtp_slab *rtp_slab_attach(void)
 
 		if (atomic_load_explicit(&s->owned, memory_order_relaxed) == 0 &&
 		    atomic_compare_exchange_strong(&s->owned, &zero, 1)) {
-			s->c_key = NULL;
+			atomic_store_explicit(&s->c_key, NULL, memory_order_relaxed);
 			tls_slab = s;
 			if (g_key_ok)
 				pthread_setspecific(g_key, s);
@@ -194,6 +194,60 @@ void rtp_stat_zero(struct rtp_qp_stat *st)
 		atomic_store_explicit(&st->batch_max[b], 0, memory_order_relaxed);
 }
 
+/* See probe_int.h. A slot's count is read before its key (acquire: the key it counts is set by then). */
+void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct rtp_qp_stat *out)
+{
+	for (unsigned i = 0; i < RTP_SLOTS; i++) {
+		uint64_t n = atomic_load_explicit(&e->slots[i].n, memory_order_acquire), key;
+		uint32_t bytes;
+		unsigned flags, hb;
+		struct rtp_op_stat *st;
+
+		if (!n)
+			continue;
+		key = atomic_load_explicit(&e->slots[i].key, memory_order_relaxed);
+		bytes = atomic_load_explicit(&e->slots[i].bytes, memory_order_relaxed);
+		flags = (unsigned)(key >> 32);
+		st = &out->op[rtp_op((uint32_t)key)];
+		hb = rt_hist_bucket(bytes);
+		CTR_ADD(st->wrs, n);
+		CTR_ADD(st->bytes, n * bytes);
+		CTR_ADD(st->hist[hb], n);
+		MAX_PUT(st->hist_max[hb], bytes);
+		if (flags & IBV_SEND_INLINE) {
+			CTR_ADD(st->inl_wrs, n);
+			CTR_ADD(st->inl_bytes, n * bytes);
+		}
+		if ((flags & IBV_SEND_SIGNALED) || q->sq_sig_all) {
+			CTR_ADD(st->sig_wrs, n);
+			CTR_ADD(st->sig_bytes, n * bytes);
+		}
+		CTR_ADD(out->post_calls, n);
+		CTR_ADD(out->batch[0], n);
+	}
+}
+
+/* See probe_int.h. */
+void rtp_entry_clear_slots(struct rtp_entry *e)
+{
+	for (unsigned i = 0; i < RTP_SLOTS; i++) {
+		CTR_SET(e->slots[i].n, 0);
+		atomic_store_explicit(&e->slots[i].key, 0, memory_order_relaxed);
+		atomic_store_explicit(&e->slots[i].bytes, 0, memory_order_relaxed);
+	}
+}
+
+/* See probe_int.h. */
+void rtp_cache_drop(const void *key)
+{
+	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
+		void *k = atomic_load_explicit(&s->c_key, memory_order_relaxed);
+
+		if (k && (!key || k == key))
+			atomic_store_explicit(&s->c_key, NULL, memory_order_relaxed);
+	}
+}
+
 /* Moves every thread's record of q into q->agg and frees the entries (under g_lock; q is destroyed). */
 void rtp_qp_fold(struct rtp_qp *q)
 {
@@ -205,7 +259,9 @@ void rtp_qp_fold(struct rtp_qp *q)
 			continue;
 		e = &s->ent[i - 1];
 		rtp_stat_add(&q->agg, &e->st);
+		rtp_entry_expand(q, e, &q->agg);
 		rtp_stat_zero(&e->st);
+		rtp_entry_clear_slots(e);
 		e->npend = 0;
 		atomic_store(&s->map[q->slot], 0);
 		atomic_store_explicit(&e->state, RTP_ENT_FREE, memory_order_release);
@@ -220,7 +276,9 @@ void rtp_qp_sum(const struct rtp_qp *q, struct rtp_qp_stat *out)
 	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
 		unsigned i = atomic_load(&s->map[q->slot]);
 
-		if (i)
+		if (i) {
 			rtp_stat_add(out, &s->ent[i - 1].st);
+			rtp_entry_expand(q, &s->ent[i - 1], out);
+		}
 	}
 }

@@ -219,6 +219,77 @@ static void test_size_and_batch_max(void **state)
 	assert_int_equal(r->batch_max[rt_batch_bucket(6)], 6);
 }
 
+/*
+ * One-WR posts are counted in a few exact-key slots per thread and QP, the rest directly: with more distinct (opcode,
+ * flags, size) keys than slots, interleaved so slots collide, every counter is still exact, before and after the
+ * QP is destroyed (its slots folded), and an sq_sig_all QP's slotted posts count as signaled.
+ */
+static void test_slots_exact(void **state)
+{
+	static const enum ibv_wr_opcode ops[] = { IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_SEND_WITH_IMM };
+	static const unsigned flags[] = { 0, IBV_SEND_SIGNALED, IBV_SEND_INLINE, IBV_SEND_INLINE | IBV_SEND_SIGNALED };
+	static const int opi[] = { RT_PROBE_OP_SEND, RT_PROBE_OP_WRITE, RT_PROBE_OP_SEND_IMM };
+	struct ibv_qp *qp = fake_rc_qp(256, 0), *qa = fake_rc_qp(0, 1);
+	uint64_t wrs[3] = { 0 }, bytes[3] = { 0 }, inl[3] = { 0 }, sig[3] = { 0 }, sigb[3] = { 0 }, h64[3] = { 0 };
+	const struct rt_probe_qp_summary *r;
+	struct ibv_send_wr *bad;
+	uint32_t qpn;
+
+	(void)state;
+	assert_non_null(qp);
+	assert_non_null(qa);
+	qpn = qp->qp_num;
+	for (int round = 0; round < 50; round++) {
+		for (unsigned k = 0; k < 36; k++) { /* 3 opcodes x 4 flag sets x 3 sizes = 36 keys */
+			unsigned o = k % 3, f = (k / 3) % 4;
+			uint32_t b = 64 + (k / 12) * 3 + (uint32_t)round % 2; /* 64..71: one bucket, 6 sizes */
+			struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = b };
+			struct ibv_send_wr w = mkwr(&sge, 1, ops[o], flags[f]);
+
+			assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+			wrs[o]++;
+			bytes[o] += b;
+			h64[o]++;
+			if (flags[f] & IBV_SEND_INLINE)
+				inl[o]++;
+			if (flags[f] & IBV_SEND_SIGNALED) {
+				sig[o]++;
+				sigb[o] += b;
+			}
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		r = qp_rec(qpn);
+		assert_int_equal(r->post_calls, 50 * 36);
+		assert_int_equal(r->batch[0], 50 * 36);
+		for (unsigned o = 0; o < 3; o++) {
+			const struct rt_probe_op_summary *os = &r->op[opi[o]];
+
+			assert_int_equal(os->wrs, wrs[o]);
+			assert_int_equal(os->bytes, bytes[o]);
+			assert_int_equal(os->inline_wrs, inl[o]);
+			assert_int_equal(os->signaled_wrs, sig[o]);
+			assert_int_equal(os->signaled_bytes, sigb[o]);
+			assert_int_equal(os->hist[rt_hist_bucket(64)], h64[o]);
+			assert_int_equal(os->hist_max[rt_hist_bucket(64)], 64 + 2 * 3 + 1);
+		}
+		if (pass == 0)
+			assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	}
+
+	for (int i = 0; i < 3; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 16 };
+		struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0);
+
+		assert_int_equal(ibv_post_send(qa, &w, &bad), 0);
+	}
+	r = qp_rec(qa->qp_num);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 3);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_wrs, 3);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_bytes, 48);
+	assert_int_equal(rt_probe_destroy_qp(qa), 0);
+}
+
 /* A file written before the probe kept the largest size: hi is the bucket's top, out-of-bucket values are ignored. */
 static void test_reader_hist_max(void **state)
 {
@@ -1274,6 +1345,7 @@ int main(void)
 		cmocka_unit_test(test_counts_and_buckets),
 		cmocka_unit_test(test_size_and_batch_max),
 		cmocka_unit_test(test_reader_hist_max),
+		cmocka_unit_test(test_slots_exact),
 		cmocka_unit_test(test_bad_wr_and_enomem),
 		cmocka_unit_test(test_apply_mode),
 		cmocka_unit_test(test_apply_profile),
