@@ -60,8 +60,9 @@ int rt_report_create(const struct rt_report_opts *opts, struct rt_report **out)
 		return ENOMEM;
 	if (opts)
 		r->opts = *opts;
+	r->generated_at = (int64_t)time(NULL);
 	if (!r->opts.now)
-		r->opts.now = (int64_t)time(NULL);
+		r->opts.now = r->generated_at;
 	if (r->opts.outlier_z <= 0)
 		r->opts.outlier_z = 3.5;
 	if (r->opts.stale_days <= 0)
@@ -109,6 +110,9 @@ void rt_report_free(struct rt_report *r)
 		free(r->drifts[i].source);
 	}
 	free(r->drifts);
+	free(r->stale);
+	free(r->by_node);
+	free(r->onodes);
 	free(r);
 }
 
@@ -355,6 +359,25 @@ static void entry_from_profile(const struct rt_profile_entry *e, struct rp_entry
 	copy_str(o->run_id, sizeof(o->run_id), e->run_id);
 	o->lat_ns = NAN;
 	o->mops = NAN;
+	rp_entry_evidence(o, e);
+}
+
+void rp_entry_evidence(struct rp_entry *o, const struct rt_profile_entry *e)
+{
+	o->lat_inl_ns = o->lat_noinl_ns = o->mops_n1 = o->noise_pct = NAN;
+	o->lat_bytes = 0;
+	o->lat_kind = 0;
+	if (!e->has_measured)
+		return;
+	o->lat_inl_ns = (float)e->lat_inline_ns;
+	o->lat_noinl_ns = (float)e->lat_noinline_ns;
+	o->mops_n1 = (float)e->mops_at_n1;
+	o->noise_pct = (float)e->noise_pct;
+	o->lat_bytes = e->lat_bytes;
+	o->lat_kind = !strcmp(e->lat_kind, "pingpong") ? 1 : !strcmp(e->lat_kind, "post_cqe") ? 2 : 0;
+	/* latency at the chosen settings: inline at the threshold when the node inlines, else not inline */
+	o->lat_ns = o->inline_threshold ? o->lat_inl_ns : o->lat_noinl_ns;
+	o->mops = (float)e->mops_at_n;
 }
 
 /* Per-entry "calibration": {"cpu_numa_node": int|null, "numa_local": bool}. */
@@ -405,6 +428,14 @@ static int parse_json_doc(struct rt_json_arena *a, const char *name, const char 
 		if (err.code == ENOMEM)
 			return -ENOMEM;
 		snprintf(problem, plen, "%s: %s", name, why);
+		return 0;
+	}
+	if (rt_profile_group_nodes(p)) {
+		/* written by --group-profiles: the recommendation of a class, not a node of the fleet */
+		snprintf(problem, plen, "%s: a group profile (of %u nodes), not a node's profile", name,
+			 rt_profile_group_nodes(p));
+		rt_json_arena_reset(a);
+		rt_profile_free(p);
 		return 0;
 	}
 	node = json_object_get(root, "node");
