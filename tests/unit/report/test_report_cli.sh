@@ -25,13 +25,15 @@ check_rc 0 $rc "report on a good fleet"
 [ ! -s "$t/err.txt" ] || fail "stderr not empty on a good fleet: $(cat "$t/err.txt")"
 grep -q "^rtune report: 96 nodes in 4 groups" "$t/out.txt" || fail "summary line: $(head -1 "$t/out.txt")"
 while read -r host cause; do
-  grep -A1 "OUTLIER $host " "$t/out.txt" | grep -q "cause: $cause" || fail "table: $host not reported with $cause"
+  grep -q "^  OUTLIER NODE $host: $cause" "$t/out.txt" || fail "table: $host not reported with $cause"
 done < "$t/planted"
-grep -q "OUTLIER rack-0 .*" "$t/out.txt" && grep -A1 "OUTLIER rack-0 " "$t/out.txt" | grep -q remote_numa_calibration ||
+grep -q "^  OUTLIER NODE rack-0: .*remote_numa_calibration" "$t/out.txt" ||
   fail "store node rack-0 not flagged remote_numa_calibration"
 grep -q "DRIFT rack-1 mlx5_0/1 inline_threshold: 64 now" "$t/out.txt" || fail "drift of rack-1 not reported"
 # no other node is an outlier (rack-1's drift is planted too)
-grep -o "OUTLIER [^ ]*" "$t/out.txt" | awk '{print $2}' | sort -u > "$t/flagged"
+grep -o "OUTLIER NODE [^:]*" "$t/out.txt" | awk '{print $3}' | sort -u > "$t/flagged"
+# one line per node: a node is listed once however many of its entries are outliers
+[ "$(grep -c "OUTLIER NODE" "$t/out.txt")" = "$(wc -l < "$t/flagged")" ] || fail "a node listed more than once"
 { awk '{print $1}' "$t/planted"; echo rack-0; echo rack-1; } | sort -u > "$t/expected"
 diff "$t/expected" "$t/flagged" > /dev/null || fail "flagged nodes differ from planted: $(diff "$t/expected" "$t/flagged" | tr '\n' ' ')"
 
@@ -40,7 +42,7 @@ diff "$t/expected" "$t/flagged" > /dev/null || fail "flagged nodes differ from p
 python3 - "$t/out.json" "$t/planted" <<'EOF' || fail "JSON output"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["schema"] == {"name": "rtune-report", "version": "1.0"}, doc["schema"]
+assert doc["schema"] == {"name": "rtune-report", "version": "2.0"}, doc["schema"]
 assert doc["node_count"] == 96 and len(doc["groups"]) == 4
 assert sum(g["node_count"] for g in doc["groups"]) == 96
 found = {(o["hostname"], o["cause"]) for o in doc["outliers"]}
