@@ -311,9 +311,10 @@ static double metric_t(double x, enum rp_metric m)
 	return m == RP_M_THRESHOLD ? log2(x + 8) : log2(x > 1e-9 ? x : 1e-9);
 }
 
-/* Latency: 0.05 (a 3.5 % step): a remote-NUMA calibration (+10-20 %) stands out, and a node within a few % of its
- * group does not; the floor is raised to 1.5x the group's measured noise where the profiles carry it. */
-static const double metric_floor[RP_M__COUNT] = { 0.2, 0.55, 0.05, 0.1 };
+/* Latency: 0.04 (a 2.8 % step, so at z 3.5 a node 10 % or more slower than its group): a remote-NUMA calibration
+ * (+10-20 %) stands out, a node within a few % of its group does not; the floor is raised to 1.5x the group's
+ * measured noise where the profiles carry it. */
+static const double metric_floor[RP_M__COUNT] = { 0.2, 0.55, 0.04, 0.1 };
 
 /* The smallest robust scale of metric m in a slot: its floor, or 1.5 times the slot's median run noise (on the log2
  * scale) when the entries carry it and that is larger. */

@@ -38,7 +38,9 @@ struct fg_opts {
 	int near_miss_pct;     /* % of clean nodes with values off by less than the noise (threshold +25 %, latency +6 %) */
 	int remote_lat_nodes;  /* per group: clean-valued nodes calibrated NUMA-remote, latency +15 % (with_measured) */
 	int stale_ordinary;    /* per group: clean-valued nodes whose profile is 200 days old */
-	int missing_device;    /* per group (devices 2): nodes whose mlx5_1 has no profile entry */
+	int missing_device;    /* per group (2 devices): nodes whose mlx5_1 has no profile entry */
+	bool mixed_shape;      /* overrides devices and entries_per_node per group: 2 devices in groups 3 mod 4 (else 1),
+				* 4 entries per device in even groups, 3 in odd ones */
 };
 
 struct fg_node {
@@ -49,6 +51,11 @@ struct fg_node {
 	char *json; /* the document (malloc'd) */
 	size_t len;
 };
+
+/* The realistic shape a fleet operator sees (as `rtune export` writes profiles; bench_report, the report's tests):
+ * with_hardware, with_measured, indent, mixed_shape, a firmware upgrade under way on 30 % of the nodes and near
+ * misses on 10 %. Other fields of *o are kept. */
+void fg_realistic(struct fg_opts *o);
 
 /* Builds the fleet in memory; *out (free with fg_free) holds groups * nodes_per_group nodes. 0 or ENOMEM. */
 int fg_build(const struct fg_opts *o, struct fg_node **out, size_t *n);
