@@ -88,8 +88,7 @@ static int report_child(const char *what, const char *path, double target_s, dou
 		printf("  %s: %ld nodes, %zu groups, %zu outlier nodes (%zu entries), %zu stale or missing; wall/CPU: read %.2f/%.2f s, analyze %.2f/%.2f s, "
 		       "write text+json+html (%.1f MB page) %.2f/%.2f s\n",
 		       what, n, rt_report_group_count(r), rt_report_outlier_node_count(r), rt_report_outlier_count(r),
-		       rt_report_stale_count(r), b - a, cb - ca, c - b, cc - cb,
-		       len / 1e6, now_s() - c, cpu_s() - cc);
+		       rt_report_stale_count(r), b - a, cb - ca, c - b, cc - cb, len / 1e6, now_s() - c, cpu_s() - cc);
 		fflush(stdout);
 		_exit(0);
 	}

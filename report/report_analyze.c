@@ -559,12 +559,13 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 	}
 	if (!o->causes[0] && e->cal_local < 0)
 		/* unknown is not different: without the calibration facts a remote-NUMA calibration is not ruled out */
-		add_cause(o, "placement_unknown",
-			  "placement unknown: the profile does not say which NUMA node %s was calibrated from (no "
-			  "calibration facts), so a remote-NUMA calibration cannot be ruled out; no PCIe, firmware, link, "
-			  "confidence or age difference from the group was found; recalibrate it pinned to the device's "
-			  "NUMA node",
-			  e->device);
+		add_cause(
+			o, "placement_unknown",
+			"placement unknown: the profile does not say which NUMA node %s was calibrated from (no "
+			"calibration facts), so a remote-NUMA calibration cannot be ruled out; no PCIe, firmware, link, "
+			"confidence or age difference from the group was found; recalibrate it pinned to the device's "
+			"NUMA node",
+			e->device);
 	else if (!o->causes[0])
 		add_cause(o, "unexplained",
 			  "no calibration, PCIe, firmware, link, confidence or age difference from the "

@@ -87,8 +87,8 @@ static json_t *group_doc(const struct rt_report *r, const struct rp_group *g, bo
 		/* run_id must be a uuid: one derived from the group id, the same for every report of that class */
 		uint64_t a = rp_fnv1a(0xcbf29ce484222325ULL, g->id), b = rp_fnv1a(a, "group-profile");
 
-		snprintf(id, sizeof(id), "%08" PRIx64 "-%04" PRIx64 "-8%03" PRIx64 "-8%03" PRIx64 "-%012" PRIx64, a >> 32,
-			 (a >> 16) & 0xffff, a & 0xfff, b >> 52, (uint64_t)(b & 0xffffffffffffULL));
+		snprintf(id, sizeof(id), "%08" PRIx64 "-%04" PRIx64 "-8%03" PRIx64 "-8%03" PRIx64 "-%012" PRIx64,
+			 a >> 32, (a >> 16) & 0xffff, a & 0xfff, b >> 52, (uint64_t)(b & 0xffffffffffffULL));
 	}
 	for (size_t si = 0; entries && si < g->n_slots; si++) {
 		json_t *e;

@@ -339,11 +339,13 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 		"table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
 		"th{background:#e8eef6}.s{color:#777}.bad{background:#fde2e2}svg{margin:4px}.t{font-size:13px;"
 		"font-weight:bold}.a{font-size:10px}h2{margin-top:28px}.p{color:#a00}</style></head><body>\n");
-	rt_buf_printf(&b, "<h1>rtune fleet report</h1><p>%zu node%s in %zu group%s; %zu outlier node%s (%zu outlying entr%s);"
-		      " %zu drift%s; %zu stale or missing profile%s; %zu input problem%s. Generated %s by rtune %s",
-		      r->n_nodes, pl(r->n_nodes), r->n_groups, pl(r->n_groups), r->n_onodes, pl(r->n_onodes), r->n_outliers,
-		      r->n_outliers == 1 ? "y" : "ies", r->n_drifts, pl(r->n_drifts), r->n_stale, pl(r->n_stale),
-		      r->n_problems, pl(r->n_problems), rp_time(r->generated_at, now), RTUNE_VERSION);
+	rt_buf_printf(
+		&b,
+		"<h1>rtune fleet report</h1><p>%zu node%s in %zu group%s; %zu outlier node%s (%zu outlying entr%s);"
+		" %zu drift%s; %zu stale or missing profile%s; %zu input problem%s. Generated %s by rtune %s",
+		r->n_nodes, pl(r->n_nodes), r->n_groups, pl(r->n_groups), r->n_onodes, pl(r->n_onodes), r->n_outliers,
+		r->n_outliers == 1 ? "y" : "ies", r->n_drifts, pl(r->n_drifts), r->n_stale, pl(r->n_stale),
+		r->n_problems, pl(r->n_problems), rp_time(r->generated_at, now), RTUNE_VERSION);
 	if (r->opts.now != r->generated_at)
 		rt_buf_printf(&b, "; ages judged as of %s", rp_time(r->opts.now, now));
 	rt_buf_puts(&b, ".</p>\n");
@@ -414,7 +416,8 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 					const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
 
 					/* the causes of the node's outliers, each once */
-					if (k == 0 || strcmp(o->causes, r->outliers[r->by_node[on->first + k - 1]].causes)) {
+					if (k == 0 ||
+					    strcmp(o->causes, r->outliers[r->by_node[on->first + k - 1]].causes)) {
 						rt_buf_puts(&b, k ? "; " : "");
 						rp_bescape(&b, o->causes);
 					}

@@ -58,11 +58,11 @@ struct rp_entry {
 	int8_t cal_local;     /* 1 local, 0 remote, -1 unknown */
 	int64_t measured_at;
 	char run_id[40];
-	float lat_ns, mops;	/* at the chosen settings, NAN when unknown */
+	float lat_ns, mops; /* at the chosen settings, NAN when unknown */
 	/* the measured evidence (profile 1.3 "measured", or the run in a store); NAN when unknown */
 	float lat_inl_ns, lat_noinl_ns, mops_n1, noise_pct;
 	uint32_t lat_bytes;
-	uint8_t lat_kind; /* 0 unknown, 1 pingpong, 2 post_cqe */
+	uint8_t lat_kind;	/* 0 unknown, 1 pingpong, 2 post_cqe */
 	struct rp_curve *curve; /* NULL unless with_curves and the run was in a store */
 	/* analysis */
 	uint8_t outlier_mask; /* bit per metric */

@@ -194,7 +194,8 @@ static void text_remote(struct rp_out *b, const struct rt_report *r, const struc
 {
 	size_t named = 0;
 
-	rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node:", remote, plural(remote));
+	rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node:", remote,
+		      plural(remote));
 	for (size_t k = 0; k < g->n_nodes && named < RP_NAMED_MAX; k++) {
 		const struct rp_node *nd = &r->nodes[g->nodes[k]];
 
@@ -290,9 +291,9 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 	rp_out_printf(b,
 		      "rtune report: %zu node%s in %zu group%s; %zu outlier node%s (%zu outlying entr%s); %zu drift%s; "
 		      "%zu stale or missing profile%s; %zu input problem%s\n",
-		      r->n_nodes, plural(r->n_nodes), r->n_groups, plural(r->n_groups), r->n_onodes, plural(r->n_onodes),
-		      r->n_outliers, r->n_outliers == 1 ? "y" : "ies", r->n_drifts, plural(r->n_drifts), r->n_stale,
-		      plural(r->n_stale), r->n_problems, plural(r->n_problems));
+		      r->n_nodes, plural(r->n_nodes), r->n_groups, plural(r->n_groups), r->n_onodes,
+		      plural(r->n_onodes), r->n_outliers, r->n_outliers == 1 ? "y" : "ies", r->n_drifts,
+		      plural(r->n_drifts), r->n_stale, plural(r->n_stale), r->n_problems, plural(r->n_problems));
 	for (size_t gi = 0; gi < r->n_groups; gi++) {
 		const struct rp_group *g = &r->groups[gi];
 		size_t remote = remote_calibrations(r, g);
@@ -348,10 +349,11 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 				rp_out_printf(b, "  NO PROFILE %s: device %s has no profile entry (group %s) [%s]\n",
 					      nd->hostname, st->device, r->groups[nd->group].id, nd->source);
 			else
-				rp_out_printf(b, "  STALE %s: newest profile measured %s, %" PRId64
-						 " days before now (group %s) [%s]\n",
-					      nd->hostname, rp_time(nd->newest, when), (r->opts.now - nd->newest) / 86400,
-					      r->groups[nd->group].id, nd->source);
+				rp_out_printf(b,
+					      "  STALE %s: newest profile measured %s, %" PRId64
+					      " days before now (group %s) [%s]\n",
+					      nd->hostname, rp_time(nd->newest, when),
+					      (r->opts.now - nd->newest) / 86400, r->groups[nd->group].id, nd->source);
 		}
 	}
 	if (r->n_drifts) {

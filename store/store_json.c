@@ -105,7 +105,8 @@ static int cmp_dbl(const void *a, const void *b)
 void rt_store_measure_entry(const struct rt_run *run, struct rt_profile_entry *e)
 {
 	enum rt_lat_kind kind = RT_LAT_POST_CQE;
-	uint32_t target = e->inline_threshold, bytes, below = UINT32_MAX, smallest = UINT32_MAX, rate_bytes = UINT32_MAX;
+	uint32_t target = e->inline_threshold, bytes, below = UINT32_MAX, smallest = UINT32_MAX,
+		 rate_bytes = UINT32_MAX;
 	double *noise = NULL;
 	size_t n_noise = 0, n_match = 0;
 	bool rate_inl = false;

@@ -76,14 +76,14 @@ struct rt_profile_entry {
 	char signal_since[40]; /* uuid of the run that set signal_interval */
 	/* since schema 1.3, the "measured" object: what the calibration run measured at the decision, for fleet reports.
 	 * has_measured is false when the entry has none; a figure the run did not measure is NAN. */
-	bool has_measured; /* the figures below are meaningful only when true */
+	bool has_measured;	/* the figures below are meaningful only when true */
 	char lat_kind[16];	/* "pingpong" (half round trip) or "post_cqe" (post -> its completion) */
 	uint32_t lat_bytes;	/* message size the latencies are of: the threshold, the smallest size when it is 0 */
 	double lat_inline_ns;	/* median latency at lat_bytes, posted inline */
 	double lat_noinline_ns; /* the same, not inline */
 	double mops_at_n;	/* message rate at signal_interval, millions/s */
 	double mops_at_n1;	/* message rate at N = 1 (every WR signaled) */
-	double noise_pct;	/* the run's noise: median over its latency points of the CI half-width, % of the median */
+	double noise_pct; /* the run's noise: median over its latency points of the CI half-width, % of the median */
 };
 
 /* A loaded profile document (opaque). */

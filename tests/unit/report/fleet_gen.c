@@ -90,8 +90,8 @@ static int indent_doc(struct rt_buf *b)
 	return 0;
 }
 
-static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enum fg_cause cause,
-		     enum fg_trait trait, struct fg_node *out)
+static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enum fg_cause cause, enum fg_trait trait,
+		     struct fg_node *out)
 {
 	static const char *const ops[] = { "send", "write", "send", "write" };
 	static const char *const qpts[] = { "rc", "rc", "ud", "ud" };
@@ -173,7 +173,8 @@ static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enu
 				"\"vendor_part_id\":%d,\"fw_ver\":\"%s\",\"link_layer\":\"Ethernet\",\"active_mtu\":4096,"
 				"\"numa_node\":%d,\"pcie\":{\"speed\":\"16.0 GT/s PCIe\",\"width\":16,"
 				"\"max_payload_bytes\":%d,\"max_read_request_bytes\":512}}",
-				d ? "," : "", d, d, g, idx, 4123 + g, fw, d ? (numa_nodes - 1 - dev_numa) : dev_numa, mps);
+				d ? "," : "", d, d, g, idx, 4123 + g, fw, d ? (numa_nodes - 1 - dev_numa) : dev_numa,
+				mps);
 		rt_buf_printf(&b, "]},");
 	}
 	rt_buf_printf(&b, "\"entries\":[");
@@ -200,15 +201,15 @@ static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enu
 			if (o->with_measured) {
 				double base = (1800.0 + 150 * g) * (e & 1 ? 1.1 : 1.0) * lat_f;
 
-				rt_buf_printf(&b,
-					      ",\"inline_confidence\":\"%s\",\"signal_confidence\":\"%s\",\"evidence\":{"
-					      "\"inline\":{\"runs\":1,\"since_run\":\"%s\"},\"signal\":{\"runs\":1,"
-					      "\"since_run\":\"%s\"}},\"measured\":{\"latency_kind\":\"pingpong\","
-					      "\"msg_bytes\":%u,\"latency_inline_ns\":%.1f,\"latency_noinline_ns\":%.1f,"
-					      "\"mops_at_n\":%.3f,\"mops_at_n1\":%.3f,\"noise_pct\":%.2f}",
-					      conf, conf, run, run, t ? t : 1, base, base * 1.12,
-					      (9.0 - g * 0.5) * (0.98 + 0.04 * rng_unit(rng)), (9.0 - g * 0.5) * 0.55,
-					      noise);
+				rt_buf_printf(
+					&b,
+					",\"inline_confidence\":\"%s\",\"signal_confidence\":\"%s\",\"evidence\":{"
+					"\"inline\":{\"runs\":1,\"since_run\":\"%s\"},\"signal\":{\"runs\":1,"
+					"\"since_run\":\"%s\"}},\"measured\":{\"latency_kind\":\"pingpong\","
+					"\"msg_bytes\":%u,\"latency_inline_ns\":%.1f,\"latency_noinline_ns\":%.1f,"
+					"\"mops_at_n\":%.3f,\"mops_at_n1\":%.3f,\"noise_pct\":%.2f}",
+					conf, conf, run, run, t ? t : 1, base, base * 1.12,
+					(9.0 - g * 0.5) * (0.98 + 0.04 * rng_unit(rng)), (9.0 - g * 0.5) * 0.55, noise);
 			}
 			if (o->with_hardware && !o->no_calibration)
 				rt_buf_printf(&b, ",\"calibration\":{\"cpu_numa_node\":%d,\"numa_local\":%s}",

@@ -30,16 +30,16 @@ struct fg_opts {
 	bool with_hardware;	/* write the "hardware" object and "calibration" (else: signature only) */
 	int entries_per_node;	/* 1..4 per device: send/write x rc/ud on port 1 */
 	/* the realistic shape (docs/report.md, bench_report): as `rtune export` writes profiles */
-	int devices;	       /* 0/1: mlx5_0; 2: also mlx5_1 (the same model, on the other NUMA node when there are 2) */
-	bool indent;	       /* laid out as the export does (jansson JSON_INDENT(2)), else compact */
-	bool with_measured;    /* each entry's 1.3 "measured" evidence (latency, rate, noise) */
-	bool no_calibration;   /* keep "hardware" but leave out each entry's "calibration" (placement unknown) */
-	int fw_upgrade_pct;    /* % of clean nodes already on the next firmware, values ordinary (an upgrade under way) */
-	int near_miss_pct;     /* % of clean nodes with values off by less than the noise (threshold +25 %, latency +6 %) */
-	int remote_lat_nodes;  /* per group: clean-valued nodes calibrated NUMA-remote, latency +15 % (with_measured) */
-	int stale_ordinary;    /* per group: clean-valued nodes whose profile is 200 days old */
-	int missing_device;    /* per group (2 devices): nodes whose mlx5_1 has no profile entry */
-	bool mixed_shape;      /* overrides devices and entries_per_node per group: 2 devices in groups 3 mod 4 (else 1),
+	int devices;	     /* 0/1: mlx5_0; 2: also mlx5_1 (the same model, on the other NUMA node when there are 2) */
+	bool indent;	     /* laid out as the export does (jansson JSON_INDENT(2)), else compact */
+	bool with_measured;  /* each entry's 1.3 "measured" evidence (latency, rate, noise) */
+	bool no_calibration; /* keep "hardware" but leave out each entry's "calibration" (placement unknown) */
+	int fw_upgrade_pct;  /* % of clean nodes already on the next firmware, values ordinary (an upgrade under way) */
+	int near_miss_pct; /* % of clean nodes with values off by less than the noise (threshold +25 %, latency +6 %) */
+	int remote_lat_nodes; /* per group: clean-valued nodes calibrated NUMA-remote, latency +15 % (with_measured) */
+	int stale_ordinary;   /* per group: clean-valued nodes whose profile is 200 days old */
+	int missing_device;   /* per group (2 devices): nodes whose mlx5_1 has no profile entry */
+	bool mixed_shape;     /* overrides devices and entries_per_node per group: 2 devices in groups 3 mod 4 (else 1),
 				* 4 entries per device in even groups, 3 in odd ones */
 };
 
