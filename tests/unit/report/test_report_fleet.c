@@ -25,22 +25,8 @@
 #include "fleet_gen.h"
 #include "lib/profile_internal.h"
 #include "report_internal.h"
+#include "report_test.h"
 #include "rt_store.h"
-
-#define NOW 1780000000LL /* 2026-05-28 */
-
-static struct rt_report *report_of(const struct fg_node *v, size_t n)
-{
-	struct rt_report_opts o = { .now = NOW };
-	struct rt_report *r = NULL;
-	struct rt_error err;
-
-	assert_int_equal(rt_report_create(&o, &r), 0);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
-	assert_int_equal(rt_report_analyze(r, &err), 0);
-	return r;
-}
 
 static struct fg_opts realistic(uint64_t seed, int groups, int nodes, int outliers)
 {
@@ -50,17 +36,6 @@ static struct fg_opts realistic(uint64_t seed, int groups, int nodes, int outlie
 
 	fg_realistic(&o);
 	return o;
-}
-
-static char *capture(const struct rt_report *r, int (*fn)(const struct rt_report *, FILE *), size_t *len)
-{
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
-
-	assert_non_null(f);
-	assert_int_equal(fn(r, f), 0);
-	fclose(f);
-	return buf;
 }
 
 static size_t count_of(const char *hay, const char *needle)
