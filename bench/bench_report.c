@@ -103,6 +103,7 @@ static int report_child(const char *what, const char *path, double target_s, dou
 	       what, dt, target_s, dt <= target_s ? "met" : "MISSED", cpu, ncpu > 0 ? cpu / (double)ncpu : cpu, ncpu,
 	       ru.ru_maxrss / 1024.0, target_mb, ru.ru_maxrss / 1024.0 <= target_mb ? "met" : "MISSED", load_before,
 	       load1());
+	fflush(stdout); /* in order with the children's lines when stdout is a file */
 	return 0;
 }
 
