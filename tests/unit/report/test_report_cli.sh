@@ -111,6 +111,26 @@ check_rc 2 $rc "unknown option"
 rc=0; "$rtune" report --z abc "$t/fleet" > /dev/null 2>&1 || rc=$?
 check_rc 2 $rc "--z abc"
 
+# --- group profiles: one per hardware group, rtune-profile 1.3 marked as a group profile; not nodes when read back ---
+rc=0; "$rtune" report --now $now --group-profiles "$t/groups" "$t/fleet" > /dev/null 2> "$t/err6.txt" || rc=$?
+check_rc 0 $rc "--group-profiles"
+[ "$(ls "$t/groups" | grep -c '^hw-.*\.json$')" -ge 4 ] || fail "group profiles: $(ls "$t/groups" | tr '\n' ' ')"
+python3 - "$t/groups" <<'EOF' || fail "group profile documents"
+import json, os, sys
+for f in os.listdir(sys.argv[1]):
+    d = json.load(open(os.path.join(sys.argv[1], f)))
+    assert d["schema"] == {"name": "rtune-profile", "version": "1.3"}, d["schema"]
+    assert d["group"]["node_count"] >= 1 and d["group"]["id"].replace(":", "-") + ".json" == f, (f, d["group"])
+    assert d["entries"] and all(e["group"]["basis_nodes"] >= 1 for e in d["entries"])
+EOF
+rc=0; "$rtune" report "$t/groups" > /dev/null 2> "$t/err7.txt" || rc=$?
+check_rc 1 $rc "report over group profiles only"
+grep -q "a group profile (of [0-9]* nodes), not a node's profile" "$t/err7.txt" || fail "group profile read as a node"
+: > "$t/gp-file"
+rc=0; "$rtune" report --now $now --group-profiles "$t/gp-file" "$t/fleet" > /dev/null 2> "$t/err8.txt" || rc=$?
+check_rc 1 $rc "--group-profiles into a regular file"
+grep -q "not a directory" "$t/err8.txt" || fail "--group-profiles FILE not named: $(cat "$t/err8.txt")"
+
 # --- the default store ($RTUNE_DB) ---
 rc=0; RTUNE_DB="$t/fleet/rack.db" "$rtune" report --now $now > "$t/out4.txt" 2>&1 || rc=$?
 check_rc 0 $rc "default store"
