@@ -847,6 +847,11 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 					    "signal_interval",
 					    "latency_ns",
 					    "mops",
+					    "latency_kind",
+					    "latency_inline_ns",
+					    "latency_noinline_ns",
+					    "mops_at_n1",
+					    "noise_pct",
 					    "confidence",
 					    "measured_at",
 					    "calibration_cpu_numa_node",
@@ -924,6 +929,14 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 				csv_field(b, num, false);
 				csv_field(b, isnan(e->lat_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_ns, 1), false);
 				csv_field(b, isnan(e->mops) ? "" : rp_fmt(num, sizeof(num), e->mops, 3), false);
+				csv_field(b, e->lat_kind == 1 ? "pingpong" : e->lat_kind == 2 ? "post_cqe" : "", false);
+				csv_field(b, isnan(e->lat_inl_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_inl_ns, 1),
+					  false);
+				csv_field(b, isnan(e->lat_noinl_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_noinl_ns, 1),
+					  false);
+				csv_field(b, isnan(e->mops_n1) ? "" : rp_fmt(num, sizeof(num), e->mops_n1, 3), false);
+				csv_field(b, isnan(e->noise_pct) ? "" : rp_fmt(num, sizeof(num), e->noise_pct, 2),
+					  false);
 				csv_field(b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence),
 					  false);
 				csv_field(b, rp_time(e->measured_at, num), false);

@@ -64,6 +64,9 @@ assert len(rows) == 90 * 2 + 6, len(rows)
 assert {r["cause"] for r in rows if r["outlier_metrics"]} >= {"remote_numa_calibration", "different_mps",
     "different_firmware", "low_confidence", "stale_profile"}
 assert all(r["latency_ns"] for r in rows if r["hostname"].startswith("rack-"))
+# the run's evidence, as a 1.3 profile would carry it
+assert all(r["latency_kind"] == "pingpong" and r["latency_inline_ns"] and r["latency_noinline_ns"] and r["mops_at_n1"]
+           and r["noise_pct"] for r in rows if r["hostname"].startswith("rack-"))
 EOF
 
 # --- HTML: well-formed, self-contained, charts (distributions and the store's curves) ---
