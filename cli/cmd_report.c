@@ -21,8 +21,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: rtune report [--json | --csv] [-o FILE] [--html FILE] [--db PATH] [--now TIME]\n"
-		"                    [--stale-days N] [--min-group N] [--z Z] [PATH...]\n\n"
+		"usage: rtune report [--json | --csv] [-o FILE] [--html FILE] [--group-profiles DIR] [--db PATH]\n"
+		"                    [--now TIME] [--stale-days N] [--min-group N] [--z Z] [PATH...]\n\n"
 		"Fleet report over many nodes' profiles. PATH is an rtune store, a JSON profile (rtune export), or a\n"
 		"directory searched recursively for *.json, *.db, *.sqlite, *.sqlite3 and *.rtune; with no PATH (and no\n"
 		"--db) the local store is read ($RTUNE_DB, else the default store path).\n\n"
@@ -32,13 +32,16 @@ static void usage(FILE *f)
 		"with runs), a recommended group profile, and robust outliers (median/MAD) with the likely cause and its\n"
 		"evidence: remote_numa_calibration, different_mps, different_firmware, different_mrrs,\n"
 		"different_pcie_link, different_mtu, different_device_numa, low_confidence, stale_profile, drift,\n"
-		"unexplained.\n"
+		"placement_unknown, unexplained. Outliers are listed per node first, then per entry. Stale nodes and\n"
+		"nodes without a profile for a device they have are listed in their own section.\n"
 		"Drift: a node's latest run moved away from its earlier runs (stores).\n\n"
-		"  --json          the report as JSON on stdout (schema rtune-report 1.0)\n"
+		"  --json          the report as JSON on stdout (schema rtune-report 2.0)\n"
 		"  --csv           one CSV row per node entry on stdout\n"
 		"  -o, --output FILE  write the report (text, JSON or CSV) to FILE instead of stdout\n"
 		"  --html FILE     also write a self-contained HTML page with SVG charts to FILE ('-': standard output,\n"
 		"                  which then carries the page alone; the report goes to -o FILE, or nowhere)\n"
+		"  --group-profiles DIR  write per hardware class a group profile (rtune-profile, loaded by librtune) to\n"
+		"                  DIR/<group>.json, for nodes of that class that have not calibrated yet\n"
 		"  --db PATH       read this store (same as giving PATH)\n"
 		"  --now TIME      judge ages against TIME (seconds since the epoch) instead of now\n"
 		"  --stale-days N  a profile this many days older than its group's median is stale (default 90)\n"
@@ -74,6 +77,7 @@ int cmd_report(int argc, char **argv)
 		{ "html", required_argument, NULL, 'H' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "db", required_argument, NULL, 'd' },
+		{ "group-profiles", required_argument, NULL, 'g' },
 		{ "now", required_argument, NULL, 'n' },
 		{ "stale-days", required_argument, NULL, 's' },
 		{ "min-group", required_argument, NULL, 'm' },
@@ -84,7 +88,7 @@ int cmd_report(int argc, char **argv)
 	struct rt_report_opts ro = { 0 };
 	struct rt_report *r = NULL;
 	struct rt_error err;
-	const char *html = NULL, *db = NULL, *output = NULL;
+	const char *html = NULL, *db = NULL, *output = NULL, *groups = NULL;
 	bool json = false, csv = false;
 	char defpath[4096];
 	int c, rc = RT_EXIT_OK;
@@ -98,6 +102,7 @@ int cmd_report(int argc, char **argv)
 		case 'H': html = optarg; break;
 		case 'o': output = optarg; break;
 		case 'd': db = optarg; break;
+		case 'g': groups = optarg; break;
 		case 'n':
 			if (parse_num("--now", optarg, 0, 1e12, &v))
 				return RT_EXIT_USAGE;
@@ -126,6 +131,8 @@ int cmd_report(int argc, char **argv)
 		return rt_cli_usage_error("report", "options '--json' and '--csv' exclude each other");
 	if (html && !*html)
 		return rt_cli_usage_error("report", "option '--html' takes a file name, not ''");
+	if (groups && !*groups)
+		return rt_cli_usage_error("report", "option '--group-profiles' takes a directory, not ''");
 	if (output && !*output)
 		return rt_cli_usage_error("report", "option '--output' takes a file name, not ''");
 	if (html && !strcmp(html, "-") && (json || csv) && (!output || !strcmp(output, "-")))
@@ -168,6 +175,16 @@ int cmd_report(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		rt_report_free(r);
 		return RT_EXIT_FAIL;
+	}
+	if (groups) {
+		long n = rt_report_write_group_profiles(r, groups, &err);
+
+		if (n < 0) {
+			rt_cli_error("report: %s", err.text);
+			rc = RT_EXIT_FAIL;
+		} else if (n == 0) {
+			rt_cli_error("report: no group has a recommendation: no group profile written to '%s'", groups);
+		}
 	}
 	if (html) {
 		char *page = NULL;

@@ -60,8 +60,9 @@ int rt_report_create(const struct rt_report_opts *opts, struct rt_report **out)
 		return ENOMEM;
 	if (opts)
 		r->opts = *opts;
+	r->generated_at = (int64_t)time(NULL);
 	if (!r->opts.now)
-		r->opts.now = (int64_t)time(NULL);
+		r->opts.now = r->generated_at;
 	if (r->opts.outlier_z <= 0)
 		r->opts.outlier_z = 3.5;
 	if (r->opts.stale_days <= 0)
@@ -109,6 +110,9 @@ void rt_report_free(struct rt_report *r)
 		free(r->drifts[i].source);
 	}
 	free(r->drifts);
+	free(r->stale);
+	free(r->by_node);
+	free(r->onodes);
 	free(r);
 }
 
@@ -355,6 +359,25 @@ static void entry_from_profile(const struct rt_profile_entry *e, struct rp_entry
 	copy_str(o->run_id, sizeof(o->run_id), e->run_id);
 	o->lat_ns = NAN;
 	o->mops = NAN;
+	rp_entry_evidence(o, e);
+}
+
+void rp_entry_evidence(struct rp_entry *o, const struct rt_profile_entry *e)
+{
+	o->lat_inl_ns = o->lat_noinl_ns = o->mops_n1 = o->noise_pct = NAN;
+	o->lat_bytes = 0;
+	o->lat_kind = 0;
+	if (!e->has_measured)
+		return;
+	o->lat_inl_ns = (float)e->lat_inline_ns;
+	o->lat_noinl_ns = (float)e->lat_noinline_ns;
+	o->mops_n1 = (float)e->mops_at_n1;
+	o->noise_pct = (float)e->noise_pct;
+	o->lat_bytes = e->lat_bytes;
+	o->lat_kind = !strcmp(e->lat_kind, "pingpong") ? 1 : !strcmp(e->lat_kind, "post_cqe") ? 2 : 0;
+	/* latency at the chosen settings: inline at the threshold when the node inlines, else not inline */
+	o->lat_ns = o->inline_threshold ? o->lat_inl_ns : o->lat_noinl_ns;
+	o->mops = (float)e->mops_at_n;
 }
 
 /* Per-entry "calibration": {"cpu_numa_node": int|null, "numa_local": bool}. */
@@ -381,17 +404,52 @@ static void read_calibration(json_t *je, struct rp_entry *o)
  * and the report's extra fields ("hardware", per-entry "calibration", the machine-id) are read from the same tree.
  * The tree is built in the calling thread's arena a (rt_json_arena_begin) and dropped with it before returning.
  */
-static int parse_json_doc(struct rt_json_arena *a, const char *name, const char *text, size_t len, struct rp_node *n,
-			  char *problem, size_t plen)
+/* Copies the n bytes of JSON text in to out (n bytes of room) without the whitespace between tokens; returns the
+ * length. Strings (with their escapes) are copied as they are. jansson's lexer costs several ns per character, and
+ * a profile laid out as `rtune export` writes it (JSON_INDENT(2)) is about 40 % indentation: squeezed first, the
+ * parse is that much shorter for the same tree. */
+static size_t json_squeeze(const char *in, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = in[i];
+
+		if (c == ' ' || c == '\n' || c == '\t' || c == '\r')
+			continue;
+		out[o++] = c;
+		if (c != '"')
+			continue;
+		/* a string: copied up to its closing quote */
+		for (i++; i < n; i++) {
+			char d = in[i];
+
+			out[o++] = d;
+			if (d == '\\' && i + 1 < n)
+				out[o++] = in[++i];
+			else if (d == '"')
+				break;
+		}
+	}
+	return o;
+}
+
+static int parse_json_doc(struct rt_json_arena *a, const char *name, const char *text, size_t len, char *scratch,
+			  struct rp_node *n, char *problem, size_t plen)
 {
 	struct rt_profile *p = NULL;
 	struct rt_error err;
-	json_t *root, *node, *entries;
+	json_t *root = NULL, *node, *entries;
 	json_error_t jerr;
 	size_t cnt;
 
 	memset(n, 0, sizeof(*n));
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* scratch (len bytes, or NULL): the squeezed text is parsed; only a document that fails is parsed again as it
+	 * is, for the line and column of its error */
+	if (scratch)
+		root = json_loadb(scratch, json_squeeze(text, len, scratch), JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		rt_json_arena_reset(a);
 		snprintf(problem, plen, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);
@@ -405,6 +463,14 @@ static int parse_json_doc(struct rt_json_arena *a, const char *name, const char 
 		if (err.code == ENOMEM)
 			return -ENOMEM;
 		snprintf(problem, plen, "%s: %s", name, why);
+		return 0;
+	}
+	if (rt_profile_group_nodes(p)) {
+		/* written by --group-profiles: the recommendation of a class, not a node of the fleet */
+		snprintf(problem, plen, "%s: a group profile (of %u nodes), not a node's profile", name,
+			 rt_profile_group_nodes(p));
+		rt_json_arena_reset(a);
+		rt_profile_free(p);
 		return 0;
 	}
 	node = json_object_get(root, "node");
@@ -476,7 +542,7 @@ long rt_report_add_json_text(struct rt_report *r, const char *name, const char *
 	int rc;
 
 	rt_json_arena_begin(&a);
-	rc = parse_json_doc(&a, name, text, len, &n, problem, sizeof(problem));
+	rc = parse_json_doc(&a, name, text, len, NULL, &n, problem, sizeof(problem));
 	rt_json_arena_end(&a);
 	return take_result(r, rc, &n, problem);
 }
@@ -635,7 +701,12 @@ static void run_job(struct job *j, struct rbuf *b, struct rt_json_arena *a)
 		}
 		got += more;
 	}
-	rc = parse_json_doc(a, j->path, b->p, (size_t)got, &j->node, problem, sizeof(problem));
+	/* room behind the text for its squeezed copy */
+	if (rbuf_reserve(b, 2 * (size_t)got + 2)) {
+		j->state = J_NOMEM;
+		goto out;
+	}
+	rc = parse_json_doc(a, j->path, b->p, (size_t)got, b->p + got + 1, &j->node, problem, sizeof(problem));
 	if (rc == 0)
 		j->problem = strdup(problem);
 	j->state = rc < 0 ? J_NOMEM : rc ? J_NODE : J_PROBLEM;

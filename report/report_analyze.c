@@ -311,7 +311,32 @@ static double metric_t(double x, enum rp_metric m)
 	return m == RP_M_THRESHOLD ? log2(x + 8) : log2(x > 1e-9 ? x : 1e-9);
 }
 
-static const double metric_floor[RP_M__COUNT] = { 0.2, 0.55, 0.1, 0.1 };
+/* Latency: 0.04 (a 2.8 % step, so at z 3.5 a node 10 % or more slower than its group): a remote-NUMA calibration
+ * (+10-20 %) stands out, a node within a few % of its group does not; the floor is raised to 1.5x the group's
+ * measured noise where the profiles carry it. */
+static const double metric_floor[RP_M__COUNT] = { 0.2, 0.55, 0.04, 0.1 };
+
+/* The smallest robust scale of metric m in a slot: its floor, or 1.5 times the slot's median run noise (on the log2
+ * scale) when the entries carry it and that is larger. */
+static double slot_floor(const struct rt_report *r, const struct ref *refs, size_t n, enum rp_metric m, double *tmp)
+{
+	size_t k = 0;
+	double fl = metric_floor[m], noise;
+
+	if (m != RP_M_LAT && m != RP_M_MOPS)
+		return fl;
+	for (size_t i = 0; i < n; i++) {
+		float x = r->nodes[refs[i].node].entries[refs[i].entry].noise_pct;
+
+		if (!isnan(x))
+			tmp[k++] = x;
+	}
+	if (!k)
+		return fl;
+	sort_double(tmp, k);
+	noise = 1.5 * log2(1 + tmp[(k - 1) / 2] / 100);
+	return noise > fl ? noise : fl;
+}
 
 static const struct rp_dev *find_dev(const struct rp_node *n, const char *name)
 {
@@ -532,7 +557,16 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 			break;
 		}
 	}
-	if (!o->causes[0])
+	if (!o->causes[0] && e->cal_local < 0)
+		/* unknown is not different: without the calibration facts a remote-NUMA calibration is not ruled out */
+		add_cause(
+			o, "placement_unknown",
+			"placement unknown: the profile does not say which NUMA node %s was calibrated from (no "
+			"calibration facts), so a remote-NUMA calibration cannot be ruled out; no PCIe, firmware, link, "
+			"confidence or age difference from the group was found; recalibrate it pinned to the device's "
+			"NUMA node",
+			e->device);
+	else if (!o->causes[0])
 		add_cause(o, "unexplained",
 			  "no calibration, PCIe, firmware, link, confidence or age difference from the "
 			  "group was found; recalibrate %s and compare its curves",
@@ -713,10 +747,10 @@ static int analyze_group(struct rt_report *r, size_t gi)
 				sort_double(tv, nv);
 			stat_sorted(tv, nv, &ts);
 			{
-				double scale = 1.4826 * ts.mad;
+				double scale = 1.4826 * ts.mad, fl = slot_floor(r, refs, n, (enum rp_metric)m, times);
 
-				if (scale < metric_floor[m])
-					scale = metric_floor[m];
+				if (scale < fl)
+					scale = fl;
 				for (size_t i = 0; i < n; i++) {
 					struct rp_entry *e = &r->nodes[refs[i].node].entries[refs[i].entry];
 					double x = metric_value(e, (enum rp_metric)m), z;
@@ -755,6 +789,87 @@ out:
 	return rc;
 }
 
+/* Orders outlier indices by group, node, entry, metric (qsort_r). */
+static int cmp_by_node(const void *a, const void *b, void *arg)
+{
+	const struct rt_report *r = arg;
+	const struct rp_outlier *x = &r->outliers[*(const size_t *)a], *y = &r->outliers[*(const size_t *)b];
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	if (x->entry != y->entry)
+		return x->entry < y->entry ? -1 : 1;
+	return (x->metric > y->metric) - (x->metric < y->metric);
+}
+
+/* The outliers per node (an operator acts on nodes: one node with three outlying entries is one thing to fix). */
+static int build_outlier_nodes(struct rt_report *r)
+{
+	if (!r->n_outliers)
+		return 0;
+	r->by_node = malloc(r->n_outliers * sizeof(*r->by_node));
+	r->onodes = malloc(r->n_outliers * sizeof(*r->onodes));
+	if (!r->by_node || !r->onodes)
+		return ENOMEM;
+	for (size_t i = 0; i < r->n_outliers; i++)
+		r->by_node[i] = i;
+	qsort_r(r->by_node, r->n_outliers, sizeof(*r->by_node), cmp_by_node, r);
+	for (size_t i = 0; i < r->n_outliers; i++) {
+		size_t node = r->outliers[r->by_node[i]].node;
+
+		if (!r->n_onodes || r->onodes[r->n_onodes - 1].node != node)
+			r->onodes[r->n_onodes++] = (struct rp_onode){ node, i, 0 };
+		r->onodes[r->n_onodes - 1].count++;
+	}
+	return 0;
+}
+
+static bool has_entry_for(const struct rp_node *n, const char *dev)
+{
+	for (int i = 0; i < n->n_entries; i++)
+		if (!strcmp(n->entries[i].device, dev))
+			return true;
+	return false;
+}
+
+/* Stale nodes (newest entry older than stale_days before now) and devices a node has without a profile entry, in
+ * group order. */
+static int build_stale(struct rt_report *r)
+{
+	int64_t limit = r->opts.now - (int64_t)r->opts.stale_days * 86400;
+	size_t cap = 0;
+
+	for (size_t gi = 0; gi < r->n_groups; gi++) {
+		const struct rp_group *g = &r->groups[gi];
+
+		for (size_t k = 0; k < g->n_nodes; k++) {
+			const struct rp_node *n = &r->nodes[g->nodes[k]];
+
+			for (int d = -1; d < n->n_devs; d++) {
+				struct rp_stale *ns;
+
+				if (d < 0 ? n->newest >= limit : has_entry_for(n, n->devs[d].name))
+					continue;
+				if (r->n_stale == cap) {
+					ns = realloc(r->stale, (cap = cap ? cap * 2 : 16) * sizeof(*ns));
+					if (!ns)
+						return ENOMEM;
+					r->stale = ns;
+				}
+				ns = &r->stale[r->n_stale++];
+				memset(ns, 0, sizeof(*ns));
+				ns->node = g->nodes[k];
+				ns->missing_device = d >= 0;
+				if (d >= 0)
+					snprintf(ns->device, sizeof(ns->device), "%s", n->devs[d].name);
+			}
+		}
+	}
+	return 0;
+}
+
 int rp_analyze(struct rt_report *r, struct rt_error *err)
 {
 	int rc;
@@ -766,8 +881,55 @@ int rp_analyze(struct rt_report *r, struct rt_error *err)
 	for (size_t gi = 0; gi < r->n_groups; gi++)
 		if ((rc = analyze_group(r, gi)))
 			return rt_error_set(err, rc, "report: out of memory");
+	if ((rc = build_outlier_nodes(r)) || (rc = build_stale(r)))
+		return rt_error_set(err, rc, "report: out of memory");
 	r->analyzed = true;
 	return 0;
+}
+
+size_t rp_outlier_causes(const struct rp_outlier *o, char *buf, size_t len, const char **codes, size_t max)
+{
+	size_t n = 0;
+
+	snprintf(buf, len, "%s", o->causes);
+	for (char *p = buf, *save = NULL, *t; n < max && (t = strtok_r(p, ",", &save)); p = NULL)
+		codes[n++] = t;
+	return n;
+}
+
+size_t rt_report_outlier_node_count(const struct rt_report *r)
+{
+	return r->n_onodes;
+}
+
+const char *rt_report_outlier_node_at(const struct rt_report *r, size_t i, size_t *entries)
+{
+	if (i >= r->n_onodes)
+		return NULL;
+	if (entries) {
+		const struct rp_onode *on = &r->onodes[i];
+		size_t n = 0;
+
+		for (size_t k = 0; k < on->count; k++)
+			n += k == 0 || r->outliers[r->by_node[on->first + k]].entry !=
+					       r->outliers[r->by_node[on->first + k - 1]].entry;
+		*entries = n;
+	}
+	return r->nodes[r->onodes[i].node].hostname;
+}
+
+size_t rt_report_stale_count(const struct rt_report *r)
+{
+	return r->n_stale;
+}
+
+const char *rt_report_stale_at(const struct rt_report *r, size_t i, const char **missing_device)
+{
+	if (i >= r->n_stale)
+		return NULL;
+	if (missing_device)
+		*missing_device = r->stale[i].missing_device ? r->stale[i].device : NULL;
+	return r->nodes[r->stale[i].node].hostname;
 }
 
 int rt_report_analyze(struct rt_report *r, struct rt_error *err)

@@ -319,6 +319,11 @@ static void stat_cell(struct rt_buf *b, const struct rp_stat *s, int dec)
 			      rp_fmt(lo, sizeof(lo), s->p10, dec), rp_fmt(hi, sizeof(hi), s->p90, dec));
 }
 
+static const char *pl(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
 int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 {
 	struct rt_buf b = { 0 };
@@ -334,11 +339,16 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 		"table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
 		"th{background:#e8eef6}.s{color:#777}.bad{background:#fde2e2}svg{margin:4px}.t{font-size:13px;"
 		"font-weight:bold}.a{font-size:10px}h2{margin-top:28px}.p{color:#a00}</style></head><body>\n");
-	rt_buf_printf(&b,
-		      "<h1>rtune fleet report</h1><p>%zu nodes in %zu groups; %zu outliers; %zu drifts; %zu input "
-		      "problems. Generated %s by rtune %s.</p>\n",
-		      r->n_nodes, r->n_groups, r->n_outliers, r->n_drifts, r->n_problems, rp_time(r->opts.now, now),
-		      RTUNE_VERSION);
+	rt_buf_printf(
+		&b,
+		"<h1>rtune fleet report</h1><p>%zu node%s in %zu group%s; %zu outlier node%s (%zu outlying entr%s);"
+		" %zu drift%s; %zu stale or missing profile%s; %zu input problem%s. Generated %s by rtune %s",
+		r->n_nodes, pl(r->n_nodes), r->n_groups, pl(r->n_groups), r->n_onodes, pl(r->n_onodes), r->n_outliers,
+		r->n_outliers == 1 ? "y" : "ies", r->n_drifts, pl(r->n_drifts), r->n_stale, pl(r->n_stale),
+		r->n_problems, pl(r->n_problems), rp_time(r->generated_at, now), RTUNE_VERSION);
+	if (r->opts.now != r->generated_at)
+		rt_buf_printf(&b, "; ages judged as of %s", rp_time(r->opts.now, now));
+	rt_buf_puts(&b, ".</p>\n");
 	if (r->n_problems) {
 		rt_buf_puts(&b, "<h3>Inputs skipped</h3><ul>");
 		for (size_t i = 0; i < r->n_problems; i++) {
@@ -387,6 +397,50 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 		{
 			bool any = false;
 
+			/* nodes first: one row per node, its causes and the entries affected */
+			for (size_t i = 0; i < r->n_onodes; i++) {
+				const struct rp_onode *on = &r->onodes[i];
+				const struct rp_node *nd = &r->nodes[on->node];
+				size_t last = SIZE_MAX;
+
+				if ((size_t)nd->group != gi)
+					continue;
+				if (!any)
+					rt_buf_puts(&b, "<h3>Outlier nodes</h3><table><tr><th>node</th><th>causes</th>"
+							"<th>entries affected</th></tr>\n");
+				any = true;
+				rt_buf_puts(&b, "<tr class=\"bad\"><td>");
+				rp_bescape(&b, nd->hostname);
+				rt_buf_puts(&b, "</td><td>");
+				for (size_t k = 0; k < on->count; k++) {
+					const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
+
+					/* the causes of the node's outliers, each once */
+					if (k == 0 ||
+					    strcmp(o->causes, r->outliers[r->by_node[on->first + k - 1]].causes)) {
+						rt_buf_puts(&b, k ? "; " : "");
+						rp_bescape(&b, o->causes);
+					}
+				}
+				rt_buf_puts(&b, "</td><td>");
+				for (size_t k = 0; k < on->count; k++) {
+					const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
+					const struct rp_entry *e = &nd->entries[o->entry];
+
+					if (o->entry == last)
+						continue;
+					rt_buf_puts(&b, last == SIZE_MAX ? "" : ", ");
+					last = o->entry;
+					rp_bescape(&b, e->device);
+					rt_buf_printf(&b, "/%u %s %s", e->port,
+						      rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
+						      rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type));
+				}
+				rt_buf_puts(&b, "</td></tr>\n");
+			}
+			if (any)
+				rt_buf_puts(&b, "</table>\n");
+			any = false;
 			for (size_t i = 0; i < r->n_outliers; i++) {
 				const struct rp_outlier *o = &r->outliers[i];
 				const struct rp_entry *e = &r->nodes[o->node].entries[o->entry];
@@ -397,7 +451,7 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 				if (!any)
 					rt_buf_puts(
 						&b,
-						"<h3>Outliers</h3><table><tr><th>node</th><th>entry</th><th>metric</th>"
+						"<h3>Outlying entries</h3><table><tr><th>node</th><th>entry</th><th>metric</th>"
 						"<th>value</th><th>group median</th><th>robust z</th><th>likely cause</th>"
 						"<th>evidence</th></tr>\n");
 				any = true;
@@ -439,6 +493,28 @@ int rt_report_render_html(const struct rt_report *r, char **out, size_t *len)
 				curves++;
 			}
 		}
+	}
+	if (r->n_stale) {
+		rt_buf_puts(&b, "<h2>Stale or missing profiles</h2><table><tr><th>node</th><th>group</th><th>what</th>"
+				"<th>newest profile</th><th>source</th></tr>\n");
+		for (size_t i = 0; i < r->n_stale; i++) {
+			const struct rp_stale *st = &r->stale[i];
+			const struct rp_node *nd = &r->nodes[st->node];
+
+			rt_buf_puts(&b, "<tr class=\"bad\"><td>");
+			rp_bescape(&b, nd->hostname);
+			rt_buf_printf(&b, "</td><td>%s</td><td>", r->groups[nd->group].id);
+			if (st->missing_device) {
+				rt_buf_puts(&b, "no profile for device ");
+				rp_bescape(&b, st->device);
+			} else {
+				rt_buf_printf(&b, "stale: %" PRId64 " days old", (r->opts.now - nd->newest) / 86400);
+			}
+			rt_buf_printf(&b, "</td><td>%s</td><td>", rp_time(nd->newest, now));
+			rp_bescape(&b, nd->source);
+			rt_buf_puts(&b, "</td></tr>\n");
+		}
+		rt_buf_puts(&b, "</table>\n");
 	}
 	if (r->n_drifts) {
 		rt_buf_puts(&b,

@@ -15,6 +15,8 @@
 #include "rt_json_arena.h"
 #include "rt_report.h"
 
+#include <rtune/profile.h>
+
 #define RP_MAX_DEVS 16
 #define RP_MAX_CURVE 64
 
@@ -56,7 +58,11 @@ struct rp_entry {
 	int8_t cal_local;     /* 1 local, 0 remote, -1 unknown */
 	int64_t measured_at;
 	char run_id[40];
-	float lat_ns, mops;	/* at the chosen settings, NAN when unknown */
+	float lat_ns, mops; /* at the chosen settings, NAN when unknown */
+	/* the measured evidence (profile 1.3 "measured", or the run in a store); NAN when unknown */
+	float lat_inl_ns, lat_noinl_ns, mops_n1, noise_pct;
+	uint32_t lat_bytes;
+	uint8_t lat_kind;	/* 0 unknown, 1 pingpong, 2 post_cqe */
 	struct rp_curve *curve; /* NULL unless with_curves and the run was in a store */
 	/* analysis */
 	uint8_t outlier_mask; /* bit per metric */
@@ -130,8 +136,22 @@ struct rp_drift {
 	char evidence[256];
 };
 
+/* A node whose profile is out of date: its newest entry older than --stale-days before "now", or a device the node
+ * has (hardware facts) without any profile entry. */
+struct rp_stale {
+	size_t node;
+	bool missing_device; /* else stale */
+	char device[32];     /* missing_device: the device */
+};
+
+/* An outlier node: its outliers are outliers[by_node[first .. first + count)]. */
+struct rp_onode {
+	size_t node, first, count;
+};
+
 struct rt_report {
 	struct rt_report_opts opts;
+	int64_t generated_at; /* when the report was made (time(NULL)); opts.now is when ages are judged from */
 	struct rp_node *nodes;
 	size_t n_nodes, cap_nodes;
 	char **problems;
@@ -148,6 +168,11 @@ struct rt_report {
 	size_t n_outliers, cap_outliers;
 	struct rp_drift *drifts;
 	size_t n_drifts, cap_drifts;
+	struct rp_stale *stale;
+	size_t n_stale;
+	size_t *by_node; /* outlier indices ordered by group, node, entry, metric */
+	struct rp_onode *onodes;
+	size_t n_onodes;
 };
 
 /* ---- report.c ---- */
@@ -160,6 +185,18 @@ void rp_node_release(struct rp_node *n);
 char *rp_strdup(const char *s);
 const char *rp_metric_name(enum rp_metric m);
 uint64_t rp_fnv1a(uint64_t h, const char *s);
+
+/* Fills the entry's evidence fields from a librtune entry's "measured" figures (no-op when it has none), and its
+ * latency / rate at the chosen settings from them. */
+void rp_entry_evidence(struct rp_entry *o, const struct rt_profile_entry *e);
+/* The causes of outlier o as codes: writes up to max pointers into o->causes' copy buf (split at ','); the count. */
+size_t rp_outlier_causes(const struct rp_outlier *o, char *buf, size_t len, const char **codes, size_t max);
+
+/* ---- report_group.c: deployable group profiles ---- */
+/* Writes one rtune-profile document per group with a recommendation into dir (created when missing; never replacing
+ * what is not a regular file), named <group id>.json with ':' as '-'. Returns the number written or -errno with err
+ * set. */
+long rp_write_group_profiles(const struct rt_report *r, const char *dir, struct rt_error *err);
 
 /* ---- report_store.c: stores (the store API plus read-only SQL for node and device facts) ---- */
 /* Reads every node of the store at path; problems recorded; returns nodes added or -ENOMEM. */

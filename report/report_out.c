@@ -16,6 +16,9 @@
 
 #include <rtune/profile.h>
 
+/* The JSON report's schema version: 2.0 made "causes" an array and added "outlier_nodes", "stale", "judged_at". */
+#define RP_JSON_VERSION "2.0"
+
 /* ---- the streamed output buffer --------------------------------------------------------------------------------- */
 
 int rp_out_open(struct rp_out *o, FILE *f)
@@ -171,6 +174,100 @@ static size_t remote_calibrations(const struct rt_report *r, const struct rp_gro
 
 /* ---- terminal table --------------------------------------------------------------------------------------------- */
 
+static const char *plural(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* "entry name" of an entry: "mlx5_0/1 send rc". */
+static const char *entry_name(const struct rp_entry *e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%u %s %s", e->device, e->port, rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
+		 rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type));
+	return buf;
+}
+
+#define RP_NAMED_MAX 12
+
+/* "  3 nodes calibrated from a CPU remote to the device's NUMA node: a, b, c" (the first RP_NAMED_MAX named). */
+static void text_remote(struct rp_out *b, const struct rt_report *r, const struct rp_group *g, size_t remote)
+{
+	size_t named = 0;
+
+	rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node:", remote,
+		      plural(remote));
+	for (size_t k = 0; k < g->n_nodes && named < RP_NAMED_MAX; k++) {
+		const struct rp_node *nd = &r->nodes[g->nodes[k]];
+
+		for (int i = 0; i < nd->n_entries; i++)
+			if (nd->entries[i].cal_local == 0) {
+				rp_out_printf(b, "%s %s", named ? "," : "", nd->hostname);
+				named++;
+				break;
+			}
+	}
+	if (remote > named)
+		rp_out_printf(b, " and %zu more (--json lists them all)", remote - named);
+	rp_out_puts(b, "\n");
+}
+
+/* The union of the causes of one node's outliers, in order of first appearance, into codes (max entries). */
+static size_t node_causes(const struct rt_report *r, const struct rp_onode *on, char (*buf)[48], size_t max)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < on->count; k++) {
+		const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
+		char tmp[sizeof(o->causes)];
+		const char *codes[8];
+		size_t nc = rp_outlier_causes(o, tmp, sizeof(tmp), codes, 8);
+
+		for (size_t c = 0; c < nc; c++) {
+			size_t j;
+
+			for (j = 0; j < n && strcmp(buf[j], codes[c]); j++)
+				;
+			if (j == n && n < max)
+				snprintf(buf[n++], 48, "%s", codes[c]);
+		}
+	}
+	return n;
+}
+
+static void text_outlier_node(struct rp_out *b, const struct rt_report *r, const struct rp_onode *on)
+{
+	const struct rp_node *nd = &r->nodes[on->node];
+	char causes[16][48], name[96];
+	size_t nc = node_causes(r, on, causes, 16), last_entry = SIZE_MAX;
+	const char *last_ev = NULL;
+
+	rp_out_printf(b, "  OUTLIER NODE %s: ", nd->hostname);
+	for (size_t c = 0; c < nc; c++)
+		rp_out_printf(b, "%s%s", c ? ", " : "", causes[c]);
+	rp_out_puts(b, "; entries:");
+	for (size_t k = 0; k < on->count; k++) {
+		const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
+
+		if (o->entry != last_entry)
+			rp_out_printf(b, "%s %s", k ? "," : "", entry_name(&nd->entries[o->entry], name, sizeof(name)));
+		last_entry = o->entry;
+	}
+	rp_out_puts(b, "\n");
+	for (size_t k = 0; k < on->count; k++) {
+		const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
+		char v[32], m[32];
+
+		rp_out_printf(b, "    %s: %s %s (group median %s, robust z %+.1f)\n",
+			      entry_name(&nd->entries[o->entry], name, sizeof(name)), rp_metric_name(o->metric),
+			      rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
+			      rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z);
+		/* the same evidence for several entries of the node is said once */
+		if (!last_ev || strcmp(last_ev, o->evidence))
+			rp_out_printf(b, "      evidence: %s\n", o->evidence);
+		last_ev = o->evidence;
+	}
+}
+
 static void text_stat(struct rp_out *b, const struct rp_stat *s, int dec)
 {
 	char m[32], lo[32], hi[32], cell[128];
@@ -191,10 +288,12 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 
 	if (rp_out_open(b, f))
 		return ENOMEM;
-	rp_out_printf(b, "rtune report: %zu node%s in %zu group%s; %zu outlier%s; %zu drift%s; %zu input problem%s\n",
-		      r->n_nodes, r->n_nodes == 1 ? "" : "s", r->n_groups, r->n_groups == 1 ? "" : "s", r->n_outliers,
-		      r->n_outliers == 1 ? "" : "s", r->n_drifts, r->n_drifts == 1 ? "" : "s", r->n_problems,
-		      r->n_problems == 1 ? "" : "s");
+	rp_out_printf(b,
+		      "rtune report: %zu node%s in %zu group%s; %zu outlier node%s (%zu outlying entr%s); %zu drift%s; "
+		      "%zu stale or missing profile%s; %zu input problem%s\n",
+		      r->n_nodes, plural(r->n_nodes), r->n_groups, plural(r->n_groups), r->n_onodes,
+		      plural(r->n_onodes), r->n_outliers, r->n_outliers == 1 ? "y" : "ies", r->n_drifts,
+		      plural(r->n_drifts), r->n_stale, plural(r->n_stale), r->n_problems, plural(r->n_problems));
 	for (size_t gi = 0; gi < r->n_groups; gi++) {
 		const struct rp_group *g = &r->groups[gi];
 		size_t remote = remote_calibrations(r, g);
@@ -202,8 +301,7 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		rp_out_printf(b, "\ngroup %s: %zu node%s: %s\n", g->id, g->n_nodes, g->n_nodes == 1 ? "" : "s",
 			      g->label);
 		if (remote)
-			rp_out_printf(b, "  %zu node%s calibrated from a CPU remote to the device's NUMA node\n",
-				      remote, remote == 1 ? "" : "s");
+			text_remote(b, r, g, remote);
 		rp_out_printf(b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "slot", "nodes", "inline_threshold B",
 			      "signal_interval", "latency_ns", "mops");
 		rp_out_printf(b, "  %-24s %5s  %-24s  %-24s  %-24s  %-24s\n", "", "", "median [p10..p90]",
@@ -235,22 +333,27 @@ int rt_report_write_text(const struct rt_report *r, FILE *f)
 		}
 		if (g->n_nodes < (size_t)r->opts.min_group)
 			rp_out_printf(b, "  outliers not judged: fewer than %d nodes\n", r->opts.min_group);
-		/* outliers are stored in group order (rp_analyze) */
-		for (; oi < r->n_outliers && r->outliers[oi].group == gi; oi++) {
-			const struct rp_outlier *o = &r->outliers[oi];
-			const struct rp_entry *e = &r->nodes[o->node].entries[o->entry];
-			char v[32], m[32];
+		/* one line per outlier node (its causes, the entries affected), then each outlying entry */
+		for (; oi < r->n_onodes && r->outliers[r->by_node[r->onodes[oi].first]].group == gi; oi++)
+			text_outlier_node(b, r, &r->onodes[oi]);
+	}
+	if (r->n_stale) {
+		char when[32];
 
-			rp_out_printf(
-				b,
-				"  OUTLIER %s %s/%u %s %s: %s %s (group median %s, robust z %+.1f)\n    cause: %s\n"
-				"    evidence: %s\n",
-				r->nodes[o->node].hostname, e->device, e->port,
-				rt_profile_opcode_name((enum rt_profile_opcode)e->opcode),
-				rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type), rp_metric_name(o->metric),
-				rp_fmt(v, sizeof(v), o->value, o->metric == RP_M_MOPS ? -1 : 0),
-				rp_fmt(m, sizeof(m), o->median, o->metric == RP_M_MOPS ? -1 : 0), o->z, o->causes,
-				o->evidence);
+		rp_out_puts(b, "\nstale or missing profiles (recalibrate these nodes):\n");
+		for (size_t i = 0; i < r->n_stale; i++) {
+			const struct rp_stale *st = &r->stale[i];
+			const struct rp_node *nd = &r->nodes[st->node];
+
+			if (st->missing_device)
+				rp_out_printf(b, "  NO PROFILE %s: device %s has no profile entry (group %s) [%s]\n",
+					      nd->hostname, st->device, r->groups[nd->group].id, nd->source);
+			else
+				rp_out_printf(b,
+					      "  STALE %s: newest profile measured %s, %" PRId64
+					      " days before now (group %s) [%s]\n",
+					      nd->hostname, rp_time(nd->newest, when),
+					      (r->opts.now - nd->newest) / 86400, r->groups[nd->group].id, nd->source);
 		}
 	}
 	if (r->n_drifts) {
@@ -509,6 +612,86 @@ static void json_group(struct jw *w, const struct rt_report *r, const struct rp_
 	jw_close(w, '}');
 }
 
+/* "causes": the outlier's cause codes as an array. */
+static void json_causes(struct jw *w, const struct rp_outlier *o)
+{
+	char tmp[sizeof(o->causes)];
+	const char *codes[16];
+	size_t n = rp_outlier_causes(o, tmp, sizeof(tmp), codes, 16);
+
+	jw_key(w, "causes");
+	jw_open(w, '[');
+	for (size_t c = 0; c < n; c++) {
+		jw_item(w);
+		jw_str(w, codes[c]);
+	}
+	jw_close(w, ']');
+}
+
+/* "measured": the entry's evidence (profile 1.3 "measured" or its run in a store), null when unknown. */
+static void json_measured(struct jw *w, const struct rp_entry *e)
+{
+	static const char *const kinds[] = { "unknown", "pingpong", "post_cqe" };
+
+	jw_key(w, "measured");
+	if (isnan(e->lat_inl_ns) && isnan(e->lat_noinl_ns) && isnan(e->mops) && isnan(e->mops_n1)) {
+		rp_out_puts(w->o, "null");
+		return;
+	}
+	jw_open(w, '{');
+	jw_kstr(w, "latency_kind", kinds[e->lat_kind < 3 ? e->lat_kind : 0]);
+	jw_kint(w, "msg_bytes", e->lat_bytes);
+	jw_kreal(w, "latency_inline_ns", e->lat_inl_ns);
+	jw_kreal(w, "latency_noinline_ns", e->lat_noinl_ns);
+	jw_kreal(w, "mops_at_n", e->mops);
+	jw_kreal(w, "mops_at_n1", e->mops_n1);
+	jw_kreal(w, "noise_pct", e->noise_pct);
+	jw_close(w, '}');
+}
+
+static void json_outlier_node(struct jw *w, const struct rt_report *r, const struct rp_onode *on)
+{
+	const struct rp_node *nd = &r->nodes[on->node];
+	char causes[16][48];
+	size_t nc = node_causes(r, on, causes, 16);
+
+	jw_item(w);
+	jw_open(w, '{');
+	jw_kstr(w, "group", r->groups[nd->group].id);
+	jw_kstr(w, "hostname", nd->hostname);
+	jw_kstr(w, "source", nd->source);
+	jw_key(w, "causes");
+	jw_open(w, '[');
+	for (size_t c = 0; c < nc; c++) {
+		jw_item(w);
+		jw_str(w, causes[c]);
+	}
+	jw_close(w, ']');
+	jw_key(w, "entries");
+	jw_open(w, '[');
+	for (size_t k = 0; k < on->count;) {
+		const struct rp_outlier *o = &r->outliers[r->by_node[on->first + k]];
+		const struct rp_entry *e = &nd->entries[o->entry];
+
+		jw_item(w);
+		jw_open(w, '{');
+		jw_kstr(w, "device", e->device);
+		jw_kint(w, "port", e->port);
+		jw_kstr(w, "opcode", rt_profile_opcode_name((enum rt_profile_opcode)e->opcode));
+		jw_kstr(w, "qp_type", rt_profile_qp_type_name((enum rt_profile_qp_type)e->qp_type));
+		jw_key(w, "metrics");
+		jw_open(w, '[');
+		for (; k < on->count && r->outliers[r->by_node[on->first + k]].entry == o->entry; k++) {
+			jw_item(w);
+			jw_str(w, rp_metric_name(r->outliers[r->by_node[on->first + k]].metric));
+		}
+		jw_close(w, ']');
+		jw_close(w, '}');
+	}
+	jw_close(w, ']');
+	jw_close(w, '}');
+}
+
 int rt_report_write_json(const struct rt_report *r, FILE *f)
 {
 	struct rp_out out;
@@ -521,11 +704,15 @@ int rt_report_write_json(const struct rt_report *r, FILE *f)
 	jw_key(&w, "schema");
 	jw_open(&w, '{');
 	jw_kstr(&w, "name", "rtune-report");
-	jw_kstr(&w, "version", "1.0");
+	jw_kstr(&w, "version", RP_JSON_VERSION);
 	jw_close(&w, '}');
 	jw_kstr(&w, "rtune_version", RTUNE_VERSION);
-	jw_kstr(&w, "generated_at", rp_time(r->opts.now, now));
+	jw_kstr(&w, "generated_at", rp_time(r->generated_at, now));
+	jw_kstr(&w, "judged_at", rp_time(r->opts.now, now));
+	jw_kint(&w, "stale_days", r->opts.stale_days);
 	jw_kint(&w, "node_count", (long long)r->n_nodes);
+	jw_kint(&w, "outlier_node_count", (long long)r->n_onodes);
+	jw_kint(&w, "outlier_entry_count", (long long)r->n_outliers);
 	jw_key(&w, "problems");
 	jw_open(&w, '[');
 	for (size_t i = 0; i < r->n_problems; i++) {
@@ -557,8 +744,36 @@ int rt_report_write_json(const struct rt_report *r, FILE *f)
 		jw_kreal(&w, "group_median", v.group_median);
 		jw_kreal(&w, "robust_z", v.robust_z);
 		jw_kstr(&w, "cause", v.cause);
-		jw_kstr(&w, "causes", v.causes);
+		json_causes(&w, &r->outliers[i]);
 		jw_kstr(&w, "evidence", v.evidence);
+		json_measured(&w, &r->nodes[r->outliers[i].node].entries[r->outliers[i].entry]);
+		jw_close(&w, '}');
+	}
+	jw_close(&w, ']');
+	jw_key(&w, "outlier_nodes");
+	jw_open(&w, '[');
+	for (size_t i = 0; i < r->n_onodes; i++)
+		json_outlier_node(&w, r, &r->onodes[i]);
+	jw_close(&w, ']');
+	jw_key(&w, "stale");
+	jw_open(&w, '[');
+	for (size_t i = 0; i < r->n_stale; i++) {
+		const struct rp_stale *st = &r->stale[i];
+		const struct rp_node *nd = &r->nodes[st->node];
+
+		jw_item(&w);
+		jw_open(&w, '{');
+		jw_kstr(&w, "hostname", nd->hostname);
+		jw_kstr(&w, "group", r->groups[nd->group].id);
+		jw_kstr(&w, "source", nd->source);
+		jw_kstr(&w, "kind", st->missing_device ? "no_profile_for_device" : "stale");
+		jw_key(&w, "device");
+		if (st->missing_device)
+			jw_str(&w, st->device);
+		else
+			rp_out_puts(w.o, "null");
+		jw_kstr(&w, "newest_measured_at", rp_time(nd->newest, now));
+		jw_kint(&w, "age_days", (long long)((r->opts.now - nd->newest) / 86400));
 		jw_close(&w, '}');
 	}
 	jw_close(&w, ']');
@@ -632,6 +847,11 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 					    "signal_interval",
 					    "latency_ns",
 					    "mops",
+					    "latency_kind",
+					    "latency_inline_ns",
+					    "latency_noinline_ns",
+					    "mops_at_n1",
+					    "noise_pct",
 					    "confidence",
 					    "measured_at",
 					    "calibration_cpu_numa_node",
@@ -709,6 +929,14 @@ int rt_report_write_csv(const struct rt_report *r, FILE *f)
 				csv_field(b, num, false);
 				csv_field(b, isnan(e->lat_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_ns, 1), false);
 				csv_field(b, isnan(e->mops) ? "" : rp_fmt(num, sizeof(num), e->mops, 3), false);
+				csv_field(b, e->lat_kind == 1 ? "pingpong" : e->lat_kind == 2 ? "post_cqe" : "", false);
+				csv_field(b, isnan(e->lat_inl_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_inl_ns, 1),
+					  false);
+				csv_field(b, isnan(e->lat_noinl_ns) ? "" : rp_fmt(num, sizeof(num), e->lat_noinl_ns, 1),
+					  false);
+				csv_field(b, isnan(e->mops_n1) ? "" : rp_fmt(num, sizeof(num), e->mops_n1, 3), false);
+				csv_field(b, isnan(e->noise_pct) ? "" : rp_fmt(num, sizeof(num), e->noise_pct, 2),
+					  false);
 				csv_field(b, rt_profile_confidence_name((enum rt_profile_confidence)e->confidence),
 					  false);
 				csv_field(b, rp_time(e->measured_at, num), false);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "rt_store.h"
+#include "rt_store_json.h"
 #include <rtune/profile.h>
 
 static const char *col(sqlite3_stmt *s, int i)
@@ -102,37 +103,25 @@ static void imported_cal(sqlite3 *db, int64_t node_id, struct rp_entry *e)
 	sqlite3_finalize(s);
 }
 
-/* Latency at the chosen settings, rate at the chosen N and (optionally) the curves, from the entry's run. */
+/* The measured evidence (latency at the threshold inline and not, rate at N and at N = 1, noise: the store's own
+ * rt_store_measure_entry, as `rtune export` writes it), the latency and rate at the chosen settings from it, and
+ * (optionally) the curves, from the entry's run. */
 static void from_run(const struct rt_run *run, struct rp_entry *e, bool with_curves)
 {
-	enum rt_lat_kind kind = RT_LAT_PINGPONG;
-	bool any_pp = false, want_inl = e->inline_threshold > 0;
-	uint32_t target = e->inline_threshold, best_bytes = 0, min_rate_bytes = UINT32_MAX;
-	float best_lat = NAN, best_mops = NAN;
+	enum rt_lat_kind kind;
+	uint32_t min_rate_bytes = UINT32_MAX;
 	bool rate_inl = false;
+	struct rt_profile_entry pe; /* only the fields rt_store_measure_entry reads are set */
 
 	e->cal_cpu_numa = (int16_t)run->env.cpu_numa_node;
 	e->cal_local = run->env.numa_local ? 1 : 0;
-	for (size_t i = 0; i < run->n_lat; i++)
-		if (run->lat[i].kind == RT_LAT_PINGPONG && (int)run->lat[i].op == e->opcode &&
-		    (int)run->lat[i].qpt == e->qp_type)
-			any_pp = true;
-	if (!any_pp)
-		kind = RT_LAT_POST_CQE;
-	if (!want_inl)
-		target = UINT32_MAX;
-	for (size_t i = 0; i < run->n_lat; i++) {
-		const struct rt_lat_point *p = &run->lat[i];
-
-		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->kind != kind || p->inl != want_inl)
-			continue;
-		if (want_inl ? (p->msg_bytes <= target && p->msg_bytes >= best_bytes)
-			     : (isnan(best_lat) || p->msg_bytes < best_bytes)) {
-			best_bytes = p->msg_bytes;
-			best_lat = (float)p->median_ns;
-		}
-	}
-	e->lat_ns = best_lat;
+	pe.opcode = (enum rt_profile_opcode)e->opcode;
+	pe.qp_type = (enum rt_profile_qp_type)e->qp_type;
+	pe.inline_threshold = e->inline_threshold;
+	pe.signal_interval = e->signal_interval;
+	rt_store_measure_entry(run, &pe);
+	rp_entry_evidence(e, &pe);
+	kind = e->lat_kind == 2 ? RT_LAT_POST_CQE : RT_LAT_PINGPONG;
 	for (size_t i = 0; i < run->n_rate; i++) {
 		const struct rt_rate_point *p = &run->rate[i];
 
@@ -143,16 +132,6 @@ static void from_run(const struct rt_run *run, struct rp_entry *e, bool with_cur
 			rate_inl = p->inl;
 		}
 	}
-	for (size_t i = 0; i < run->n_rate; i++) {
-		const struct rt_rate_point *p = &run->rate[i];
-
-		if ((int)p->op != e->opcode || (int)p->qpt != e->qp_type || p->msg_bytes != min_rate_bytes ||
-		    p->inl != rate_inl || p->signal_interval != e->signal_interval)
-			continue;
-		if (isnan(best_mops) || p->mops > best_mops)
-			best_mops = (float)p->mops;
-	}
-	e->mops = best_mops;
 	if (!with_curves || (!run->n_lat && !run->n_rate))
 		return;
 	e->curve = calloc(1, sizeof(*e->curve));
@@ -433,7 +412,8 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 		    db,
 		    "SELECT node_id, device, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
 		    " cq_depth, numa_node, confidence, measured_at, run_uuid,"
-		    " EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid), cal_cpu_numa_node, cal_numa_local"
+		    " EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid), cal_cpu_numa_node, cal_numa_local,"
+		    " json_extract(hysteresis, '$.measured')"
 		    " FROM profiles p"
 		    " WHERE id = (SELECT id FROM profiles q WHERE q.node_id = p.node_id AND q.device = p.device"
 		    "  AND q.port = p.port AND q.op = p.op AND q.qpt = p.qpt ORDER BY measured_at DESC, id DESC LIMIT 1)"
@@ -472,8 +452,18 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 		e->cal_cpu_numa = (int16_t)col_int(s, 15, 0);
 		e->cal_local = (int8_t)col_int(s, 16, 0);
 		e->lat_ns = e->mops = NAN;
+		e->lat_inl_ns = e->lat_noinl_ns = e->mops_n1 = e->noise_pct = NAN;
 		if (e->measured_at > nodes[k].newest)
 			nodes[k].newest = e->measured_at;
+		if (sqlite3_column_type(s, 17) == SQLITE_TEXT) {
+			/* an imported entry's evidence, kept by `rtune import` (its run is on its own node) */
+			json_t *m = json_loads(col(s, 17), 0, NULL);
+			struct rt_profile_entry pe;
+
+			rt_store_measured_read(m, &pe);
+			json_decref(m);
+			rp_entry_evidence(e, &pe);
+		}
 		if (sqlite3_column_int(s, 14)) {
 			struct rt_run run;
 
@@ -617,6 +607,7 @@ long rp_read_store(struct rt_report *r, const char *path)
 			e->measured_at = v[i].measured_at;
 			snprintf(e->run_id, sizeof(e->run_id), "%s", v[i].run_id);
 			e->lat_ns = e->mops = NAN;
+			e->lat_inl_ns = e->lat_noinl_ns = e->mops_n1 = e->noise_pct = NAN;
 			if (e->measured_at > n.newest)
 				n.newest = e->measured_at;
 			/* the run behind the entry, when this store has it (an imported profile's run stays on its node:
@@ -626,6 +617,7 @@ long rp_read_store(struct rt_report *r, const char *path)
 				rt_run_release(&run);
 			} else {
 				imported_cal(db, sqlite3_column_int64(s, 0), e);
+				rp_entry_evidence(e, &v[i]);
 			}
 		}
 		free(v);

@@ -77,11 +77,27 @@ struct rt_report_outlier_view {
 	const char *metric; /* "inline_threshold", "signal_interval", "latency_ns", "mops" */
 	double value, group_median, robust_z;
 	const char *cause;    /* stable code of the likely cause (first of causes), e.g. "remote_numa_calibration" */
-	const char *causes;   /* every cause code found, comma-separated */
+	const char *causes;   /* every cause code found, comma-separated (the JSON report has them as an array) */
 	const char *evidence; /* one human line naming the evidence */
 };
 /* The i-th outlier (group order, then host); false past the end. */
 bool rt_report_outlier_at(const struct rt_report *r, size_t i, struct rt_report_outlier_view *out);
+
+/* Outliers per node: the count of nodes with at least one outlier, and the i-th such node (group order) with the
+ * number of its entries affected; NULL past the end. */
+size_t rt_report_outlier_node_count(const struct rt_report *r);
+const char *rt_report_outlier_node_at(const struct rt_report *r, size_t i, size_t *entries);
+
+/* Stale nodes (newest profile entry more than stale_days before now) and nodes with no profile for a device they
+ * have: the count, and the i-th hostname (group order) with *missing_device the device (NULL: a stale node). */
+size_t rt_report_stale_count(const struct rt_report *r);
+const char *rt_report_stale_at(const struct rt_report *r, size_t i, const char **missing_device);
+
+/* Writes, per hardware class with a recommendation, an rtune-profile document (marked as a group profile: node
+ * count and spread) that librtune loads, into dir (created when missing), as <group id>.json with ':' as '-'. A
+ * regular file is replaced atomically; what is not a regular file is never replaced. The number of files written,
+ * or -errno with err set. */
+long rt_report_write_group_profiles(const struct rt_report *r, const char *dir, struct rt_error *err);
 
 struct rt_report_drift_view {
 	const char *hostname, *device, *source;

@@ -244,8 +244,12 @@ static char *hysteresis_to_json(const struct rt_profile_entry *e, const struct r
 	json_t *o = json_pack("{s:o, s:o}", "inline",
 			      change_json(e->inline_runs, e->inline_since, e->run_id, t ? &t->inl : NULL), "signal",
 			      change_json(e->signal_runs, e->signal_since, e->run_id, t ? &t->sig : NULL));
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *s;
 
+	/* an imported entry's measured evidence (schema 1.3) is kept here: its run is not in this store */
+	if (o && e->has_measured)
+		json_object_set_new(o, "measured", rt_store_measured_json(e));
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return s;
 }
@@ -276,6 +280,7 @@ static void hysteresis_read(const char *text, struct rt_profile_entry *e, struct
 
 	change_read(json_object_get(o, "inline"), e->run_id, &e->inline_runs, e->inline_since, t ? &t->inl : NULL);
 	change_read(json_object_get(o, "signal"), e->run_id, &e->signal_runs, e->signal_since, t ? &t->sig : NULL);
+	rt_store_measured_read(json_object_get(o, "measured"), e);
 	json_decref(o);
 }
 
@@ -777,6 +782,9 @@ json_t *rt_store_entry_json(const struct rt_profile_entry *e)
 						 e->inline_since[0] ? e->inline_since : e->run_id, "signal", "runs",
 						 (json_int_t)(e->signal_runs ? e->signal_runs : 1), "since_run",
 						 e->signal_since[0] ? e->signal_since : e->run_id));
+	/* 1.3: what the run measured at the decision */
+	if (o && e->has_measured)
+		json_object_set_new(o, "measured", rt_store_measured_json(e));
 	return o;
 }
 
@@ -870,7 +878,17 @@ static json_t *document(struct rt_store *st, const struct rt_node_info *node, co
 	snprintf(ver, sizeof(ver), "%d.%d", RT_PROFILE_SCHEMA_MAJOR, RT_PROFILE_SCHEMA_MINOR);
 	rt_profile_time_format((int64_t)time(NULL), now);
 	for (size_t i = 0; entries && i < n; i++) {
-		json_t *e = rt_store_entry_json(&v[i]), *cal = e ? calibration_json(st, v[i].run_id) : NULL;
+		struct rt_profile_entry m = v[i];
+		struct rt_run run;
+		json_t *e, *cal;
+
+		/* the measured evidence from the run behind the entry, when this store holds it */
+		if (!m.has_measured && rt_store_run_load(st, m.run_id, NULL, &run, NULL) == 0) {
+			rt_store_measure_entry(&run, &m);
+			rt_run_release(&run);
+		}
+		e = rt_store_entry_json(&m);
+		cal = e ? calibration_json(st, v[i].run_id) : NULL;
 
 		if (cal)
 			json_object_set_new(e, "calibration", cal);

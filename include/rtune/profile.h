@@ -21,7 +21,7 @@ extern "C" {
 
 #define RT_PROFILE_SCHEMA_NAME "rtune-profile"
 #define RT_PROFILE_SCHEMA_MAJOR 1
-#define RT_PROFILE_SCHEMA_MINOR 2
+#define RT_PROFILE_SCHEMA_MINOR 3
 
 #define RT_PROFILE_MAX_REASONS 8
 
@@ -74,6 +74,16 @@ struct rt_profile_entry {
 	uint32_t signal_runs;  /* the same for signal_interval */
 	char inline_since[40]; /* uuid of the run that set inline_threshold (run_id is the newest run considered) */
 	char signal_since[40]; /* uuid of the run that set signal_interval */
+	/* since schema 1.3, the "measured" object: what the calibration run measured at the decision, for fleet reports.
+	 * has_measured is false when the entry has none; a figure the run did not measure is NAN. */
+	bool has_measured;	/* the figures below are meaningful only when true */
+	char lat_kind[16];	/* "pingpong" (half round trip) or "post_cqe" (post -> its completion) */
+	uint32_t lat_bytes;	/* message size the latencies are of: the threshold, the smallest size when it is 0 */
+	double lat_inline_ns;	/* median latency at lat_bytes, posted inline */
+	double lat_noinline_ns; /* the same, not inline */
+	double mops_at_n;	/* message rate at signal_interval, millions/s */
+	double mops_at_n1;	/* message rate at N = 1 (every WR signaled) */
+	double noise_pct; /* the run's noise: median over its latency points of the CI half-width, % of the median */
 };
 
 /* A loaded profile document (opaque). */
@@ -114,6 +124,9 @@ const char *rt_profile_hw_signature(const struct rt_profile *p);
 const char *rt_profile_rtune_version(const struct rt_profile *p);
 /* Schema minor version of the loaded document (major is always RT_PROFILE_SCHEMA_MAJOR). */
 int rt_profile_schema_minor(const struct rt_profile *p);
+/* A group profile (schema 1.3 "group" object, written by `rtune report --group-profiles` for nodes of one hardware
+ * class that have not calibrated yet): the number of nodes its values were taken from; 0 for a node's own profile. */
+unsigned rt_profile_group_nodes(const struct rt_profile *p);
 
 /* Getters (entry must not be NULL). */
 uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,56 @@ static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, s
 	return 0;
 }
 
+/* Reads an optional number (null: unknown) in lo..hi into *out; absent or null leave NAN. 0 or EINVAL. */
+static int get_real(struct ctx *c, const char *where, json_t *obj, const char *key, double lo, double hi, double *out)
+{
+	json_t *v = json_object_get(obj, key);
+	double x;
+
+	*out = NAN;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return fail(c, EINVAL, "%s.%s: expected a number or null, got %s", where, key, type_name(v));
+	x = json_number_value(v);
+	if (!(x >= lo && x <= hi))
+		return fail(c, EINVAL, "%s.%s: %g is out of range %g..%g", where, key, x, lo, hi);
+	*out = x;
+	return 0;
+}
+
+/* Reads the 1.3 "measured" object of entry je into e (optional; absent or null: has_measured false, figures NAN).
+ * Returns 0, or EINVAL with the field named in c's error. */
+static int parse_measured(struct ctx *c, const char *where, json_t *je, struct rt_profile_entry *e)
+{
+	json_t *m = json_object_get(je, "measured");
+	char w2[64];
+	int rc;
+
+	e->has_measured = false;
+	e->lat_kind[0] = '\0';
+	e->lat_bytes = 0;
+	e->lat_inline_ns = e->lat_noinline_ns = e->mops_at_n = e->mops_at_n1 = e->noise_pct = NAN;
+	if (!m || json_is_null(m))
+		return 0;
+	snprintf(w2, sizeof(w2), "%s.measured", where);
+	if (!json_is_object(m))
+		return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(m));
+	if ((rc = get_str(c, w2, m, "latency_kind", false, true, false, e->lat_kind, sizeof(e->lat_kind))))
+		return rc;
+	if (e->lat_kind[0] && strcmp(e->lat_kind, "pingpong") && strcmp(e->lat_kind, "post_cqe"))
+		return fail(c, EINVAL, "%s.latency_kind: '%s' is not pingpong or post_cqe", w2, e->lat_kind);
+	if ((rc = get_u32(c, w2, m, "msg_bytes", false, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->lat_bytes)) ||
+	    (rc = get_real(c, w2, m, "latency_inline_ns", 0, 1e12, &e->lat_inline_ns)) ||
+	    (rc = get_real(c, w2, m, "latency_noinline_ns", 0, 1e12, &e->lat_noinline_ns)) ||
+	    (rc = get_real(c, w2, m, "mops_at_n", 0, 1e6, &e->mops_at_n)) ||
+	    (rc = get_real(c, w2, m, "mops_at_n1", 0, 1e6, &e->mops_at_n1)) ||
+	    (rc = get_real(c, w2, m, "noise_pct", 0, 1e6, &e->noise_pct)))
+		return rc;
+	e->has_measured = true;
+	return 0;
+}
+
 static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_version, struct rt_profile_entry *e)
 {
 	char where[48], tmp[64];
@@ -421,7 +472,7 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 		return rc;
 	if (rt_profile_confidence_parse(tmp, &e->confidence))
 		return fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
-	if ((rc = parse_decision_fields(c, where, je, e)))
+	if ((rc = parse_decision_fields(c, where, je, e)) || (rc = parse_measured(c, where, je, e)))
 		return rc;
 	reasons = json_object_get(je, "reasons");
 	if (reasons && !json_is_array(reasons))
@@ -523,6 +574,21 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 	if (!p->hostname[0]) {
 		rc = fail(&c, EINVAL, "node.hostname: empty");
 		goto out;
+	}
+	{
+		/* 1.3: a group profile says so, with the nodes it stands for (the rest of "group" is for people) */
+		json_t *g = json_object_get(root, "group");
+		uint32_t nodes = 0;
+
+		if (g && !json_is_null(g)) {
+			if (!json_is_object(g)) {
+				rc = fail(&c, EINVAL, "group: expected an object or null, got %s", type_name(g));
+				goto out;
+			}
+			if ((rc = get_u32(&c, "group", g, "node_count", true, 1, UINT32_MAX, &nodes)))
+				goto out;
+		}
+		p->group_nodes = nodes;
 	}
 	entries = json_object_get(root, "entries");
 	if (!json_is_array(entries)) {
@@ -742,6 +808,11 @@ const char *rt_profile_rtune_version(const struct rt_profile *p)
 int rt_profile_schema_minor(const struct rt_profile *p)
 {
 	return p->schema_minor;
+}
+
+unsigned rt_profile_group_nodes(const struct rt_profile *p)
+{
+	return p->group_nodes;
 }
 
 uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e)

@@ -15,6 +15,7 @@
 
 struct rt_profile {
 	int schema_minor;
+	unsigned group_nodes; /* a group profile's node count (1.3 "group"), 0 for a node's own */
 	char rtune_version[32];
 	char hostname[256];
 	char machine_id[64];

@@ -19,6 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "rt_buf.h"
 #include "rt_store.h"
 
@@ -66,22 +68,49 @@ static void iso(int64_t t, char out[32])
 static const uint32_t base_threshold[8] = { 256, 128, 512, 64, 192, 384, 96, 320 };
 static const uint32_t base_interval[8] = { 16, 32, 8, 64, 16, 32, 8, 16 };
 
-static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enum fg_cause cause, struct fg_node *out)
+/* Re-lays a compact document out as `rtune export` writes it (JSON_INDENT(2)). 0 or ENOMEM. */
+static int indent_doc(struct rt_buf *b)
+{
+	json_t *d = json_loadb(b->p, b->len, 0, NULL);
+	char *t = d ? json_dumps(d, JSON_INDENT(2)) : NULL;
+
+	json_decref(d);
+	if (!t)
+		return ENOMEM;
+	free(b->p);
+	b->p = t;
+	b->len = strlen(t);
+	b->p = realloc(t, b->len + 2);
+	if (!b->p) {
+		free(t);
+		return ENOMEM;
+	}
+	b->p[b->len++] = '\n';
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enum fg_cause cause, enum fg_trait trait,
+		     struct fg_node *out)
 {
 	static const char *const ops[] = { "send", "write", "send", "write" };
 	static const char *const qpts[] = { "rc", "rc", "ud", "ud" };
 	uint32_t thr = base_threshold[g % 8], iv = base_interval[g % 8];
 	int numa_nodes = g % 2 ? 1 : 2, dev_numa = numa_nodes == 2 ? 1 : 0, mps = 256;
+	int n_devs = o->mixed_shape ? 1 + (g % 4 == 3) : o->devices == 2 ? 2 : 1;
+	int n_ent = o->mixed_shape ? 4 - g % 2 : o->entries_per_node;
 	const char *fw = "20.31.1014";
 	int64_t measured = o->now - 86400 * (int64_t)(1 + rng_unit(rng) * 20);
 	const char *conf = "high";
 	char when[32], run[40];
 	struct rt_buf b = { 0 };
-	double j;
+	double j, lat_f = 1.0, noise = 0.5 + rng_unit(rng);
+	bool remote = cause == FG_REMOTE_NUMA || trait == FG_T_REMOTE_LAT;
 
 	snprintf(out->hostname, sizeof(out->hostname), "g%d-node%04d", g, idx);
 	out->group = g;
 	out->cause = cause;
+	out->trait = trait;
 	/* jitter as a real fleet: threshold +-15 % in 8-byte steps, N one power of two away on ~15 % of nodes */
 	j = 0.85 + 0.3 * rng_unit(rng);
 	thr = (uint32_t)(thr * j / 8 + 0.5) * 8;
@@ -89,6 +118,7 @@ static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enu
 		iv = rng_unit(rng) < 0.5 ? iv * 2 : iv / 2;
 	if (rng_unit(rng) < 0.2)
 		conf = "medium";
+	lat_f = 0.98 + 0.04 * rng_unit(rng);
 	switch (cause) {
 	case FG_REMOTE_NUMA: thr /= 4; break;
 	case FG_MPS:
@@ -109,56 +139,102 @@ static int build_one(const struct fg_opts *o, uint64_t *rng, int g, int idx, enu
 		break;
 	default: break;
 	}
+	switch (trait) {
+	case FG_T_FW_UPGRADE: fw = "20.35.1012"; break;
+	case FG_T_NEAR_MISS:
+		thr = (uint32_t)(base_threshold[g % 8] * 1.25 / 8 + 0.5) * 8;
+		lat_f = 1.06;
+		break;
+	case FG_T_REMOTE_LAT: lat_f *= 1.15; break;
+	case FG_T_STALE: measured = o->now - 200 * 86400; break;
+	default: break;
+	}
 	iso(measured, when);
 	uuid(rng, run);
 	rt_buf_printf(
 		&b,
-		"{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"1.0\"},\"rtune_version\":\"0.1.0\","
+		"{\"schema\":{\"name\":\"rtune-profile\",\"version\":\"%s\"},\"rtune_version\":\"0.1.0\","
 		"\"generated_at\":\"%s\",\"node\":{\"hostname\":\"%s\",\"machine_id\":\"%016" PRIx64 "%016" PRIx64 "\","
 		"\"cpu_model\":\"Synthetic Xeon G%d\",\"kernel\":\"6.1.0-synthetic\",\"cpu_count\":%d,\"numa_nodes\":%d,"
 		"\"hardware_signature\":\"fnv1a64:%016" PRIx64 "\"},",
-		when, out->hostname, rng_next(rng), rng_next(rng), g, numa_nodes * 16, numa_nodes,
+		o->with_measured ? "1.3" : "1.0", when, out->hostname, rng_next(rng), rng_next(rng), g, numa_nodes * 16,
+		numa_nodes,
 		/* signatures differ when anything in the hardware differs, as the store's does */
 		(uint64_t)((uint64_t)(0x1000 + g) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(cause == FG_MPS	      ? 1
 										       : cause == FG_FIRMWARE ? 2
 													      : 0)));
-	if (o->with_hardware)
-		rt_buf_printf(
-			&b,
-			"\"hardware\":{\"cpu_model\":\"Synthetic Xeon G%d\",\"numa_nodes\":%d,\"devices\":[{\"name\":\"mlx5_0\","
-			"\"guid\":\"0c42:a103:00%02x:%04x\",\"vendor_id\":5555,\"vendor_part_id\":%d,\"fw_ver\":\"%s\","
-			"\"link_layer\":\"Ethernet\",\"active_mtu\":4096,\"numa_node\":%d,\"pcie\":{\"speed\":\"16.0 GT/s PCIe\","
-			"\"width\":16,\"max_payload_bytes\":%d,\"max_read_request_bytes\":512}}]},",
-			g, numa_nodes, g, idx, 4123 + g, fw, dev_numa, mps);
+	if (o->with_hardware) {
+		rt_buf_printf(&b, "\"hardware\":{\"cpu_model\":\"Synthetic Xeon G%d\",\"numa_nodes\":%d,\"devices\":[",
+			      g, numa_nodes);
+		for (int d = 0; d < n_devs; d++)
+			rt_buf_printf(
+				&b,
+				"%s{\"name\":\"mlx5_%d\",\"guid\":\"0c42:a103:%02x%02x:%04x\",\"vendor_id\":5555,"
+				"\"vendor_part_id\":%d,\"fw_ver\":\"%s\",\"link_layer\":\"Ethernet\",\"active_mtu\":4096,"
+				"\"numa_node\":%d,\"pcie\":{\"speed\":\"16.0 GT/s PCIe\",\"width\":16,"
+				"\"max_payload_bytes\":%d,\"max_read_request_bytes\":512}}",
+				d ? "," : "", d, d, g, idx, 4123 + g, fw, d ? (numa_nodes - 1 - dev_numa) : dev_numa,
+				mps);
+		rt_buf_printf(&b, "]},");
+	}
 	rt_buf_printf(&b, "\"entries\":[");
-	for (int e = 0; e < o->entries_per_node && e < 4; e++) {
-		uint32_t t = thr, mi = thr < 64 ? 64 : thr;
+	for (int d = 0; d < n_devs; d++) {
+		int dn = d ? (numa_nodes - 1 - dev_numa) : dev_numa;
 
-		if (e >= 2 && mi > 188) /* UD inline limit is smaller */
-			t = mi = 188;
-		rt_buf_printf(
-			&b,
-			"%s{\"device\":\"mlx5_0\",\"guid\":\"0c42:a103:00%02x:%04x\",\"port\":1,\"opcode\":\"%s\","
-			"\"qp_type\":\"%s\",\"inline_threshold\":%u,\"max_inline_data\":%u,\"signal_interval\":%u,"
-			"\"sq_depth\":1024,\"cq_depth\":2048,\"cq_moderation\":null,\"numa_node\":%d,\"cpus\":\"%d\","
-			"\"confidence\":\"%s\",\"reasons\":[{\"code\":\"synthetic\",\"text\":\"generated by fleet_gen\"}],"
-			"\"measured_at\":\"%s\",\"run_id\":\"%s\",\"app\":null,\"rtune_version\":\"0.1.0\"",
-			e ? "," : "", g, idx, ops[e], qpts[e], t, mi, iv, dev_numa,
-			cause == FG_REMOTE_NUMA ? 0 : dev_numa * 16, conf, when, run);
-		if (o->with_hardware)
-			rt_buf_printf(&b, ",\"calibration\":{\"cpu_numa_node\":%d,\"numa_local\":%s}",
-				      cause == FG_REMOTE_NUMA ? 1 - dev_numa : dev_numa,
-				      cause == FG_REMOTE_NUMA ? "false" : "true");
-		rt_buf_printf(&b, "}");
+		if (d == 1 && trait == FG_T_MISSING_DEV)
+			break;
+		for (int e = 0; e < n_ent && e < 4; e++) {
+			uint32_t t = thr, mi = thr < 64 ? 64 : thr;
+
+			if (e >= 2 && mi > 188) /* UD inline limit is smaller */
+				t = mi = 188;
+			rt_buf_printf(
+				&b,
+				"%s{\"device\":\"mlx5_%d\",\"guid\":\"0c42:a103:%02x%02x:%04x\",\"port\":1,\"opcode\":\"%s\","
+				"\"qp_type\":\"%s\",\"inline_threshold\":%u,\"max_inline_data\":%u,\"signal_interval\":%u,"
+				"\"sq_depth\":1024,\"cq_depth\":2048,\"cq_moderation\":null,\"numa_node\":%d,\"cpus\":\"%d\","
+				"\"confidence\":\"%s\",\"reasons\":[{\"code\":\"synthetic\",\"text\":\"generated by "
+				"fleet_gen\"}],"
+				"\"measured_at\":\"%s\",\"run_id\":\"%s\",\"app\":null,\"rtune_version\":\"0.1.0\"",
+				d || e ? "," : "", d, d, g, idx, ops[e], qpts[e], t, mi, iv, dn,
+				remote ? (1 - dn) * 16 : dn * 16, conf, when, run);
+			if (o->with_measured) {
+				double base = (1800.0 + 150 * g) * (e & 1 ? 1.1 : 1.0) * lat_f;
+
+				rt_buf_printf(
+					&b,
+					",\"inline_confidence\":\"%s\",\"signal_confidence\":\"%s\",\"evidence\":{"
+					"\"inline\":{\"runs\":1,\"since_run\":\"%s\"},\"signal\":{\"runs\":1,"
+					"\"since_run\":\"%s\"}},\"measured\":{\"latency_kind\":\"pingpong\","
+					"\"msg_bytes\":%u,\"latency_inline_ns\":%.1f,\"latency_noinline_ns\":%.1f,"
+					"\"mops_at_n\":%.3f,\"mops_at_n1\":%.3f,\"noise_pct\":%.2f}",
+					conf, conf, run, run, t ? t : 1, base, base * 1.12,
+					(9.0 - g * 0.5) * (0.98 + 0.04 * rng_unit(rng)), (9.0 - g * 0.5) * 0.55, noise);
+			}
+			if (o->with_hardware && !o->no_calibration)
+				rt_buf_printf(&b, ",\"calibration\":{\"cpu_numa_node\":%d,\"numa_local\":%s}",
+					      remote ? 1 - dn : dn, remote ? "false" : "true");
+			rt_buf_printf(&b, "}");
+		}
 	}
 	rt_buf_printf(&b, "]}\n");
-	if (b.oom) {
+	if (b.oom || (o->indent && indent_doc(&b))) {
 		free(b.p);
 		return ENOMEM;
 	}
 	out->json = b.p;
 	out->len = b.len;
 	return 0;
+}
+
+void fg_realistic(struct fg_opts *o)
+{
+	o->with_hardware = true;
+	o->with_measured = true;
+	o->indent = true;
+	o->mixed_shape = true;
+	o->fw_upgrade_pct = 30;
+	o->near_miss_pct = 10;
 }
 
 int fg_build(const struct fg_opts *o, struct fg_node **out, size_t *n)
@@ -176,9 +252,31 @@ int fg_build(const struct fg_opts *o, struct fg_node **out, size_t *n)
 			/* planted outliers spread over the group, causes cycling */
 			enum fg_cause c = FG_NONE;
 
+			enum fg_trait t = FG_T_NONE;
+
 			if (i % 7 == 3 && i / 7 < o->outliers_per_group)
 				c = (enum fg_cause)(1 + (i / 7 + g) % (FG__COUNT - 1));
-			if (build_one(o, &rng, g, i, c, &v[k])) {
+			/* traits on clean nodes: i % 7 == 5 for the counted ones, percentages by the node's index */
+			if (c == FG_NONE && i % 7 == 5) {
+				int slot = i / 7;
+
+				if (slot < o->remote_lat_nodes)
+					t = FG_T_REMOTE_LAT;
+				else if ((slot -= o->remote_lat_nodes) < o->stale_ordinary)
+					t = FG_T_STALE;
+				else if ((slot -= o->stale_ordinary) < o->missing_device &&
+					 (o->mixed_shape ? g % 4 == 3 : o->devices == 2))
+					t = FG_T_MISSING_DEV;
+			}
+			if (c == FG_NONE && t == FG_T_NONE && i % 7 != 5) {
+				int pct = (int)((i * 37 + g * 11) % 100);
+
+				if (pct < o->fw_upgrade_pct)
+					t = FG_T_FW_UPGRADE;
+				else if (pct < o->fw_upgrade_pct + o->near_miss_pct)
+					t = FG_T_NEAR_MISS;
+			}
+			if (build_one(o, &rng, g, i, c, t, &v[k])) {
 				fg_free(v, k);
 				return ENOMEM;
 			}

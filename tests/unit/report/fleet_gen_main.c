@@ -35,8 +35,11 @@ int main(int argc, char **argv)
 {
 	long long a, b, c, t;
 
-	if (argc >= 7 && !strcmp(argv[1], "json")) {
+	if (argc >= 7 && (!strcmp(argv[1], "json") || !strcmp(argv[1], "realistic"))) {
 		struct fg_opts o = { .with_hardware = true, .entries_per_node = 2 };
+
+		if (!strcmp(argv[1], "realistic"))
+			fg_realistic(&o);
 		struct fg_node *v;
 		size_t n;
 		char *end;
@@ -77,7 +80,7 @@ int main(int argc, char **argv)
 			return 2;
 		return fg_write_store(argv[2], argv[3], (int)a, true, true, t) ? 1 : 0;
 	}
-	fprintf(stderr, "usage: report_fleet_gen json DIR SEED GROUPS NODES OUTLIERS [NOW]\n"
+	fprintf(stderr, "usage: report_fleet_gen json|realistic DIR SEED GROUPS NODES OUTLIERS [NOW]\n"
 			"       report_fleet_gen store PATH PREFIX NODES [NOW]\n");
 	return 2;
 }

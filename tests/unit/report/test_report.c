@@ -23,22 +23,8 @@
 
 #include "fleet_gen.h"
 #include "report_internal.h"
+#include "report_test.h"
 #include "rt_store.h"
-
-#define NOW 1780000000LL /* 2026-05-28 */
-
-static struct rt_report *report_of(const struct fg_node *v, size_t n)
-{
-	struct rt_report_opts o = { .now = NOW };
-	struct rt_report *r = NULL;
-	struct rt_error err;
-
-	assert_int_equal(rt_report_create(&o, &r), 0);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(rt_report_add_json_text(r, v[i].hostname, v[i].json, v[i].len), 1);
-	assert_int_equal(rt_report_analyze(r, &err), 0);
-	return r;
-}
 
 /* Every planted outlier found with its cause; nothing else flagged; nodes in their planted group. */
 static void check_planted(uint64_t seed, int groups, int nodes, int outliers, int entries)
@@ -433,17 +419,6 @@ static void test_identity_files_and_store(void **state)
 	fg_free(v, n);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
 	assert_int_equal(system(cmd), 0);
-}
-
-static char *capture(const struct rt_report *r, int (*fn)(const struct rt_report *, FILE *), size_t *len)
-{
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
-
-	assert_non_null(f);
-	assert_int_equal(fn(r, f), 0);
-	fclose(f);
-	return buf;
 }
 
 static void test_writers(void **state)

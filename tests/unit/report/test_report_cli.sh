@@ -25,13 +25,15 @@ check_rc 0 $rc "report on a good fleet"
 [ ! -s "$t/err.txt" ] || fail "stderr not empty on a good fleet: $(cat "$t/err.txt")"
 grep -q "^rtune report: 96 nodes in 4 groups" "$t/out.txt" || fail "summary line: $(head -1 "$t/out.txt")"
 while read -r host cause; do
-  grep -A1 "OUTLIER $host " "$t/out.txt" | grep -q "cause: $cause" || fail "table: $host not reported with $cause"
+  grep -q "^  OUTLIER NODE $host: $cause" "$t/out.txt" || fail "table: $host not reported with $cause"
 done < "$t/planted"
-grep -q "OUTLIER rack-0 .*" "$t/out.txt" && grep -A1 "OUTLIER rack-0 " "$t/out.txt" | grep -q remote_numa_calibration ||
+grep -q "^  OUTLIER NODE rack-0: .*remote_numa_calibration" "$t/out.txt" ||
   fail "store node rack-0 not flagged remote_numa_calibration"
 grep -q "DRIFT rack-1 mlx5_0/1 inline_threshold: 64 now" "$t/out.txt" || fail "drift of rack-1 not reported"
 # no other node is an outlier (rack-1's drift is planted too)
-grep -o "OUTLIER [^ ]*" "$t/out.txt" | awk '{print $2}' | sort -u > "$t/flagged"
+grep -o "OUTLIER NODE [^:]*" "$t/out.txt" | awk '{print $3}' | sort -u > "$t/flagged"
+# one line per node: a node is listed once however many of its entries are outliers
+[ "$(grep -c "OUTLIER NODE" "$t/out.txt")" = "$(wc -l < "$t/flagged")" ] || fail "a node listed more than once"
 { awk '{print $1}' "$t/planted"; echo rack-0; echo rack-1; } | sort -u > "$t/expected"
 diff "$t/expected" "$t/flagged" > /dev/null || fail "flagged nodes differ from planted: $(diff "$t/expected" "$t/flagged" | tr '\n' ' ')"
 
@@ -40,7 +42,7 @@ diff "$t/expected" "$t/flagged" > /dev/null || fail "flagged nodes differ from p
 python3 - "$t/out.json" "$t/planted" <<'EOF' || fail "JSON output"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["schema"] == {"name": "rtune-report", "version": "1.0"}, doc["schema"]
+assert doc["schema"] == {"name": "rtune-report", "version": "2.0"}, doc["schema"]
 assert doc["node_count"] == 96 and len(doc["groups"]) == 4
 assert sum(g["node_count"] for g in doc["groups"]) == 96
 found = {(o["hostname"], o["cause"]) for o in doc["outliers"]}
@@ -62,6 +64,9 @@ assert len(rows) == 90 * 2 + 6, len(rows)
 assert {r["cause"] for r in rows if r["outlier_metrics"]} >= {"remote_numa_calibration", "different_mps",
     "different_firmware", "low_confidence", "stale_profile"}
 assert all(r["latency_ns"] for r in rows if r["hostname"].startswith("rack-"))
+# the run's evidence, as a 1.3 profile would carry it
+assert all(r["latency_kind"] == "pingpong" and r["latency_inline_ns"] and r["latency_noinline_ns"] and r["mops_at_n1"]
+           and r["noise_pct"] for r in rows if r["hostname"].startswith("rack-"))
 EOF
 
 # --- HTML: well-formed, self-contained, charts (distributions and the store's curves) ---
@@ -108,6 +113,26 @@ rc=0; "$rtune" report --frobnicate > /dev/null 2>&1 || rc=$?
 check_rc 2 $rc "unknown option"
 rc=0; "$rtune" report --z abc "$t/fleet" > /dev/null 2>&1 || rc=$?
 check_rc 2 $rc "--z abc"
+
+# --- group profiles: one per hardware group, rtune-profile 1.3 marked as a group profile; not nodes when read back ---
+rc=0; "$rtune" report --now $now --group-profiles "$t/groups" "$t/fleet" > /dev/null 2> "$t/err6.txt" || rc=$?
+check_rc 0 $rc "--group-profiles"
+[ "$(ls "$t/groups" | grep -c '^hw-.*\.json$')" -ge 4 ] || fail "group profiles: $(ls "$t/groups" | tr '\n' ' ')"
+python3 - "$t/groups" <<'EOF' || fail "group profile documents"
+import json, os, sys
+for f in os.listdir(sys.argv[1]):
+    d = json.load(open(os.path.join(sys.argv[1], f)))
+    assert d["schema"] == {"name": "rtune-profile", "version": "1.3"}, d["schema"]
+    assert d["group"]["node_count"] >= 1 and d["group"]["id"].replace(":", "-") + ".json" == f, (f, d["group"])
+    assert d["entries"] and all(e["group"]["basis_nodes"] >= 1 for e in d["entries"])
+EOF
+rc=0; "$rtune" report "$t/groups" > /dev/null 2> "$t/err7.txt" || rc=$?
+check_rc 1 $rc "report over group profiles only"
+grep -q "a group profile (of [0-9]* nodes), not a node's profile" "$t/err7.txt" || fail "group profile read as a node"
+: > "$t/gp-file"
+rc=0; "$rtune" report --now $now --group-profiles "$t/gp-file" "$t/fleet" > /dev/null 2> "$t/err8.txt" || rc=$?
+check_rc 1 $rc "--group-profiles into a regular file"
+grep -q "not a directory" "$t/err8.txt" || fail "--group-profiles FILE not named: $(cat "$t/err8.txt")"
 
 # --- the default store ($RTUNE_DB) ---
 rc=0; RTUNE_DB="$t/fleet/rack.db" "$rtune" report --now $now > "$t/out4.txt" 2>&1 || rc=$?
