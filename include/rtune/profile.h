@@ -175,6 +175,123 @@ uint32_t rt_sendq_outstanding(const struct rt_sendq *q);
 /* Signaled WRs whose completion is still to be polled (a drain polls exactly this many). */
 uint32_t rt_sendq_signaled_pending(const struct rt_sendq *q);
 
+/*
+ * ---- the adaptive inline threshold (docs/controller.md) -----------------------------------------------------------
+ * rt_inline_ctl starts at the profile's inline_threshold and keeps learning from the application's own completions.
+ * It watches the two size bands either side of the current threshold (the shared buckets: exact below 8 B, then 8 per
+ * power of two), times one watched send in sample_every (post -> completion, measured by the caller: this library
+ * makes no verbs call), alternating inline and not so that both choices are measured in both bands, and every
+ * round_samples samples per choice and band it compares the medians: the threshold moves one band up when inlining
+ * the band above is better by more than significance_pct %, one band down when not inlining the band below is, goes
+ * back (and stops trying that direction for a while) when the band it crossed then measures worse, and parks (samples
+ * 8 times less) after park_after_rounds rounds without a move. It stays within [min_bytes, max_bytes] and never
+ * answers "inline" above granted_max_inline (the QP's cap.max_inline_data after ibv_create_qp).
+ *
+ * Thread safety: one controller per QP, used by one thread at a time (the thread that posts on the QP); calls on
+ * different controllers need no synchronisation. rt_inline_ctl_get_state from another thread must be serialised by
+ * the caller with that thread's calls.
+ */
+typedef struct rt_inline_ctl rt_inline_ctl;
+
+struct rt_inline_ctl_params {
+	uint32_t threshold_bytes;    /* start: the profile entry's inline_threshold (0 = never inline) */
+	uint32_t min_bytes;	     /* lowest threshold allowed (profile's bound, usually 0) */
+	uint32_t max_bytes;	     /* highest threshold allowed (profile's max_inline_data) */
+	uint32_t granted_max_inline; /* the QP's granted cap.max_inline_data: nothing larger is ever inline */
+	uint32_t sample_every;	     /* time 1 watched send in this many (1..65536; default 4) */
+	uint32_t round_samples;	     /* samples per band and choice before a decision (4..64; default 8) */
+	uint32_t significance_pct;   /* move only on a median difference above this (1..100; default 10) */
+	uint32_t park_after_rounds;  /* rounds without a move before parking (1..1000; default 3) */
+};
+
+/* One move of the threshold. */
+struct rt_inline_ctl_move {
+	uint64_t at_sample;   /* samples used before the move */
+	uint32_t from_bytes;  /* threshold before */
+	uint32_t to_bytes;    /* threshold after */
+	uint64_t inline_ns;   /* median of the crossed band, inline */
+	uint64_t noinline_ns; /* median of the crossed band, not inline */
+	bool revert;	      /* a return over the band crossed by the move before */
+};
+
+#define RT_INLINE_CTL_MOVES 8 /* moves kept in the state (the last ones) */
+
+/* A snapshot of the controller: where it is, its evidence and its history. */
+struct rt_inline_ctl_state {
+	uint32_t threshold_bytes;		     /* current threshold */
+	uint32_t start_bytes;			     /* where it started */
+	uint32_t min_bytes, max_bytes;		     /* effective bounds (max is min(max_bytes, granted_max_inline)) */
+	uint32_t below_lo, below_hi;		     /* band below the threshold (inline), 0..0 when threshold is 0 */
+	uint32_t above_lo, above_hi;		     /* band above the threshold (not inline) */
+	uint64_t below_inline_ns, below_noinline_ns; /* medians of the last complete round, 0 = none */
+	uint64_t above_inline_ns, above_noinline_ns;
+	bool parked;	   /* stable: sampling 8 times less */
+	uint64_t watched;  /* watched sends (in the two bands) counted down so far */
+	uint64_t samples;  /* samples reported and used */
+	uint64_t explored; /* sampled sends posted with the choice the threshold would not make */
+	uint64_t dropped;  /* samples reported for a size no longer watched (a move in between) */
+	uint64_t rounds;   /* decisions taken */
+	uint64_t moves_up, moves_down, reverts;
+	unsigned n_moves; /* valid entries in moves (<= RT_INLINE_CTL_MOVES), oldest first */
+	struct rt_inline_ctl_move moves[RT_INLINE_CTL_MOVES];
+};
+
+/* Sets p to the defaults (sample_every 4, round_samples 8, significance 10 %, park after 3 rounds) with threshold,
+ * bounds and granted inline all 0: the caller fills those four. Never fails. Thread-safe. */
+void rt_inline_ctl_params_init(struct rt_inline_ctl_params *p);
+
+/*
+ * Creates a controller. The start threshold is clamped into [min_bytes, min(max_bytes, granted_max_inline)].
+ * Returns 0 and *out (free with rt_inline_ctl_free); EINVAL when a parameter is out of its range or
+ * min_bytes > max_bytes; ENOMEM. *out is left NULL on failure. Thread-safe (touches only what it allocates).
+ */
+int rt_inline_ctl_create(const struct rt_inline_ctl_params *p, rt_inline_ctl **out);
+
+/* Frees a controller; NULL is a no-op. */
+void rt_inline_ctl_free(rt_inline_ctl *c);
+
+/* Flags of rt_inline_ctl_decide(). */
+#define RT_INLINE_CTL_INLINE 1u /* post this send with IBV_SEND_INLINE */
+#define RT_INLINE_CTL_SAMPLE 2u /* time this send: post it signaled, report it with rt_inline_ctl_sample() */
+
+/* The hot fields, first member of every controller: read and written only by rt_inline_ctl_decide(). */
+struct rt_inline_ctl_hot {
+	uint32_t limit_excl; /* inline when msg_bytes < limit_excl */
+	uint32_t watch_lo;   /* smallest size of the two watched bands */
+	uint32_t watch_span; /* their largest size minus watch_lo */
+	uint32_t countdown;  /* watched sends until the next sample (>= 1) */
+};
+
+/* The out-of-line part of rt_inline_ctl_decide() for a send that is due to be sampled. */
+unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes);
+
+/*
+ * The per-send decision: RT_INLINE_CTL_INLINE and/or RT_INLINE_CTL_SAMPLE. Outside the watched bands (almost every
+ * send) it is one subtraction, one compare and the inline compare; a watched send also decrements a counter, and one
+ * in sample_every calls rt_inline_ctl_pick(). Never fails; never answers inline above granted_max_inline.
+ */
+static inline unsigned rt_inline_ctl_decide(rt_inline_ctl *c, uint32_t msg_bytes)
+{
+	struct rt_inline_ctl_hot *h = (struct rt_inline_ctl_hot *)(void *)c;
+
+	if (msg_bytes - h->watch_lo > h->watch_span || --h->countdown)
+		return msg_bytes < h->limit_excl ? RT_INLINE_CTL_INLINE : 0u;
+	return rt_inline_ctl_pick(c, msg_bytes);
+}
+
+/*
+ * Reports the post -> completion time of a send that rt_inline_ctl_decide() flagged RT_INLINE_CTL_SAMPLE: its size,
+ * whether it was posted inline, lat_ns. May take a decision (and move the threshold). Returns 0; EINVAL for lat_ns 0
+ * (not recorded); ESTALE when the size is no longer watched (the threshold moved meanwhile: counted as dropped).
+ */
+int rt_inline_ctl_sample(rt_inline_ctl *c, uint32_t msg_bytes, bool inlined, uint64_t lat_ns);
+
+/* The current threshold in bytes. */
+uint32_t rt_inline_ctl_threshold(const rt_inline_ctl *c);
+
+/* Fills *out with a snapshot of the state. Returns 0, or EINVAL when c or out is NULL. */
+int rt_inline_ctl_get_state(const rt_inline_ctl *c, struct rt_inline_ctl_state *out);
+
 #ifdef __cplusplus
 }
 #endif
