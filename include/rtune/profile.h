@@ -19,6 +19,22 @@
 extern "C" {
 #endif
 
+/* librtune's version: RTUNE_VERSION_NUMBER is major * 10000 + minor * 100 + patch (compare with rt_version_number()
+ * for the library actually loaded). */
+#define RTUNE_VERSION_MAJOR 0
+#define RTUNE_VERSION_MINOR 1
+#define RTUNE_VERSION_PATCH 0
+#define RTUNE_VERSION_STRING "0.1.0"
+#define RTUNE_VERSION_NUMBER (RTUNE_VERSION_MAJOR * 10000 + RTUNE_VERSION_MINOR * 100 + RTUNE_VERSION_PATCH)
+
+/*
+ * Thread safety, for every call of this header: a loaded struct rt_profile is immutable, so every rt_profile_* read
+ * (select, entry_at, getters, names, is_for_this_host) may run on any number of threads at once; rt_profile_free must
+ * not race with them. rt_profile_live_* and rt_profile_reload may be called from any thread at any time (they lock
+ * internally). struct rt_sendq and rt_inline_ctl are per QP and per thread: no two threads may use one at once.
+ * rt_version*, rt_profile_*_name and rt_inline_ctl_params_init are pure. rt_error_* touch only the caller's struct.
+ */
+
 #define RT_PROFILE_SCHEMA_NAME "rtune-profile"
 #define RT_PROFILE_SCHEMA_MAJOR 1
 #define RT_PROFILE_SCHEMA_MINOR 2
@@ -114,6 +130,49 @@ const char *rt_profile_hw_signature(const struct rt_profile *p);
 const char *rt_profile_rtune_version(const struct rt_profile *p);
 /* Schema minor version of the loaded document (major is always RT_PROFILE_SCHEMA_MAJOR). */
 int rt_profile_schema_minor(const struct rt_profile *p);
+
+/* The machine-id of the node the profile was made on ("" when the document has none). */
+const char *rt_profile_machine_id(const struct rt_profile *p);
+
+/*
+ * True when p was made on this node: the same hostname, and the same /etc/machine-id when the document has one (the
+ * store's node key `<machine-id>/<hostname>`: clones of one image share a machine-id, so the hostname must match too).
+ * False for NULL. Apply a profile for which this is false only on purpose (a profile copied across identical nodes).
+ */
+bool rt_profile_is_for_this_host(const struct rt_profile *p);
+
+/* librtune's version at run time: "0.1.0" and RTUNE_VERSION_NUMBER of the library loaded. */
+const char *rt_version(void);
+unsigned rt_version_number(void);
+
+/*
+ * ---- a profile that changes while the application runs ------------------------------------------------------------
+ * A live handle holds the current document of a profile file. Any thread acquires it (a reference: its entries stay
+ * valid, unchanged, until released), reads entries, and releases it; any thread may call rt_profile_reload (e.g. once
+ * a second, or on SIGHUP from a thread of its own), which re-reads the file when it changed (device, inode, size or
+ * mtime) and swaps the document in; the old one is freed when its last reader releases it. A file that no longer
+ * loads leaves the current document in place. rt_profile_live_generation() tells a reader cheaply that it should
+ * acquire again and re-select its entries.
+ */
+typedef struct rt_profile_live rt_profile_live;
+
+/* Opens path (NULL: $RTUNE_PROFILE, as rt_profile_load_env) and loads it. 0 and *out (close with
+ * rt_profile_live_close), or the errno and err of rt_profile_load (ENOENT for an unset $RTUNE_PROFILE); *out NULL. */
+int rt_profile_live_open(const char *path, rt_profile_live **out, struct rt_error *err);
+/* The current document, with a reference the caller owns (never NULL). Takes a short shared lock. */
+const struct rt_profile *rt_profile_live_acquire(rt_profile_live *h);
+/* Drops a reference of rt_profile_live_acquire(); entry pointers from p are invalid afterwards. NULL is a no-op. */
+void rt_profile_live_release(rt_profile_live *h, const struct rt_profile *p);
+/*
+ * Re-reads the file if it changed and makes it current. Returns 0 (*changed, if not NULL, true when the document was
+ * swapped), or the errno and err of rt_profile_load when the file no longer loads (the current document stays).
+ * Concurrent reloads are serialised.
+ */
+int rt_profile_reload(rt_profile_live *h, bool *changed, struct rt_error *err);
+/* Swaps so far (0 after open). */
+uint64_t rt_profile_live_generation(const rt_profile_live *h);
+/* Frees the handle; every reference must have been released first. NULL is a no-op. */
+void rt_profile_live_close(rt_profile_live *h);
 
 /* Getters (entry must not be NULL). */
 uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e);
