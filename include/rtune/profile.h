@@ -198,41 +198,110 @@ static inline bool rt_should_inline(const struct rt_profile_entry *e, uint32_t m
 
 /*
  * ---- the safe-send pattern ----------------------------------------------------------------------------------------
- * A send queue of sq_depth WRs where one WR in signal_interval is IBV_SEND_SIGNALED. Each signaled completion retires
- * every WR posted before it, so the queue never overflows (no ENOMEM from ibv_post_send) as long as the caller:
+ * A send queue of sq_depth slots where one WR in signal_interval is IBV_SEND_SIGNALED. Each signaled completion
+ * retires every WR posted before it, so the queue never overflows (no ENOMEM from ibv_post_send) as long as the caller:
  *   1. while rt_sendq_must_poll(): polls the send CQ and reports each signaled completion with rt_sendq_completed();
  *   2. posts the WR with IBV_SEND_SIGNALED exactly when rt_sendq_should_signal() says so (it may signal more often);
  *   3. reports the successful post with rt_sendq_posted().
- * Pure bookkeeping: no verbs calls, no locks (one sendq per QP per thread).
+ * Extended use (since 0.2): a WR taking several slots (a large inline WQE) is reported with its slot count
+ * (rt_sendq_*_slots); the last WR of a burst, when the sender has nothing more queued, is signaled
+ * (rt_sendq_should_signal_burst), so no buffer waits behind an unsignaled WR while the sender is idle, and
+ * rt_sendq_unsignaled_age_ns() tells a sender that cannot know a burst's end how long its oldest unsignaled WR has
+ * waited; sendqs sharing one send CQ attach to a struct rt_sendq_cq, which bounds each QP's unsignaled run by its
+ * share of a CQ-wide limit (with many QPs each alone may never reach N, and credits that wait for its completions
+ * would never return) and keeps the CQ from overflowing; an error or flush completion puts the queue into the failed state (rt_sendq_failed) instead of being
+ * miscounted; rt_sendq_enable_adaptive() lets N follow the message rate. A signal_interval larger than the queue is
+ * adapted to it (half the depth) instead of refused.
+ * Pure bookkeeping: no verbs calls, no locks (one sendq per QP per thread; one rt_sendq_cq per thread).
  */
-struct rt_sendq {
-	uint32_t depth; /* WRs the send queue holds */
-	uint32_t signal_interval;
-	uint32_t outstanding;	 /* posted WRs not yet retired by a signaled completion */
-	uint32_t unsignaled_run; /* WRs posted since the last signaled one */
-	uint32_t *batches;	 /* ring: WRs each outstanding signaled WR retires */
-	uint32_t head, count;	 /* ring position and number of outstanding signaled WRs */
+
+/* Sendqs sharing one send CQ (see above): fields are the library's. */
+struct rt_sendq_cq {
+	uint32_t cq_depth;	   /* CQ entries */
+	uint32_t unsignaled_limit; /* unsignaled slots of all QPs together stay below this (each QP: its share) */
+	uint32_t pending_cqes;	   /* signaled WRs of all QPs whose completion is still to be polled */
+	uint32_t unsignaled;	   /* slots posted unsignaled and not yet covered by a signaled WR, all QPs */
+	uint32_t n_qps;		   /* sendqs attached */
 };
 
-/* Sets q up for a queue of sq_depth WRs (>= 1) signaled every signal_interval (1..sq_depth). Returns 0, EINVAL, or
- * ENOMEM; on failure q holds nothing to free. */
+struct rt_sendq {
+	uint32_t depth; /* slots the send queue holds */
+	uint32_t signal_interval;
+	uint32_t outstanding;	 /* posted slots not yet retired by a signaled completion */
+	uint32_t unsignaled_run; /* slots posted since the last signaled WR */
+	uint32_t *batches;	 /* ring: slots each outstanding signaled WR retires */
+	uint32_t head, count;	 /* ring position and number of outstanding signaled WRs */
+	/* since 0.2 */
+	struct rt_sendq_cq *cq;		     /* shared send CQ, or NULL */
+	bool failed;			     /* an error completion was seen: nothing outstanding, posts refused */
+	bool adaptive;			     /* N follows the message rate (rt_sendq_enable_adaptive) */
+	uint32_t min_interval, max_interval; /* adaptive bounds */
+	uint64_t run_start_ns; /* time of the first unsignaled WR of the current run (0 = none or untimed) */
+	uint64_t win_start_ns; /* adaptation window: start, WRs retired, highest occupancy */
+	uint32_t win_wrs, win_peak;
+	uint64_t prev_rate; /* WRs per second of the previous window (0 = none) */
+	int dir;	    /* last change of N: +1 doubled, -1 halved, 0 none */
+	uint32_t stable;    /* windows without a significant change */
+	uint32_t changes;   /* changes of N so far */
+};
+
+/* Sets q up for a queue of sq_depth slots (>= 1) signaled every signal_interval (>= 1; one larger than sq_depth is
+ * taken as max(1, sq_depth / 2)). Returns 0, EINVAL (a zero), or ENOMEM; on failure q holds nothing to free. */
 int rt_sendq_init(struct rt_sendq *q, uint32_t sq_depth, uint32_t signal_interval);
 /* Releases what rt_sendq_init allocated; q may be NULL or already released. */
 void rt_sendq_fini(struct rt_sendq *q);
-/* True when no slot is free: poll the send CQ (and call rt_sendq_completed) before posting. */
+/* True when no slot is free (or the shared CQ has no room for another completion): poll the send CQ (and call
+ * rt_sendq_completed) before posting. */
 bool rt_sendq_must_poll(const struct rt_sendq *q);
+/* As rt_sendq_must_poll() for a WR of slots slots. */
+bool rt_sendq_must_poll_slots(const struct rt_sendq *q, uint32_t slots);
 /* True when the next WR must carry IBV_SEND_SIGNALED. */
 bool rt_sendq_should_signal(const struct rt_sendq *q);
+/* As rt_sendq_should_signal() for a WR of slots slots, and true as well for the last WR of a burst (more == false:
+ * nothing else queued to send now) when it would leave unsignaled WRs behind. */
+bool rt_sendq_should_signal_burst(const struct rt_sendq *q, uint32_t slots, bool more);
 /* Records one posted WR. Returns 0; ENOSPC when the queue was full (caller skipped step 1); EINVAL when the WR was not
- * signaled although rt_sendq_should_signal() required it. On error nothing is recorded. */
+ * signaled although rt_sendq_should_signal() required it; EIO after rt_sendq_failed (until rt_sendq_reset). On error
+ * nothing is recorded. */
 int rt_sendq_posted(struct rt_sendq *q, bool signaled);
+/* As rt_sendq_posted() for a WR of slots slots (1..depth / 2, or 1 when depth is 1) posted at now_ns (CLOCK_MONOTONIC;
+ * 0 = untimed: no idle age, no adaptation). EINVAL also for a slot count out of range. */
+int rt_sendq_posted_slots(struct rt_sendq *q, bool signaled, uint32_t slots, uint64_t now_ns);
 /* Records n signaled send completions (in posting order) and frees their slots. Returns 0, or EINVAL when n exceeds
- * the signaled WRs outstanding (nothing is recorded then). */
+ * the signaled WRs outstanding (nothing is recorded then). In the failed state every completion (flushes) is absorbed:
+ * 0. */
 int rt_sendq_completed(struct rt_sendq *q, uint32_t n);
-/* WRs posted and not yet retired. */
+/* As rt_sendq_completed() at now_ns: an adaptive queue measures its message rate from these (0 = untimed). */
+int rt_sendq_completed_at(struct rt_sendq *q, uint32_t n, uint64_t now_ns);
+/* An error or flush completion was polled on this QP: the QP flushes every posted WR (signaled or not), so the queue
+ * forgets them all (their buffers are the caller's again) and absorbs the remaining flush completions. Returns the
+ * slots that were outstanding. */
+uint32_t rt_sendq_failed(struct rt_sendq *q);
+/* After the QP was brought back to RTS: an empty, working queue with the same depth and N. */
+void rt_sendq_reset(struct rt_sendq *q);
+/* Slots posted and not yet retired. */
 uint32_t rt_sendq_outstanding(const struct rt_sendq *q);
 /* Signaled WRs whose completion is still to be polled (a drain polls exactly this many). */
 uint32_t rt_sendq_signaled_pending(const struct rt_sendq *q);
+/* How long the oldest WR not covered by a signaled one has waited at now_ns (0 when none, or untimed). A sender that
+ * cannot tell a burst's end posts a signaled WR (even an empty one) when this exceeds its bound. */
+uint64_t rt_sendq_unsignaled_age_ns(const struct rt_sendq *q, uint64_t now_ns);
+/* The current signal interval. */
+uint32_t rt_sendq_interval(const struct rt_sendq *q);
+
+/*
+ * Lets N follow the application's own traffic within [min_interval, max_interval] (clamped to 1..depth / 2): every
+ * window of 8 N retired WRs (timed: rt_sendq_posted_slots / rt_sendq_completed_at with times) N doubles while the
+ * message rate improves by more than 10 % and the queue had headroom (peak occupancy below 3/4 of it), halves when
+ * headroom ran short (and stays below that N from then on) or the rate fell by more than 10 % (going back), and stays after 3 windows without a
+ * significant change until the rate moves by more than 10 % again. Returns 0 or EINVAL (min > max).
+ */
+int rt_sendq_enable_adaptive(struct rt_sendq *q, uint32_t min_interval, uint32_t max_interval);
+
+/* Sets up a shared send CQ of cq_depth entries; unsignaled_limit 0 takes cq_depth / 2. Returns 0 or EINVAL. */
+int rt_sendq_cq_init(struct rt_sendq_cq *cq, uint32_t cq_depth, uint32_t unsignaled_limit);
+/* Attaches q (empty, not attached yet) to cq, before its first post; rt_sendq_fini detaches it. EINVAL otherwise. */
+int rt_sendq_attach(struct rt_sendq *q, struct rt_sendq_cq *cq);
 
 /*
  * ---- the adaptive inline threshold (docs/controller.md) -----------------------------------------------------------

@@ -96,7 +96,8 @@ static void *reader(void *arg)
 
 	while (!atomic_load(&g_stop)) {
 		const struct rt_profile *p = rt_profile_live_acquire(h);
-		const struct rt_profile_entry *e = rt_profile_select(p, "mlx5_0", 1, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC);
+		const struct rt_profile_entry *e =
+			rt_profile_select(p, "mlx5_0", 1, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC);
 
 		/* one document: N belongs to the threshold read from the same entry, also a while later */
 		if (!e || e->signal_interval != 1 + (e->inline_threshold - 100) % 8)
@@ -162,8 +163,8 @@ static void test_reload_under_readers(void **state)
 	assert_false(changed);
 	{
 		const struct rt_profile *p = rt_profile_live_acquire(h);
-		const struct rt_profile_entry *e = rt_profile_select(p, "mlx5_0", 1, RT_PROFILE_OP_SEND,
-								     RT_PROFILE_QPT_RC);
+		const struct rt_profile_entry *e =
+			rt_profile_select(p, "mlx5_0", 1, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC);
 
 		assert_non_null(e);
 		assert_int_equal(e->inline_threshold, 100 + RELOADS % 100);
