@@ -23,7 +23,9 @@ struct rt_ctl_cell {
 struct rt_inline_ctl {
 	struct rt_inline_ctl_hot hot; /* must stay first */
 	struct rt_inline_ctl_params p;
-	uint32_t every;		     /* current sampling period (sample_every, times RT_CTL_PARK_FACTOR when parked) */
+	uint32_t every; /* current mean sampling period (sample_every, times RT_CTL_PARK_FACTOR when parked) */
+	uint32_t armed; /* the countdown the current sample period started with */
+	uint32_t rng;	/* xorshift32 state of the sample jitter */
 	uint32_t lo_bound, hi_bound; /* effective threshold bounds */
 	bool has_below, has_above;   /* a move down / up is possible, so that band is watched */
 	uint32_t below_lo, below_hi, above_lo, above_hi;

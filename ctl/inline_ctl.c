@@ -54,6 +54,30 @@ static void clear_round(struct rt_inline_ctl *c)
 	c->round_picks = 0;
 }
 
+/*
+ * Watched sends until the next sample: uniform in 1..2 * every - 1 (mean every), from a seeded xorshift, so that a
+ * periodic size pattern (sizes a and b alternating, every even) cannot make every sample land on the same band.
+ */
+static uint32_t next_countdown(struct rt_inline_ctl *c)
+{
+	uint32_t x = c->rng;
+
+	if (c->every <= 1)
+		return 1;
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	c->rng = x;
+	return 1u + x % (2u * c->every - 1u);
+}
+
+/* Arms the next sample. */
+static void arm(struct rt_inline_ctl *c)
+{
+	c->armed = next_countdown(c);
+	c->hot.countdown = c->armed;
+}
+
 /* Places the threshold at t (within the bounds) and the watched bands around it; starts a new round. */
 static void set_threshold(struct rt_inline_ctl *c, uint32_t t)
 {
@@ -100,7 +124,7 @@ static void set_threshold(struct rt_inline_ctl *c, uint32_t t)
 		c->hot.watch_lo = UINT32_MAX;
 		c->hot.watch_span = 0;
 	}
-	c->hot.countdown = c->every;
+	arm(c);
 	clear_round(c);
 }
 
@@ -127,6 +151,7 @@ int rt_inline_ctl_create(const struct rt_inline_ctl_params *p, rt_inline_ctl **o
 	c->hi_bound = hi;
 	t = p->threshold_bytes < c->lo_bound ? c->lo_bound : p->threshold_bytes > hi ? hi : p->threshold_bytes;
 	c->every = p->sample_every;
+	c->rng = 0x9e3779b9u; /* fixed: a run is deterministic for a given sequence of sends and times */
 	c->st.start_bytes = t;
 	set_threshold(c, t);
 	*out = c;
@@ -146,8 +171,8 @@ unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 	bool other_ok;
 	struct rt_ctl_cell *cell;
 
-	c->hot.countdown = c->every;
-	c->st.watched += c->every;
+	c->st.watched += c->armed;
+	arm(c);
 	/* a band without traffic must not hold the other one's evidence forever: end the round after enough picks */
 	if (++c->round_picks >= RT_CTL_ROUND_TIMEOUT * 4u * c->p.round_samples)
 		decide(c);
@@ -291,7 +316,7 @@ static void decide(struct rt_inline_ctl *c)
 	if (c->stable_rounds >= c->p.park_after_rounds && !st->parked) {
 		st->parked = true;
 		c->every = c->p.sample_every * RT_CTL_PARK_FACTOR;
-		c->hot.countdown = c->every;
+		arm(c);
 	}
 	clear_round(c);
 }

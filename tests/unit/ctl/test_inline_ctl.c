@@ -215,6 +215,38 @@ static void test_parks_when_stable(void **state)
 	rt_inline_ctl_free(c);
 }
 
+/*
+ * A periodic size pattern: 248 B and 272 B alternating (the bands either side of 255 B), sampling one watched send in
+ * 2. Without jitter in the sampling period every sample would land on 272 B and the band below would never be
+ * measured; with it, both are, and the controller leaves 255 B (inline loses below it on X192).
+ */
+static void test_periodic_sizes_reach_both_bands(void **state)
+{
+	struct rt_inline_ctl_params p;
+	struct rt_inline_ctl_state st;
+	struct rt_simdev d = X192;
+	rt_inline_ctl *c;
+
+	(void)state;
+	rt_inline_ctl_params_init(&p);
+	p.threshold_bytes = 255;
+	p.max_bytes = p.granted_max_inline = 4096;
+	p.sample_every = 2;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), 0);
+	for (unsigned i = 0; i < 20000 && rt_inline_ctl_threshold(c) == 255; i++) {
+		uint32_t b = i % 2 ? 272 : 248;
+		unsigned f = rt_inline_ctl_decide(c, b);
+
+		if (f & RT_INLINE_CTL_SAMPLE)
+			rt_inline_ctl_sample(c, b, f & RT_INLINE_CTL_INLINE,
+					     rt_simdev_lat_ns(&d, b, f & RT_INLINE_CTL_INLINE));
+	}
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_int_equal(rt_inline_ctl_threshold(c), 239);
+	assert_true(st.below_inline_ns > 0 && st.below_noinline_ns > 0);
+	rt_inline_ctl_free(c);
+}
+
 /* Reports n samples of size b, choice inl, lat_ns each (one per pick the controller asks for). */
 static void feed(rt_inline_ctl *c, uint32_t b, bool inl, uint64_t lat_ns, unsigned n)
 {
@@ -352,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_flat_device_does_not_drift),
 		cmocka_unit_test(test_shallow_crossover_stops_in_the_flat_zone),
 		cmocka_unit_test(test_parks_when_stable),
+		cmocka_unit_test(test_periodic_sizes_reach_both_bands),
 		cmocka_unit_test(test_reverts_and_blocks),
 		cmocka_unit_test(test_significance),
 		cmocka_unit_test(test_bad_input),
