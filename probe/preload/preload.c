@@ -3,8 +3,8 @@
  * librtune_probe.so's LD_PRELOAD glue, in the manner of rdma-core's librdmacm/preload.c: defines the exported verbs
  * that hand out contexts and QPs (with the symbol versions libibverbs uses, see probe.map, so applications bind here),
  * resolves the real ones once with dlvsym(RTLD_NEXT, name, version), and forwards to the wrapping logic in
- * probe_core.c. The final JSON is written from the library destructor, which runs at exit() after the application's
- * own atexit handlers.
+ * probe_*.c (probe_int.h lists the parts). The final JSON is written from the library destructor, which runs at exit()
+ * after the application's own atexit handlers.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The send path: the ops.post_send wrapper every hooked context carries (count each WR by opcode class, size bucket,
+ * inline and signaled; apply mode's chain rewrite; the post->completion sample's start time) and the ops.poll_cq
+ * wrapper that ends the samples and counts error completions. Rules: no allocation, no printing, no global lock,
+ * errno preserved, the provider's return value and *bad_wr (mapped back from apply mode's copy) returned unchanged.
+ */
+#include "probe_int.h"
+
+#include <errno.h>
+
+static struct ibv_send_wr g_bad_sentinel; /* *bad_wr while the provider runs: tells "bad_wr not set" apart */
+
+/* poll_cq's one-entry cache of the last QP looked up by number (per thread). */
+static __thread uintptr_t tls_pq_key __attribute__((tls_model("initial-exec")));
+static __thread struct rtp_qp *tls_pq __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_pq_epoch __attribute__((tls_model("initial-exec")));
+
+/* ---- recording ------------------------------------------------------------------------------------------------- */
+
+/* See probe_int.h: queue a sample or count it dropped, never wait. */
+void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0)
+{
+	if (atomic_flag_test_and_set_explicit(&q->lat_lock, memory_order_acquire)) {
+		atomic_fetch_add_explicit(&q->lat_dropped, 1, memory_order_relaxed);
+		return;
+	}
+	if (q->ring_tail - q->ring_head >= RTP_LAT_RING) {
+		atomic_fetch_add_explicit(&q->lat_dropped, 1, memory_order_relaxed);
+	} else {
+		q->ring[q->ring_tail % RTP_LAT_RING] = (struct rtp_lat_sample){ seq, t0 };
+		q->ring_tail++;
+	}
+	atomic_store_explicit(&q->ring_n, q->ring_tail - q->ring_head, memory_order_relaxed);
+	atomic_flag_clear_explicit(&q->lat_lock, memory_order_release);
+}
+
+/* Tells an SQ-full ENOMEM from the other causes providers report with ENOMEM, using the failing WR and q's caps. */
+void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad)
+{
+	int code = ret < 0 ? -ret : ret;
+
+	if (code == ENOMEM) {
+		if (!bad)
+			CTR_ADD(e->st.err_enomem_other, 1);
+		else if ((bad->send_flags & IBV_SEND_INLINE) && wr_bytes(bad) > q->max_inline_data)
+			CTR_ADD(e->st.err_inline_too_big, 1);
+		else if ((uint32_t)bad->num_sge > q->max_send_sge)
+			CTR_ADD(e->st.err_too_many_sge, 1);
+		else
+			CTR_ADD(e->st.err_sq_full, 1);
+	} else if (code == EINVAL) {
+		CTR_ADD(e->st.err_einval, 1);
+	} else {
+		CTR_ADD(e->st.err_other, 1);
+	}
+}
+
+/* ---- ops.post_send --------------------------------------------------------------------------------------------- */
+
+/*
+ * Everything after the provider's post_send except the plain success of the histogram-only path: records the WRs
+ * before bad_wr, classifies the error, maps bad_wr back from apply mode's copy, queues latency samples. errno as the
+ * provider left it.
+ */
+static __attribute__((noinline)) int post_send_after(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
+						     struct ibv_send_wr *sent, struct ibv_send_wr **bad_wr,
+						     struct ibv_send_wr *saved_bad, int ret, unsigned ncopy,
+						     struct rtp_rec *rc, uint64_t t0)
+{
+	struct ibv_send_wr *stop = NULL, *w;
+	unsigned n = 0, nchain;
+	bool unknown_bad = false;
+	int err = errno;
+
+	if (likely(ret == 0)) {
+		*bad_wr = saved_bad;
+	} else if (*bad_wr == &g_bad_sentinel) {
+		/* the provider failed without naming the WR: nothing is known to be posted */
+		*bad_wr = saved_bad;
+		unknown_bad = true;
+		stop = sent;
+	} else {
+		stop = *bad_wr;
+	}
+
+	for (w = sent; w != stop && w; w = w->next, n++) {
+		unsigned op = rtp_op(w->opcode);
+
+		record_wr(q, e, s, op, wr_bytes(w), w->send_flags & IBV_SEND_INLINE, w->send_flags & IBV_SEND_SIGNALED,
+			  rc, true);
+		if (ncopy && !(s->wr_orig[n]->send_flags & IBV_SEND_INLINE) && (w->send_flags & IBV_SEND_INLINE))
+			CTR_ADD(e->st.apply_inline_set, 1);
+	}
+	nchain = n;
+	if (unlikely(ret)) {
+		for (w = stop; w; w = w->next)
+			nchain++;
+		if (unknown_bad)
+			CTR_ADD(e->st.err_bad_wr_unset, 1);
+		rtp_classify_error(q, e, ret, unknown_bad ? NULL : stop);
+		CTR_ADD(e->st.wrs_not_posted, nchain - n);
+		if (ncopy && !unknown_bad && *bad_wr >= s->wr_copy && *bad_wr < s->wr_copy + ncopy)
+			*bad_wr = s->wr_orig[*bad_wr - s->wr_copy];
+	}
+	record_batch(e, nchain);
+	if (rc->nsig && g_cfg.sample_every)
+		finish_samples(q, rc, t0);
+	errno = err;
+	return ret;
+}
+
+/* Sampling and/or apply mode: look at the chain before posting (copy it for apply mode, take t0 for a sample). */
+static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
+						    struct ibv_qp *qp, struct ibv_send_wr *wr,
+						    struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *sent = wr, *saved_bad, *w;
+	struct rtp_rec rc = { 0 };
+	unsigned ncopy = 0, nsig = 0, need = 0, len = 0;
+	uint64_t t0 = 0;
+	int ret;
+
+	for (w = wr; w; w = w->next) {
+		len++;
+		if (q->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED))
+			nsig++;
+		if (q->apply_limit && rtp_apply_wants(q, w))
+			need++;
+	}
+	if (need) {
+		if (len > RTP_APPLY_MAX_WRS)
+			CTR_ADD(e->st.apply_chain_too_long, 1);
+		else
+			sent = rtp_apply_copy(q, s, wr, &ncopy);
+	}
+	if (g_cfg.sample_every && nsig && s->sample_ctr + nsig >= g_cfg.sample_every) {
+		int err = errno;
+
+		rc.timing = true;
+		t0 = now_ns();
+		errno = err;
+	}
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = q->post_send(qp, sent, bad_wr);
+	return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, ncopy, &rc, t0);
+}
+
+/*
+ * The send path. Histogram-only mode and success: post, then count the chain in this thread's entry. errno is not
+ * touched here (nothing called sets it), the provider's return value is returned as is.
+ */
+static inline __attribute__((always_inline)) int post_send_rec(struct rtp_qp *q, struct rtp_entry *e,
+							       struct rtp_slab *s, struct ibv_qp *qp,
+							       struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct ibv_send_wr *saved_bad, *w;
+	struct rtp_rec rc; /* only nsig is used without sampling */
+	unsigned n = 0;
+	int ret;
+
+	rc.nsig = 0;
+	rc.nsamp = 0;
+	rc.timing = false;
+
+	if (unlikely(g_cfg.sample_every || q->apply_limit))
+		return post_send_full(q, e, s, qp, wr, bad_wr);
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = q->post_send(qp, wr, bad_wr);
+	if (unlikely(ret))
+		return post_send_after(q, e, s, wr, bad_wr, saved_bad, ret, 0, &rc, 0);
+	*bad_wr = saved_bad;
+	for (w = wr; w; w = w->next, n++)
+		record_wr(q, e, s, rtp_op(w->opcode), wr_bytes(w), w->send_flags & IBV_SEND_INLINE,
+			  w->send_flags & IBV_SEND_SIGNALED, &rc, false);
+	record_batch(e, n);
+	return 0;
+}
+
+/* The post on a QP this thread's cache does not hold: look it up, claim a slab and an entry, or forward uncounted. */
+static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						      struct ibv_send_wr **bad_wr)
+{
+	struct rtp_slab *s = tls_slab;
+	struct rtp_qp *q = ht_get(&g_ht_qp, (uintptr_t)qp);
+	struct rtp_entry *e;
+
+	if (unlikely(!q)) {
+		struct rtp_ctx *c = ctx_of(qp->context);
+
+		atomic_fetch_add_explicit(&g_posts_untracked_qp, 1, memory_order_relaxed);
+		if (unlikely(!c))
+			return EINVAL; /* unreachable: the wrapper is only installed on hooked contexts */
+		return c->post_send(qp, wr, bad_wr);
+	}
+	if (!s)
+		s = rtp_slab_attach();
+	if (unlikely(!s)) {
+		atomic_fetch_add_explicit(&g_posts_no_slab, 1, memory_order_relaxed);
+		return q->post_send(qp, wr, bad_wr);
+	}
+	e = rtp_entry_get(s, q);
+	if (unlikely(!e)) {
+		CTR_ADD(s->posts_no_entry, 1);
+		return q->post_send(qp, wr, bad_wr);
+	}
+	s->c_key = qp;
+	s->c_q = q;
+	s->c_e = e;
+	s->c_epoch = atomic_load_explicit(&g_epoch, memory_order_acquire);
+	return post_send_rec(q, e, s, qp, wr, bad_wr);
+}
+
+/* ops.post_send of every hooked context: the cached QP and entry of this thread's last post, else the slow path. */
+int rtp_w_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct rtp_slab *s = tls_slab;
+
+	if (likely(s && s->c_key == qp && s->c_epoch == atomic_load_explicit(&g_epoch, memory_order_relaxed)))
+		return post_send_rec(s->c_q, s->c_e, s, qp, wr, bad_wr);
+	return w_post_send_slow(qp, wr, bad_wr);
+}
+
+/* ---- ops.poll_cq ----------------------------------------------------------------------------------------------- */
+
+/* The QP of number qp_num on c (a one-entry per-thread cache, then the table); NULL when untracked. */
+static struct rtp_qp *qp_by_num(const struct rtp_ctx *c, uint32_t qp_num)
+{
+	uintptr_t key = qpn_key(c, qp_num);
+	uint64_t ep = atomic_load_explicit(&g_epoch, memory_order_relaxed);
+
+	if (tls_pq_key == key && tls_pq_epoch == ep)
+		return tls_pq;
+	tls_pq = ht_get(&g_ht_qpn, key);
+	tls_pq_key = key;
+	tls_pq_epoch = ep;
+	return tls_pq;
+}
+
+/* k successful send completions of q were polled: advance its completed sequence and time the sampled ones. */
+static void wc_send_done(struct rtp_qp *q, unsigned k, uint64_t *now)
+{
+	uint64_t hi = atomic_fetch_add_explicit(&q->sig_completed, k, memory_order_relaxed) + k, lo = hi - k + 1;
+
+	if (!atomic_load_explicit(&q->ring_n, memory_order_relaxed))
+		return;
+	if (atomic_flag_test_and_set_explicit(&q->lat_lock, memory_order_acquire))
+		return; /* the entries left behind are found stale later */
+	while (q->ring_head != q->ring_tail) {
+		struct rtp_lat_sample *r = &q->ring[q->ring_head % RTP_LAT_RING];
+		uint64_t lat;
+
+		if (r->seq > hi)
+			break;
+		q->ring_head++;
+		if (r->seq < lo) {
+			/* its completion went by while the sample was being queued or the lock was busy */
+			atomic_fetch_add_explicit(&q->lat_stale, 1, memory_order_relaxed);
+			continue;
+		}
+		if (!*now)
+			*now = now_ns();
+		lat = *now > r->t_ns ? *now - r->t_ns : 0;
+		CTR_ADD(q->lat_n, 1);
+		CTR_ADD(q->lat_sum_ns, lat);
+		if (CTR_GET(q->lat_n) == 1 || lat < CTR_GET(q->lat_min_ns))
+			CTR_SET(q->lat_min_ns, lat);
+		if (lat > CTR_GET(q->lat_max_ns))
+			CTR_SET(q->lat_max_ns, lat);
+		CTR_ADD(q->lat_hist[rt_hist_bucket(lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat)], 1);
+	}
+	atomic_store_explicit(&q->ring_n, q->ring_tail - q->ring_head, memory_order_relaxed);
+	atomic_flag_clear_explicit(&q->lat_lock, memory_order_release);
+}
+
+/* ops.poll_cq of every hooked context: the provider's result and errno, after counting what it returned. */
+int rtp_w_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	struct rtp_ctx *c = ctx_of(cq->context);
+	struct rtp_qp *run_q = NULL;
+	unsigned run_n = 0;
+	uint64_t now = 0;
+	int ret, err;
+
+	if (unlikely(!c))
+		return -1; /* unreachable: the wrapper is only installed on hooked contexts */
+	ret = c->poll_cq(cq, num_entries, wc);
+	if (ret <= 0)
+		return ret;
+	err = errno;
+	for (int i = 0; i < ret; i++) {
+		if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
+			struct rtp_qp *q = qp_by_num(c, wc[i].qp_num);
+			unsigned st = wc[i].status < RTP_WC_STATUS ? wc[i].status : RTP_WC_STATUS - 1;
+
+			if (q)
+				atomic_fetch_add_explicit(&q->wc_err[st], 1, memory_order_relaxed);
+			else
+				atomic_fetch_add_explicit(&g_wc_err_untracked, 1, memory_order_relaxed);
+		} else if (g_cfg.sample_every && !(wc[i].opcode & IBV_WC_RECV)) {
+			/* runs of completions of one QP are accounted at once */
+			struct rtp_qp *q = qp_by_num(c, wc[i].qp_num);
+
+			if (q != run_q) {
+				if (run_q)
+					wc_send_done(run_q, run_n, &now);
+				run_q = q;
+				run_n = 0;
+			}
+			run_n++;
+		}
+	}
+	if (run_q)
+		wc_send_done(run_q, run_n, &now);
+	errno = err;
+	return ret;
+}
