@@ -12,6 +12,8 @@
 #      1.5 C: inline wins up to 64 B) after SWITCH posts: within one band of 128 B at the switch, of 64 B at the end,
 #      within BUDGET messages after the switch;
 #   every run: all messages received intact, 0 ENOMEM, never inline above the granted max_inline_data.
+# Env: RTUNE_CTL_BUDGET (messages, default 40000), RTUNE_CTL_SWITCH (posts before the model switch, default 40000),
+# RTUNE_CTL_OUT (where the runs are kept; default $RTUNE_BUILD_DIR/rxe-inline-ctl).
 set -uo pipefail
 B=${RTUNE_BUILD_DIR:?}
 rtune=$B/cli/rtune
@@ -19,9 +21,9 @@ ex=$B/examples/rt_send_example
 so=$B/tests/rxe/libemunic.so
 here=$(cd "$(dirname "$0")" && pwd)
 dev=${RTUNE_VM_DEV:-rxe0}
-w=/tmp/inline-ctl
-budget=${RTUNE_CTL_BUDGET:-30000}
-switch=${RTUNE_CTL_SWITCH:-25000}
+w=${RTUNE_CTL_OUT:-$B/rxe-inline-ctl}
+budget=${RTUNE_CTL_BUDGET:-40000}
+switch=${RTUNE_CTL_SWITCH:-40000}
 mkdir -p "$w"
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -64,7 +66,8 @@ run() {
     -s "$sizes" --adaptive --start-threshold "$start" > "$w/$name.out" 2> "$w/$name.err"
   local rc=$?
   echo "== $name: exit $rc in $(( $(date +%s) - t0 )) s ($*)"
-  grep -v "^inline move" "$w/$name.out"; grep -c "^inline move" "$w/$name.out" | sed 's/^/moves: /'; cat "$w/$name.err"
+  grep -v "^inline move" "$w/$name.out"; cat "$w/$name.err"
+  echo "moves (message: from -> to): $(sed -n 's/^inline move at message \([0-9]*\): \([0-9]*\) -> \([0-9]*\) B/\1:\2->\3/p' "$w/$name.out" | tr '\n' ' ')"
   [ $rc -eq 0 ] || bad "$name: the example exited $rc"
 }
 
