@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The probe's writer: renders everything recorded (devices, per-QP counters, histograms, latency samples, drops) as
- * the rtune-probe 1.0 JSON document (docs/probe.md, read back by reader.c) and writes it to rtune-probe.<pid>.json
+ * the rtune-probe 1.1 JSON document (docs/probe.md, read back by reader.c) and writes it to rtune-probe.<pid>.json
  * (RTUNE_PROBE_OUT, %p = pid): created O_EXCL|O_NOFOLLOW, rewritten in place at each device close and at exit, never
  * into a descriptor the application has since reused; a set-user-ID process writes nothing. Called under g_lock,
  * never from the send path; an unwritable file is remembered and reported once at exit.
@@ -267,7 +267,7 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 		no_entry += CTR_GET(s->posts_no_entry);
 
 	jb_printf(&b,
-		  "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.0\"},\"rtune_version\":\"%s\","
+		  "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.1\"},\"rtune_version\":\"%s\","
 		  "\"pid\":%ld,\"ppid\":%ld,\"forked_child\":%s,\"final\":%s,\"exe\":",
 		  RTUNE_VERSION, (long)getpid(), (long)getppid(), g_forked_child ? "true" : "false",
 		  final ? "true" : "false");
