@@ -161,7 +161,8 @@ typedef struct rt_profile_live rt_profile_live;
 int rt_profile_live_open(const char *path, rt_profile_live **out, struct rt_error *err);
 /* The current document, with a reference the caller owns (never NULL). Takes a short shared lock. */
 const struct rt_profile *rt_profile_live_acquire(rt_profile_live *h);
-/* Drops a reference of rt_profile_live_acquire(); entry pointers from p are invalid afterwards. NULL is a no-op. */
+/* Drops a reference of rt_profile_live_acquire(); entry pointers from p are invalid afterwards. NULL is a no-op. A
+ * document from rt_profile_live_acquire() is released with this, never with rt_profile_free(). */
 void rt_profile_live_release(rt_profile_live *h, const struct rt_profile *p);
 /*
  * Re-reads the file if it changed and makes it current. Returns 0 (*changed, if not NULL, true when the document was
