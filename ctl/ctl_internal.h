@@ -12,6 +12,7 @@
 #define RT_CTL_MAX_ROUND 64u	/* largest round_samples */
 #define RT_CTL_PARK_FACTOR 8u	/* a parked controller samples this many times less */
 #define RT_CTL_ROUND_TIMEOUT 8u /* a round ends after this many times 4 * round_samples picks even if a cell is short */
+#define RT_CTL_EMPTY_TIMEOUT 2u /* ... or this many when one band has had no sample at all and the other is complete */
 #define RT_CTL_MAX_BYTES (1u << 20) /* no inline WQE is larger; keeps limit_excl and band arithmetic in range */
 
 /* The samples of one band and one choice in the current round. */

@@ -164,6 +164,16 @@ void rt_inline_ctl_free(rt_inline_ctl *c)
 }
 
 static void decide(struct rt_inline_ctl *c);
+static bool side_full(const struct rt_inline_ctl *c, unsigned side);
+
+/* True when one watched band has no sample this round and the other has all of its samples. */
+static bool one_side_idle(const struct rt_inline_ctl *c)
+{
+	bool empty0 = c->cell[0][0].n + c->cell[0][1].n == 0, empty1 = c->cell[1][0].n + c->cell[1][1].n == 0;
+
+	return (c->has_below && empty0 && c->has_above && side_full(c, 1)) ||
+	       (c->has_above && empty1 && c->has_below && side_full(c, 0));
+}
 
 unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 {
@@ -173,8 +183,12 @@ unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 
 	c->st.watched += c->armed;
 	arm(c);
-	/* a band without traffic must not hold the other one's evidence forever: end the round after enough picks */
-	if (++c->round_picks >= RT_CTL_ROUND_TIMEOUT * 4u * c->p.round_samples)
+	/*
+	 * A band without traffic must not hold the other one's evidence forever: end the round after enough picks, soon
+	 * when one band has had no sample at all while the other is complete (a start whose band holds no size sent).
+	 */
+	if (++c->round_picks >= RT_CTL_ROUND_TIMEOUT * 4u * c->p.round_samples ||
+	    (c->round_picks >= RT_CTL_EMPTY_TIMEOUT * 4u * c->p.round_samples && one_side_idle(c)))
 		decide(c);
 	if (c->has_below && msg_bytes >= c->below_lo && msg_bytes <= c->below_hi)
 		side = 0;

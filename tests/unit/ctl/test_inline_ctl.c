@@ -247,6 +247,32 @@ static void test_periodic_sizes_reach_both_bands(void **state)
 	rt_inline_ctl_free(c);
 }
 
+/*
+ * A start whose band below holds no size the application sends (16 B; it sends 17, 40 and 100 B): the round does not
+ * wait its full timeout for the empty band; the first move comes within 1,500 messages (3,072 with the full one).
+ */
+static void test_empty_band_does_not_stall(void **state)
+{
+	static const uint32_t sizes[] = { 17, 40, 100 };
+	struct rt_simdev d = X192;
+	rt_inline_ctl *c = make(16, 0, 4096, 4096);
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 20000 && rt_inline_ctl_threshold(c) == 16; i++) {
+		uint32_t b = sizes[i % 3];
+		unsigned f = rt_inline_ctl_decide(c, b);
+
+		if (f & RT_INLINE_CTL_SAMPLE)
+			rt_inline_ctl_sample(c, b, f & RT_INLINE_CTL_INLINE,
+					     rt_simdev_lat_ns(&d, b, f & RT_INLINE_CTL_INLINE));
+	}
+	printf("first move after %u messages, to %u B\n", i, rt_inline_ctl_threshold(c));
+	assert_int_equal(rt_inline_ctl_threshold(c), 17);
+	assert_true(i <= 1500);
+	rt_inline_ctl_free(c);
+}
+
 /* Reports n samples of size b, choice inl, lat_ns each (one per pick the controller asks for). */
 static void feed(rt_inline_ctl *c, uint32_t b, bool inl, uint64_t lat_ns, unsigned n)
 {
@@ -385,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_shallow_crossover_stops_in_the_flat_zone),
 		cmocka_unit_test(test_parks_when_stable),
 		cmocka_unit_test(test_periodic_sizes_reach_both_bands),
+		cmocka_unit_test(test_empty_band_does_not_stall),
 		cmocka_unit_test(test_reverts_and_blocks),
 		cmocka_unit_test(test_significance),
 		cmocka_unit_test(test_bad_input),
