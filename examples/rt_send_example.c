@@ -6,6 +6,11 @@
  * the threshold (rt_should_inline), IBV_SEND_SIGNALED every signal_interval WRs, and the send CQ polled before the
  * queue can fill (struct rt_sendq), so ibv_post_send never fails with ENOMEM. It verifies every message arrived with
  * its size and payload and prints what it did; exit 0 only when all of that held.
+ * With --adaptive the inline threshold is not fixed: an rt_inline_ctl starts at the profile's threshold (or at
+ * --start-threshold), bounded by the profile's max_inline_data and the max_inline_data the QP was granted, and learns
+ * from this sender's own completions: a send it flags for sampling is posted signaled after the queue drained and
+ * timed to its completion (post -> completion), and every move of the threshold is printed
+ * ("inline move at message M: A -> B B").
  *
  * Build against an installed rtune with: cc rt_send_example.c $(pkg-config --cflags --libs rtune) -libverbs
  */
@@ -30,8 +35,10 @@ struct opts {
 	int port;
 	int gid_index;
 	unsigned long count;
-	uint32_t sizes[16];
+	uint32_t sizes[64];
 	int n_sizes;
+	bool adaptive;
+	long start_threshold; /* -1: the profile's */
 };
 
 struct ctx {
@@ -48,14 +55,15 @@ struct ctx {
 };
 
 struct stats {
-	unsigned long posted, inlined, signaled, enomem, send_cqes, received, bad_recv;
+	unsigned long posted, inlined, signaled, enomem, send_cqes, received, bad_recv, sampled;
 	uint32_t max_outstanding;
 };
 
 static const char usage[] =
 	"usage: rt_send_example [-d DEVICE] [-i PORT] [-g GID_INDEX] [-n COUNT] [-s SIZE,...] [--profile PATH]\n"
+	"                       [--adaptive [--start-threshold BYTES]]\n"
 	"Posts COUNT RC sends over a loopback pair of QPs following the rtune profile of DEVICE/PORT (RC SEND"
-	" entry).\n";
+	" entry); --adaptive lets the inline threshold learn from the completions (rt_inline_ctl).\n";
 
 static uint64_t now_ns(void)
 {
@@ -70,7 +78,7 @@ static int parse_sizes(const char *s, struct opts *o)
 	char *dup = strdup(s), *save = NULL;
 
 	o->n_sizes = 0;
-	for (char *t = strtok_r(dup, ",", &save); t && o->n_sizes < 16; t = strtok_r(NULL, ",", &save)) {
+	for (char *t = strtok_r(dup, ",", &save); t && o->n_sizes < 64; t = strtok_r(NULL, ",", &save)) {
 		char *end;
 		unsigned long v = strtoul(t, &end, 10);
 
@@ -239,15 +247,63 @@ static int poll_send(struct ctx *c, struct rt_sendq *q, struct stats *s, const s
 	}
 }
 
+/* Polls the send CQ until every signaled WR completed (the queue is empty afterwards). */
+static int drain_send(struct ctx *c, struct rt_sendq *q, struct stats *s, const struct opts *o)
+{
+	while (rt_sendq_signaled_pending(q))
+		if (poll_send(c, q, s, o, true) < 0)
+			return -1;
+	return 0;
+}
+
+/* The inline controller of --adaptive, or NULL (and 0) when the run uses the fixed threshold. */
+static int make_ctl(const struct ctx *c, const struct rt_profile_entry *e, const struct opts *o, rt_inline_ctl **out)
+{
+	struct rt_inline_ctl_params p;
+
+	*out = NULL;
+	if (!o->adaptive)
+		return 0;
+	rt_inline_ctl_params_init(&p);
+	p.threshold_bytes = o->start_threshold >= 0 ? (uint32_t)o->start_threshold : e->inline_threshold;
+	p.min_bytes = 0;
+	p.max_bytes = e->max_inline_data;
+	p.granted_max_inline = c->inline_cap;
+	p.sample_every = 1; /* a short run: every watched send is a candidate (the bands are ~ 1/20 of the mix) */
+	return rt_inline_ctl_create(&p, out);
+}
+
+static void print_ctl(const rt_inline_ctl *ctl)
+{
+	struct rt_inline_ctl_state st;
+
+	if (!ctl || rt_inline_ctl_get_state(ctl, &st))
+		return;
+	printf("inline controller: start %u B, final %u B (bounds %u..%u B), %llu up, %llu down, %llu reverts, %llu "
+	       "rounds, %llu samples (%llu explored, %llu dropped), %s; last round: below %u..%u B inline %llu ns / not "
+	       "%llu ns, above %u..%u B inline %llu ns / not %llu ns\n",
+	       st.start_bytes, st.threshold_bytes, st.min_bytes, st.max_bytes, (unsigned long long)st.moves_up,
+	       (unsigned long long)st.moves_down, (unsigned long long)st.reverts, (unsigned long long)st.rounds,
+	       (unsigned long long)st.samples, (unsigned long long)st.explored, (unsigned long long)st.dropped,
+	       st.parked ? "parked" : "exploring", st.below_lo, st.below_hi, (unsigned long long)st.below_inline_ns,
+	       (unsigned long long)st.below_noinline_ns, st.above_lo, st.above_hi,
+	       (unsigned long long)st.above_inline_ns, (unsigned long long)st.above_noinline_ns);
+}
+
 static int run(struct ctx *c, const struct rt_profile_entry *e, const struct opts *o, struct stats *s)
 {
 	struct rt_sendq q;
+	rt_inline_ctl *ctl = NULL;
 	int rc = -1;
 
 	if (rt_sendq_init(&q, e->sq_depth, e->signal_interval)) {
 		fprintf(stderr, "rt_send_example: bad queue policy sq_depth %u signal_interval %u\n", e->sq_depth,
 			e->signal_interval);
 		return -1;
+	}
+	if ((errno = make_ctl(c, e, o, &ctl))) {
+		fprintf(stderr, "rt_send_example: cannot create the inline controller: %s\n", strerror(errno));
+		goto out;
 	}
 	for (unsigned long seq = 0; seq < o->count; seq++) {
 		uint32_t len = o->sizes[seq % (unsigned long)o->n_sizes];
@@ -258,6 +314,7 @@ static int run(struct ctx *c, const struct rt_profile_entry *e, const struct opt
 		struct ibv_send_wr wr = { .wr_id = seq, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
 		bool last = seq + 1 == o->count;
 		uint64_t t0 = now_ns();
+		unsigned flags = 0;
 		int prc;
 
 		/* the receiver must have a buffer posted for this message */
@@ -275,15 +332,24 @@ static int run(struct ctx *c, const struct rt_profile_entry *e, const struct opt
 				goto out;
 		for (uint32_t i = 0; i < len; i++)
 			buf[i] = payload(seq, i);
-		if (rt_should_inline(e, len) && len <= c->inline_cap) {
+		if (ctl) {
+			flags = rt_inline_ctl_decide(ctl, len);
+			/* a sample is timed alone: the queue drained first, so its completion is its own */
+			if ((flags & RT_INLINE_CTL_SAMPLE) && drain_send(c, &q, s, o))
+				goto out;
+		} else if (rt_should_inline(e, len)) {
+			flags = RT_INLINE_CTL_INLINE;
+		}
+		if ((flags & RT_INLINE_CTL_INLINE) && len <= c->inline_cap) {
 			wr.send_flags |= IBV_SEND_INLINE;
 			s->inlined++;
 		}
-		/* signal when the policy says so, and the last WR so the drain below knows when all are done */
-		if (rt_sendq_should_signal(&q) || last) {
+		/* signal when the policy says so, a sample, and the last WR so the drain below knows when all are done */
+		if (rt_sendq_should_signal(&q) || last || (flags & RT_INLINE_CTL_SAMPLE)) {
 			wr.send_flags |= IBV_SEND_SIGNALED;
 			s->signaled++;
 		}
+		t0 = now_ns();
 		prc = ibv_post_send(c->sqp, &wr, &bad);
 		if (prc == ENOMEM) {
 			s->enomem++;
@@ -301,6 +367,17 @@ static int run(struct ctx *c, const struct rt_profile_entry *e, const struct opt
 		s->posted++;
 		if (rt_sendq_outstanding(&q) > s->max_outstanding)
 			s->max_outstanding = rt_sendq_outstanding(&q);
+		if (flags & RT_INLINE_CTL_SAMPLE) {
+			uint32_t before = rt_inline_ctl_threshold(ctl);
+
+			if (drain_send(c, &q, s, o))
+				goto out;
+			s->sampled++;
+			rt_inline_ctl_sample(ctl, len, wr.send_flags & IBV_SEND_INLINE, now_ns() - t0);
+			if (rt_inline_ctl_threshold(ctl) != before)
+				printf("inline move at message %lu: %u -> %u B\n", seq + 1, before,
+				       rt_inline_ctl_threshold(ctl));
+		}
 	}
 	while (rt_sendq_signaled_pending(&q))
 		if (poll_send(c, &q, s, o, true) < 0)
@@ -320,6 +397,8 @@ static int run(struct ctx *c, const struct rt_profile_entry *e, const struct opt
 	}
 	rc = 0;
 out:
+	print_ctl(ctl);
+	rt_inline_ctl_free(ctl);
 	rt_sendq_fini(&q);
 	return rc;
 }
@@ -350,10 +429,12 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "profile", required_argument, NULL, 'p' },
+		{ "adaptive", no_argument, NULL, 'a' },
+		{ "start-threshold", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .port = 1, .gid_index = -2, .count = 20000 };
+	struct opts o = { .port = 1, .gid_index = -2, .count = 20000, .start_threshold = -1 };
 	struct rt_profile *prof = NULL;
 	const struct rt_profile_entry *e;
 	struct ibv_device **list = NULL;
@@ -391,6 +472,17 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'p': o.profile = optarg; break;
+		case 'a': o.adaptive = true; break;
+		case 't': {
+			int v;
+
+			if (parse_int(optarg, 0, 65536, &v)) {
+				fprintf(stderr, "rt_send_example: bad start threshold '%s' (0..65536)\n", optarg);
+				return 2;
+			}
+			o.start_threshold = v;
+			break;
+		}
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}

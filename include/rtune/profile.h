@@ -19,6 +19,22 @@
 extern "C" {
 #endif
 
+/* librtune's version: RTUNE_VERSION_NUMBER is major * 10000 + minor * 100 + patch (compare with rt_version_number()
+ * for the library actually loaded). */
+#define RTUNE_VERSION_MAJOR 0
+#define RTUNE_VERSION_MINOR 1
+#define RTUNE_VERSION_PATCH 0
+#define RTUNE_VERSION_STRING "0.1.0"
+#define RTUNE_VERSION_NUMBER (RTUNE_VERSION_MAJOR * 10000 + RTUNE_VERSION_MINOR * 100 + RTUNE_VERSION_PATCH)
+
+/*
+ * Thread safety, for every call of this header: a loaded struct rt_profile is immutable, so every rt_profile_* read
+ * (select, entry_at, getters, names, is_for_this_host) may run on any number of threads at once; rt_profile_free must
+ * not race with them. rt_profile_live_* and rt_profile_reload may be called from any thread at any time (they lock
+ * internally). struct rt_sendq and rt_inline_ctl are per QP and per thread: no two threads may use one at once.
+ * rt_version*, rt_profile_*_name and rt_inline_ctl_params_init are pure. rt_error_* touch only the caller's struct.
+ */
+
 #define RT_PROFILE_SCHEMA_NAME "rtune-profile"
 #define RT_PROFILE_SCHEMA_MAJOR 1
 #define RT_PROFILE_SCHEMA_MINOR 3
@@ -128,6 +144,50 @@ int rt_profile_schema_minor(const struct rt_profile *p);
  * class that have not calibrated yet): the number of nodes its values were taken from; 0 for a node's own profile. */
 unsigned rt_profile_group_nodes(const struct rt_profile *p);
 
+/* The machine-id of the node the profile was made on ("" when the document has none). */
+const char *rt_profile_machine_id(const struct rt_profile *p);
+
+/*
+ * True when p was made on this node: the same hostname, and the same /etc/machine-id when the document has one (the
+ * store's node key `<machine-id>/<hostname>`: clones of one image share a machine-id, so the hostname must match too).
+ * False for NULL. Apply a profile for which this is false only on purpose (a profile copied across identical nodes).
+ */
+bool rt_profile_is_for_this_host(const struct rt_profile *p);
+
+/* librtune's version at run time: "0.1.0" and RTUNE_VERSION_NUMBER of the library loaded. */
+const char *rt_version(void);
+unsigned rt_version_number(void);
+
+/*
+ * ---- a profile that changes while the application runs ------------------------------------------------------------
+ * A live handle holds the current document of a profile file. Any thread acquires it (a reference: its entries stay
+ * valid, unchanged, until released), reads entries, and releases it; any thread may call rt_profile_reload (e.g. once
+ * a second, or on SIGHUP from a thread of its own), which re-reads the file when it changed (device, inode, size or
+ * mtime) and swaps the document in; the old one is freed when its last reader releases it. A file that no longer
+ * loads leaves the current document in place. rt_profile_live_generation() tells a reader cheaply that it should
+ * acquire again and re-select its entries.
+ */
+typedef struct rt_profile_live rt_profile_live;
+
+/* Opens path (NULL: $RTUNE_PROFILE, as rt_profile_load_env) and loads it. 0 and *out (close with
+ * rt_profile_live_close), or the errno and err of rt_profile_load (ENOENT for an unset $RTUNE_PROFILE); *out NULL. */
+int rt_profile_live_open(const char *path, rt_profile_live **out, struct rt_error *err);
+/* The current document, with a reference the caller owns (never NULL). Takes a short shared lock. */
+const struct rt_profile *rt_profile_live_acquire(rt_profile_live *h);
+/* Drops a reference of rt_profile_live_acquire(); entry pointers from p are invalid afterwards. NULL is a no-op. A
+ * document from rt_profile_live_acquire() is released with this, never with rt_profile_free(). */
+void rt_profile_live_release(rt_profile_live *h, const struct rt_profile *p);
+/*
+ * Re-reads the file if it changed and makes it current. Returns 0 (*changed, if not NULL, true when the document was
+ * swapped), or the errno and err of rt_profile_load when the file no longer loads (the current document stays).
+ * Concurrent reloads are serialised.
+ */
+int rt_profile_reload(rt_profile_live *h, bool *changed, struct rt_error *err);
+/* Swaps so far (0 after open). */
+uint64_t rt_profile_live_generation(const rt_profile_live *h);
+/* Frees the handle; every reference must have been released first. NULL is a no-op. */
+void rt_profile_live_close(rt_profile_live *h);
+
 /* Getters (entry must not be NULL). */
 uint32_t rt_profile_inline_threshold(const struct rt_profile_entry *e);
 uint32_t rt_profile_max_inline_data(const struct rt_profile_entry *e);
@@ -152,41 +212,227 @@ static inline bool rt_should_inline(const struct rt_profile_entry *e, uint32_t m
 
 /*
  * ---- the safe-send pattern ----------------------------------------------------------------------------------------
- * A send queue of sq_depth WRs where one WR in signal_interval is IBV_SEND_SIGNALED. Each signaled completion retires
- * every WR posted before it, so the queue never overflows (no ENOMEM from ibv_post_send) as long as the caller:
+ * A send queue of sq_depth slots where one WR in signal_interval is IBV_SEND_SIGNALED. Each signaled completion
+ * retires every WR posted before it, so the queue never overflows (no ENOMEM from ibv_post_send) as long as the caller:
  *   1. while rt_sendq_must_poll(): polls the send CQ and reports each signaled completion with rt_sendq_completed();
  *   2. posts the WR with IBV_SEND_SIGNALED exactly when rt_sendq_should_signal() says so (it may signal more often);
  *   3. reports the successful post with rt_sendq_posted().
- * Pure bookkeeping: no verbs calls, no locks (one sendq per QP per thread).
+ * Extended use (since 0.2): a WR taking several slots (a large inline WQE) is reported with its slot count
+ * (rt_sendq_*_slots); the last WR of a burst, when the sender has nothing more queued, is signaled
+ * (rt_sendq_should_signal_burst), so no buffer waits behind an unsignaled WR while the sender is idle, and
+ * rt_sendq_unsignaled_age_ns() tells a sender that cannot know a burst's end how long its oldest unsignaled WR has
+ * waited; sendqs sharing one send CQ attach to a struct rt_sendq_cq, which bounds each QP's unsignaled run by its
+ * share of a CQ-wide limit (with many QPs each alone may never reach N, and credits that wait for its completions
+ * would never return) and keeps the CQ from overflowing; an error or flush completion puts the queue into the failed state (rt_sendq_failed) instead of being
+ * miscounted; rt_sendq_enable_adaptive() lets N follow the message rate. A signal_interval larger than the queue is
+ * adapted to it (half the depth) instead of refused.
+ * Pure bookkeeping: no verbs calls, no locks (one sendq per QP per thread; one rt_sendq_cq per thread).
  */
-struct rt_sendq {
-	uint32_t depth; /* WRs the send queue holds */
-	uint32_t signal_interval;
-	uint32_t outstanding;	 /* posted WRs not yet retired by a signaled completion */
-	uint32_t unsignaled_run; /* WRs posted since the last signaled one */
-	uint32_t *batches;	 /* ring: WRs each outstanding signaled WR retires */
-	uint32_t head, count;	 /* ring position and number of outstanding signaled WRs */
+
+/* Sendqs sharing one send CQ (see above): fields are the library's. */
+struct rt_sendq_cq {
+	uint32_t cq_depth;	   /* CQ entries */
+	uint32_t unsignaled_limit; /* unsignaled slots of all QPs together stay below this (each QP: its share) */
+	uint32_t pending_cqes;	   /* signaled WRs of all QPs whose completion is still to be polled */
+	uint32_t unsignaled;	   /* slots posted unsignaled and not yet covered by a signaled WR, all QPs */
+	uint32_t n_qps;		   /* sendqs attached */
 };
 
-/* Sets q up for a queue of sq_depth WRs (>= 1) signaled every signal_interval (1..sq_depth). Returns 0, EINVAL, or
- * ENOMEM; on failure q holds nothing to free. */
+struct rt_sendq {
+	uint32_t depth; /* slots the send queue holds */
+	uint32_t signal_interval;
+	uint32_t outstanding;	 /* posted slots not yet retired by a signaled completion */
+	uint32_t unsignaled_run; /* slots posted since the last signaled WR */
+	uint32_t *batches;	 /* ring: slots each outstanding signaled WR retires */
+	uint32_t head, count;	 /* ring position and number of outstanding signaled WRs */
+	/* since 0.2 */
+	struct rt_sendq_cq *cq;		     /* shared send CQ, or NULL */
+	bool failed;			     /* an error completion was seen: nothing outstanding, posts refused */
+	bool adaptive;			     /* N follows the message rate (rt_sendq_enable_adaptive) */
+	uint32_t min_interval, max_interval; /* adaptive bounds */
+	uint64_t run_start_ns; /* time of the first unsignaled WR of the current run (0 = none or untimed) */
+	uint64_t win_start_ns; /* adaptation window: start, WRs retired, highest occupancy */
+	uint32_t win_wrs, win_peak;
+	uint64_t prev_rate; /* WRs per second of the previous window (0 = none) */
+	int dir;	    /* last change of N: +1 doubled, -1 halved, 0 none */
+	uint32_t stable;    /* windows without a significant change */
+	uint32_t changes;   /* changes of N so far */
+};
+
+/* Sets q up for a queue of sq_depth slots (>= 1) signaled every signal_interval (>= 1; one larger than sq_depth is
+ * taken as max(1, sq_depth / 2)). Returns 0, EINVAL (a zero), or ENOMEM; on failure q holds nothing to free. */
 int rt_sendq_init(struct rt_sendq *q, uint32_t sq_depth, uint32_t signal_interval);
 /* Releases what rt_sendq_init allocated; q may be NULL or already released. */
 void rt_sendq_fini(struct rt_sendq *q);
-/* True when no slot is free: poll the send CQ (and call rt_sendq_completed) before posting. */
+/* True when no slot is free (or the shared CQ has no room for another completion): poll the send CQ (and call
+ * rt_sendq_completed) before posting. */
 bool rt_sendq_must_poll(const struct rt_sendq *q);
+/* As rt_sendq_must_poll() for a WR of slots slots. */
+bool rt_sendq_must_poll_slots(const struct rt_sendq *q, uint32_t slots);
 /* True when the next WR must carry IBV_SEND_SIGNALED. */
 bool rt_sendq_should_signal(const struct rt_sendq *q);
+/* As rt_sendq_should_signal() for a WR of slots slots, and true as well for the last WR of a burst (more == false:
+ * nothing else queued to send now) when it would leave unsignaled WRs behind. */
+bool rt_sendq_should_signal_burst(const struct rt_sendq *q, uint32_t slots, bool more);
 /* Records one posted WR. Returns 0; ENOSPC when the queue was full (caller skipped step 1); EINVAL when the WR was not
- * signaled although rt_sendq_should_signal() required it. On error nothing is recorded. */
+ * signaled although rt_sendq_should_signal() required it; EIO after rt_sendq_failed (until rt_sendq_reset). On error
+ * nothing is recorded. */
 int rt_sendq_posted(struct rt_sendq *q, bool signaled);
+/* As rt_sendq_posted() for a WR of slots slots (1..depth / 2, or 1 when depth is 1) posted at now_ns (CLOCK_MONOTONIC;
+ * 0 = untimed: no idle age, no adaptation). EINVAL also for a slot count out of range. */
+int rt_sendq_posted_slots(struct rt_sendq *q, bool signaled, uint32_t slots, uint64_t now_ns);
 /* Records n signaled send completions (in posting order) and frees their slots. Returns 0, or EINVAL when n exceeds
- * the signaled WRs outstanding (nothing is recorded then). */
+ * the signaled WRs outstanding (nothing is recorded then). In the failed state every completion (flushes) is absorbed:
+ * 0. */
 int rt_sendq_completed(struct rt_sendq *q, uint32_t n);
-/* WRs posted and not yet retired. */
+/* As rt_sendq_completed() at now_ns: an adaptive queue measures its message rate from these (0 = untimed). */
+int rt_sendq_completed_at(struct rt_sendq *q, uint32_t n, uint64_t now_ns);
+/* An error or flush completion was polled on this QP: the QP flushes every posted WR (signaled or not), so the queue
+ * forgets them all (their buffers are the caller's again) and absorbs the remaining flush completions. Returns the
+ * slots that were outstanding. */
+uint32_t rt_sendq_failed(struct rt_sendq *q);
+/* After the QP was brought back to RTS: an empty, working queue with the same depth and N. */
+void rt_sendq_reset(struct rt_sendq *q);
+/* Slots posted and not yet retired. */
 uint32_t rt_sendq_outstanding(const struct rt_sendq *q);
 /* Signaled WRs whose completion is still to be polled (a drain polls exactly this many). */
 uint32_t rt_sendq_signaled_pending(const struct rt_sendq *q);
+/* How long the oldest WR not covered by a signaled one has waited at now_ns (0 when none, or untimed). A sender that
+ * cannot tell a burst's end posts a signaled WR (even an empty one) when this exceeds its bound. */
+uint64_t rt_sendq_unsignaled_age_ns(const struct rt_sendq *q, uint64_t now_ns);
+/* The current signal interval. */
+uint32_t rt_sendq_interval(const struct rt_sendq *q);
+
+/*
+ * Lets N follow the application's own traffic within [min_interval, max_interval] (clamped to 1..depth / 2): every
+ * window of 8 N retired WRs (timed: rt_sendq_posted_slots / rt_sendq_completed_at with times) N doubles while the
+ * message rate improves by more than 10 % and the queue had headroom (peak occupancy below 3/4 of it), halves when
+ * headroom ran short (and stays below that N from then on) or the rate fell by more than 10 % (going back), and stays after 3 windows without a
+ * significant change until the rate moves by more than 10 % again. Returns 0 or EINVAL (min > max).
+ */
+int rt_sendq_enable_adaptive(struct rt_sendq *q, uint32_t min_interval, uint32_t max_interval);
+
+/* Sets up a shared send CQ of cq_depth entries; unsignaled_limit 0 takes cq_depth / 2. Returns 0 or EINVAL. */
+int rt_sendq_cq_init(struct rt_sendq_cq *cq, uint32_t cq_depth, uint32_t unsignaled_limit);
+/* Attaches q (empty, not attached yet) to cq, before its first post; rt_sendq_fini detaches it. EINVAL otherwise. */
+int rt_sendq_attach(struct rt_sendq *q, struct rt_sendq_cq *cq);
+
+/*
+ * ---- the adaptive inline threshold (docs/controller.md) -----------------------------------------------------------
+ * rt_inline_ctl starts at the profile's inline_threshold and keeps learning from the application's own completions.
+ * It watches the two size bands either side of the current threshold (the shared buckets: exact below 8 B, then 8 per
+ * power of two), times one watched send in sample_every (post -> completion, measured by the caller: this library
+ * makes no verbs call), alternating inline and not so that both choices are measured in both bands, and every
+ * round_samples samples per choice and band it compares the medians: the threshold moves one band up when inlining
+ * the band above is better by more than significance_pct %, one band down when not inlining the band below is, goes
+ * back (and stops trying that direction for a while) when the band it crossed then measures worse, and parks (samples
+ * 8 times less) after park_after_rounds rounds without a move. It stays within [min_bytes, max_bytes] and never
+ * answers "inline" above granted_max_inline (the QP's cap.max_inline_data after ibv_create_qp).
+ *
+ * Thread safety: one controller per QP, used by one thread at a time (the thread that posts on the QP); calls on
+ * different controllers need no synchronisation. rt_inline_ctl_get_state from another thread must be serialised by
+ * the caller with that thread's calls.
+ */
+typedef struct rt_inline_ctl rt_inline_ctl;
+
+struct rt_inline_ctl_params {
+	uint32_t threshold_bytes;    /* start: the profile entry's inline_threshold (0 = never inline) */
+	uint32_t min_bytes;	     /* lowest threshold allowed (profile's bound, usually 0) */
+	uint32_t max_bytes;	     /* highest threshold allowed (profile's max_inline_data) */
+	uint32_t granted_max_inline; /* the QP's granted cap.max_inline_data: nothing larger is ever inline */
+	uint32_t sample_every;	     /* time 1 watched send in this many (1..65536; default 4) */
+	uint32_t round_samples;	     /* samples per band and choice before a decision (4..64; default 8) */
+	uint32_t significance_pct;   /* move only on a median difference above this (1..100; default 10) */
+	uint32_t park_after_rounds;  /* rounds without a move before parking (1..1000; default 3) */
+};
+
+/* One move of the threshold. */
+struct rt_inline_ctl_move {
+	uint64_t at_sample;   /* samples used before the move */
+	uint32_t from_bytes;  /* threshold before */
+	uint32_t to_bytes;    /* threshold after */
+	uint64_t inline_ns;   /* median of the crossed band, inline */
+	uint64_t noinline_ns; /* median of the crossed band, not inline */
+	bool revert;	      /* a return over the band crossed by the move before */
+};
+
+#define RT_INLINE_CTL_MOVES 8 /* moves kept in the state (the last ones) */
+
+/* A snapshot of the controller: where it is, its evidence and its history. */
+struct rt_inline_ctl_state {
+	uint32_t threshold_bytes;		     /* current threshold */
+	uint32_t start_bytes;			     /* where it started */
+	uint32_t min_bytes, max_bytes;		     /* effective bounds (max is min(max_bytes, granted_max_inline)) */
+	uint32_t below_lo, below_hi;		     /* band below the threshold (inline), 0..0 when threshold is 0 */
+	uint32_t above_lo, above_hi;		     /* band above the threshold (not inline) */
+	uint64_t below_inline_ns, below_noinline_ns; /* medians of the last complete round, 0 = none */
+	uint64_t above_inline_ns, above_noinline_ns;
+	bool parked;	   /* stable: sampling 8 times less */
+	uint64_t watched;  /* watched sends (in the two bands) counted down so far */
+	uint64_t samples;  /* samples reported and used */
+	uint64_t explored; /* sampled sends posted with the choice the threshold would not make */
+	uint64_t dropped;  /* samples reported for a size no longer watched (a move in between) */
+	uint64_t rounds;   /* decisions taken */
+	uint64_t moves_up, moves_down, reverts;
+	unsigned n_moves; /* valid entries in moves (<= RT_INLINE_CTL_MOVES), oldest first */
+	struct rt_inline_ctl_move moves[RT_INLINE_CTL_MOVES];
+};
+
+/* Sets p to the defaults (sample_every 4, round_samples 8, significance 10 %, park after 3 rounds) with threshold,
+ * bounds and granted inline all 0: the caller fills those four. Never fails. Thread-safe. */
+void rt_inline_ctl_params_init(struct rt_inline_ctl_params *p);
+
+/*
+ * Creates a controller. The start threshold is clamped into [min_bytes, min(max_bytes, granted_max_inline)].
+ * Returns 0 and *out (free with rt_inline_ctl_free); EINVAL when a parameter is out of its range or
+ * min_bytes > max_bytes; ENOMEM. *out is left NULL on failure. Thread-safe (touches only what it allocates).
+ */
+int rt_inline_ctl_create(const struct rt_inline_ctl_params *p, rt_inline_ctl **out);
+
+/* Frees a controller; NULL is a no-op. */
+void rt_inline_ctl_free(rt_inline_ctl *c);
+
+/* Flags of rt_inline_ctl_decide(). */
+#define RT_INLINE_CTL_INLINE 1u /* post this send with IBV_SEND_INLINE */
+#define RT_INLINE_CTL_SAMPLE 2u /* time this send: post it signaled, report it with rt_inline_ctl_sample() */
+
+/* The hot fields, first member of every controller: read and written only by rt_inline_ctl_decide(). */
+struct rt_inline_ctl_hot {
+	uint32_t limit_excl; /* inline when msg_bytes < limit_excl */
+	uint32_t watch_lo;   /* smallest size of the two watched bands */
+	uint32_t watch_span; /* their largest size minus watch_lo */
+	uint32_t countdown;  /* watched sends until the next sample (>= 1) */
+};
+
+/* The out-of-line part of rt_inline_ctl_decide() for a send that is due to be sampled. */
+unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes);
+
+/*
+ * The per-send decision: RT_INLINE_CTL_INLINE and/or RT_INLINE_CTL_SAMPLE. Outside the watched bands (almost every
+ * send) it is one subtraction, one compare and the inline compare; a watched send also decrements a counter, and one
+ * in sample_every calls rt_inline_ctl_pick(). Never fails; never answers inline above granted_max_inline.
+ */
+static inline unsigned rt_inline_ctl_decide(rt_inline_ctl *c, uint32_t msg_bytes)
+{
+	struct rt_inline_ctl_hot *h = (struct rt_inline_ctl_hot *)(void *)c;
+
+	if (msg_bytes - h->watch_lo > h->watch_span || --h->countdown)
+		return msg_bytes < h->limit_excl ? RT_INLINE_CTL_INLINE : 0u;
+	return rt_inline_ctl_pick(c, msg_bytes);
+}
+
+/*
+ * Reports the post -> completion time of a send that rt_inline_ctl_decide() flagged RT_INLINE_CTL_SAMPLE: its size,
+ * whether it was posted inline, lat_ns. May take a decision (and move the threshold). Returns 0; EINVAL for lat_ns 0
+ * (not recorded); ESTALE when the size is no longer watched (the threshold moved meanwhile: counted as dropped).
+ */
+int rt_inline_ctl_sample(rt_inline_ctl *c, uint32_t msg_bytes, bool inlined, uint64_t lat_ns);
+
+/* The current threshold in bytes. */
+uint32_t rt_inline_ctl_threshold(const rt_inline_ctl *c);
+
+/* Fills *out with a snapshot of the state. Returns 0, or EINVAL when c or out is NULL. */
+int rt_inline_ctl_get_state(const rt_inline_ctl *c, struct rt_inline_ctl_state *out);
 
 #ifdef __cplusplus
 }

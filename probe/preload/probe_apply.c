@@ -4,7 +4,11 @@
  * RTUNE_INLINE_THRESHOLD says should be inline, for an unmodified application. This file holds its decisions: the
  * profile entries (read at init by a minimal reader, jansson stays out of the host application), the per-QP inline
  * limits a new QP gets (and the max_inline_data to request for it), and the rewrite of a post_send chain into the
- * thread's copy with the flag set. The send path (probe_send.c, probe_ex.c) asks rtp_apply_wants() per WR.
+ * thread's copy with the flag set. The send path (probe_send.c, probe_ex.c) asks rtp_apply_wants() per WR. With
+ * RTUNE_APPLY_ADAPTIVE=1 a QP's threshold is not fixed: an rt_inline_ctl (ctl/, docs/controller.md) per QP starts at
+ * the profile's threshold, stays within the max_inline_data the QP was granted, decides each WR of ibv_post_send
+ * (SEND and RDMA WRITE alike), and learns from the post -> completion times of WRs the application signaled anyway
+ * (signaling never changes): a WR it wants timed is one of those, timed through the probe's latency ring.
  */
 #include "probe_int.h"
 
@@ -61,21 +65,90 @@ void rtp_apply_for(const struct rtp_ctx *c, enum ibv_qp_type t, uint32_t lim[2],
 }
 
 /* See probe_int.h. The copy lives in this thread's slab: no allocation, nothing shared. */
-struct ibv_send_wr *rtp_apply_copy(const struct rtp_qp *q, struct rtp_slab *s, struct ibv_send_wr *wr, unsigned *ncopy)
+struct ibv_send_wr *rtp_apply_copy(const struct rtp_qp *q, struct rtp_slab *s, struct ibv_send_wr *wr, unsigned *ncopy,
+				   uint64_t mask)
 {
 	unsigned n = 0;
 
+	(void)q;
 	for (struct ibv_send_wr *w = wr; w; w = w->next, n++) {
 		struct ibv_send_wr *c = &s->wr_copy[n];
 
 		*c = *w;
 		c->next = w->next ? c + 1 : NULL;
 		s->wr_orig[n] = w;
-		if (rtp_apply_wants(q, w))
+		if (mask >> n & 1u)
 			c->send_flags |= IBV_SEND_INLINE;
 	}
 	*ncopy = n;
 	return s->wr_copy;
+}
+
+/* See probe_int.h. */
+uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct rtp_rec *rc)
+{
+	uint64_t mask = 0;
+	unsigned n = 0, nsig = 0;
+	bool locked = !atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire);
+
+	for (struct ibv_send_wr *w = wr; w && n < RTP_APPLY_MAX_WRS; w = w->next, n++) {
+		bool sig = q->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED);
+		uint32_t b;
+		unsigned f;
+
+		nsig += sig;
+		if ((w->send_flags & IBV_SEND_INLINE) || !rtp_op_inlinable(rtp_op(w->opcode)) || !(b = wr_bytes(w)))
+			continue;
+		if (!locked) {
+			if (rtp_apply_wants(q, w))
+				mask |= 1ull << n;
+			continue;
+		}
+		f = rt_inline_ctl_decide(q->ctl, b);
+		if (f & RT_INLINE_CTL_SAMPLE) {
+			/* only a WR the application signaled can be timed, and only one per call */
+			if (!sig || rc->ctl_k)
+				f = b < rt_inline_ctl_threshold(q->ctl) + 1u ? RT_INLINE_CTL_INLINE : 0u;
+			else {
+				rc->ctl_k = nsig;
+				rc->ctl_bytes = b;
+				rc->ctl_inline = f & RT_INLINE_CTL_INLINE;
+			}
+		}
+		if (f & RT_INLINE_CTL_INLINE) /* never above the granted max_inline_data: the controller's bound */
+			mask |= 1ull << n;
+	}
+	if (locked)
+		atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+	return mask;
+}
+
+/* See probe_int.h. */
+void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64_t lat_ns)
+{
+	if (!q->ctl || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
+		return;
+	if (lat_ns)
+		rt_inline_ctl_sample(q->ctl, bytes, inlined, lat_ns);
+	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+}
+
+/* See probe_int.h. A controller that cannot be created leaves the QP on its fixed limits. */
+void rtp_apply_ctl_create(struct rtp_qp *q)
+{
+	struct rt_inline_ctl_params p;
+
+	atomic_flag_clear(&q->ctl_lock);
+	if (!g_cfg.apply_adaptive || !q->apply_limit || !q->max_inline_data)
+		return;
+	rt_inline_ctl_params_init(&p);
+	p.threshold_bytes = q->apply_lim[0] ? q->apply_lim[0] : q->apply_lim[1];
+	p.min_bytes = 0;
+	p.max_bytes = q->max_inline_data;
+	p.granted_max_inline = q->max_inline_data;
+	p.sample_every = 1; /* only signaled WRs can be timed: every watched one is a candidate */
+	if (rt_inline_ctl_create(&p, &q->ctl))
+		q->ctl = NULL;
 }
 
 /*

@@ -34,8 +34,9 @@ struct rt_probe_config {
 	uint32_t sample_every;	   /* RTUNE_PROBE_SAMPLE: 1 in K signaled WRs timed; 0 = no latency sampling */
 	uint32_t apply_threshold;  /* inline WRs of <= this many bytes (0 = apply mode off) */
 	uint32_t apply_max_inline; /* max_inline_data to request at QP creation (0 = leave) */
-	char apply_source[256];	   /* "RTUNE_INLINE_THRESHOLD" or the profile path */
-	char out_pattern[4096];	   /* RTUNE_PROBE_OUT ("" = ./rtune-probe.<pid>.json); "%p" is replaced by the pid */
+	bool apply_adaptive;	/* RTUNE_APPLY_ADAPTIVE=1: apply mode's threshold learns per QP (docs/controller.md) */
+	char apply_source[256]; /* "RTUNE_INLINE_THRESHOLD" or the profile path */
+	char out_pattern[4096]; /* RTUNE_PROBE_OUT ("" = ./rtune-probe.<pid>.json); "%p" is replaced by the pid */
 };
 
 /*

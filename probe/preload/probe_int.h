@@ -28,6 +28,7 @@
 
 #include "rt_hist.h"
 
+#include <rtune/profile.h> /* rt_inline_ctl (ctl/), compiled into the probe */
 /* Nothing here is exported from librtune_probe.so, and the send path reaches these without a GOT load. */
 #pragma GCC visibility push(hidden)
 
@@ -221,7 +222,12 @@ struct rtp_qpx_orig {
 struct rtp_lat_sample {
 	uint64_t seq;
 	uint64_t t_ns;
+	uint32_t bytes; /* the WR's size (for the inline controller) */
+	uint8_t flags;	/* RTP_SAMP_* */
 };
+#define RTP_SAMP_STATS 1u  /* one of the 1-in-K samples of the latency statistics */
+#define RTP_SAMP_CTL 2u	   /* a sample for the QP's inline controller */
+#define RTP_SAMP_INLINE 4u /* the WR went inline */
 
 struct rtp_qp {
 	uint32_t slot;
@@ -235,6 +241,8 @@ struct rtp_qp {
 	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
 	uint32_t apply_limit;	/* max of apply_lim: nonzero = apply mode on this QP */
+	rt_inline_ctl *ctl;	/* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
+	atomic_flag ctl_lock;	/* held around every use of ctl: a poster or poller that finds it busy skips it */
 	uint32_t apply_lim[2];	/* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
 	struct rtp_qp_stat agg; /* folded from thread entries at destroy (under g_lock) */
 	/* extended API */
@@ -381,6 +389,9 @@ struct rtp_rec {
 	unsigned nsamp;
 	unsigned samp_k[4]; /* 1-based index among this call's signaled WRs of each sampled WR */
 	bool timing;	    /* t0 was taken: sampled WRs may be pushed */
+	unsigned ctl_k;	    /* 1-based signaled index of the inline controller's sample in this call, 0 = none */
+	uint32_t ctl_bytes;
+	bool ctl_inline;
 };
 
 /* Bytes a WR carries (sum of its SGEs, saturated at UINT32_MAX). */
@@ -445,7 +456,7 @@ static inline void record_batch(struct rtp_entry *e, unsigned n)
  * Queues a sampled WR (signaled sequence number seq, posted at t0) for timing at its completion. Never blocks: a busy
  * ring lock or a full ring counts the sample as dropped.
  */
-void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0);
+void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0, uint32_t bytes, unsigned flags);
 
 /*
  * After a successful post of rc->nsig signaled WRs through slab s: advance q's signaled sequence (the owner slab
@@ -465,9 +476,17 @@ static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const st
 		base = atomic_fetch_add_explicit(&q->sig_shared, rc->nsig, memory_order_relaxed);
 		base += atomic_load_explicit(&q->sig_own, memory_order_relaxed);
 	}
-	if (unlikely(rc->nsamp))
+	for (unsigned i = 0; i < rc->nsamp; i++)
+		if (rc->samp_k[i] != rc->ctl_k)
+			rtp_lat_push(q, base + rc->samp_k[i], t0, 0, RTP_SAMP_STATS);
+	if (rc->ctl_k && rc->ctl_k <= rc->nsig) { /* a failed post may have stopped before it */
+		unsigned f = RTP_SAMP_CTL | (rc->ctl_inline ? RTP_SAMP_INLINE : 0u);
+
 		for (unsigned i = 0; i < rc->nsamp; i++)
-			rtp_lat_push(q, base + rc->samp_k[i], t0);
+			if (rc->samp_k[i] == rc->ctl_k)
+				f |= RTP_SAMP_STATS;
+		rtp_lat_push(q, base + rc->ctl_k, t0, rc->ctl_bytes, f);
+	}
 }
 
 /* Counts a failed post by cause in e; bad = the WR the provider named (NULL: unknown). */
@@ -537,7 +556,19 @@ static inline bool rtp_apply_wants(const struct rtp_qp *q, const struct ibv_send
  * Copies the chain wr (len WRs, len <= RTP_APPLY_MAX_WRS) into s->wr_copy with IBV_SEND_INLINE set where
  * rtp_apply_wants(); s->wr_orig maps each copy back to the application's WR. Returns the copy; *ncopy = len.
  */
-struct ibv_send_wr *rtp_apply_copy(const struct rtp_qp *q, struct rtp_slab *s, struct ibv_send_wr *wr, unsigned *ncopy);
+struct ibv_send_wr *rtp_apply_copy(const struct rtp_qp *q, struct rtp_slab *s, struct ibv_send_wr *wr, unsigned *ncopy,
+				   uint64_t mask);
+/*
+ * With an inline controller on q: which WRs of the chain wr (len <= RTP_APPLY_MAX_WRS) to inline, as a bit mask, from
+ * the controller's per-WR decisions; the first signaled WR the controller wants timed is recorded in rc (ctl_k,
+ * ctl_bytes, ctl_inline; the caller takes t0). A busy controller (another thread on this QP) leaves the fixed limits:
+ * rtp_apply_wants(). Never blocks or allocates; never inlines above the QP's max_inline_data.
+ */
+uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct rtp_rec *rc);
+/* A controller sample completed after lat_ns (poll path); dropped when the controller is busy. */
+void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64_t lat_ns);
+/* Creates q's inline controller when RTUNE_APPLY_ADAPTIVE is on and apply mode is on for q (at creation, g_lock). */
+void rtp_apply_ctl_create(struct rtp_qp *q);
 /*
  * Apply mode for a new QP of type t on c (c may be NULL): lim[] = inline thresholds for SEND and RDMA WRITE WRs, *want
  * = max_inline_data to request (0 = leave). Cannot fail.

@@ -135,6 +135,7 @@ static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type t
 		if (q->apply_lim[k] > q->apply_limit)
 			q->apply_limit = q->apply_lim[k];
 	}
+	rtp_apply_ctl_create(q);
 	if (rtp_ht_put(&g_ht_qp, (uintptr_t)qp, q)) {
 		free(q);
 		atomic_fetch_add(&g_qps_untracked, 1);
@@ -547,6 +548,13 @@ static bool parse_u32(const char *s, uint32_t max, uint32_t *out)
 	return true;
 }
 
+/* The adaptive apply mode learns from the latency ring: without RTUNE_PROBE_SAMPLE it still needs the poll path. */
+static void adaptive_needs_sampling(void)
+{
+	if (g_cfg.apply_adaptive && !g_cfg.sample_every)
+		g_cfg.sample_every = 64;
+}
+
 /* See rt_probe_init() in probe_core.h. Bad settings are reported on stderr once and ignored. */
 static void init_once(void)
 {
@@ -569,6 +577,12 @@ static void init_once(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (!g_cfg.apply_threshold && (v = rtp_env("RTUNE_PROFILE")) && *v && rt_probe_load_profile(v))
 		fprintf(stderr, "rtune-probe: ignoring RTUNE_PROFILE='%.200s': no readable profile entries\n", v);
+	if ((v = rtp_env("RTUNE_APPLY_ADAPTIVE")) && *v) {
+		if (strcmp(v, "1") && strcmp(v, "0"))
+			fprintf(stderr, "rtune-probe: ignoring RTUNE_APPLY_ADAPTIVE='%.64s': not 0 or 1\n", v);
+		g_cfg.apply_adaptive = strcmp(v, "1") == 0;
+	}
+	adaptive_needs_sampling();
 }
 
 /* See probe_core.h. */
@@ -585,5 +599,6 @@ void rt_probe_configure(const struct rt_probe_config *cfg)
 	g_cfg = *cfg;
 	g_nprof = 0;
 	rtp_cache_drop(NULL); /* the slabs' cached QPs hold the old sampling setting */
+	adaptive_needs_sampling();
 	pthread_mutex_unlock(&g_lock);
 }

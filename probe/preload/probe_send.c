@@ -19,7 +19,7 @@ static __thread uint64_t tls_pq_epoch __attribute__((tls_model("initial-exec")))
 /* ---- recording ------------------------------------------------------------------------------------------------- */
 
 /* See probe_int.h: queue a sample or count it dropped, never wait. */
-void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0)
+void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0, uint32_t bytes, unsigned flags)
 {
 	if (atomic_flag_test_and_set_explicit(&q->lat_lock, memory_order_acquire)) {
 		atomic_fetch_add_explicit(&q->lat_dropped, 1, memory_order_relaxed);
@@ -28,7 +28,7 @@ void rtp_lat_push(struct rtp_qp *q, uint64_t seq, uint64_t t0)
 	if (q->ring_tail - q->ring_head >= RTP_LAT_RING) {
 		atomic_fetch_add_explicit(&q->lat_dropped, 1, memory_order_relaxed);
 	} else {
-		q->ring[q->ring_tail % RTP_LAT_RING] = (struct rtp_lat_sample){ seq, t0 };
+		q->ring[q->ring_tail % RTP_LAT_RING] = (struct rtp_lat_sample){ seq, t0, bytes, (uint8_t)flags };
 		q->ring_tail++;
 	}
 	atomic_store_explicit(&q->ring_n, q->ring_tail - q->ring_head, memory_order_relaxed);
@@ -156,23 +156,30 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 	struct ibv_send_wr *sent = wr, *saved_bad, *w;
 	struct rtp_rec rc = { 0 };
 	unsigned ncopy = 0, nsig = 0, need = 0, len = 0;
-	uint64_t t0 = 0;
+	uint64_t t0 = 0, mask = 0;
 	int ret;
 
 	for (w = wr; w; w = w->next) {
-		len++;
 		if (q->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED))
 			nsig++;
-		if (q->apply_limit && rtp_apply_wants(q, w))
+		if (q->apply_limit && !q->ctl && rtp_apply_wants(q, w)) {
 			need++;
+			if (len < 64)
+				mask |= 1ull << len;
+		}
+		len++;
+	}
+	if (q->ctl && len <= RTP_APPLY_MAX_WRS) {
+		mask = rtp_apply_ctl_decide(q, wr, &rc);
+		need = mask != 0;
 	}
 	if (need) {
 		if (len > RTP_APPLY_MAX_WRS)
 			CTR_ADD(e->st.apply_chain_too_long, 1);
 		else
-			sent = rtp_apply_copy(q, s, wr, &ncopy);
+			sent = rtp_apply_copy(q, s, wr, &ncopy, mask);
 	}
-	if (g_cfg.sample_every && nsig && s->sample_ctr + nsig >= g_cfg.sample_every) {
+	if (rc.ctl_k || (g_cfg.sample_every && nsig && s->sample_ctr + nsig >= g_cfg.sample_every)) {
 		int err = errno;
 
 		rc.timing = true;
@@ -372,6 +379,10 @@ static void wc_send_done(struct rtp_qp *q, unsigned k, uint64_t *now)
 		if (!*now)
 			*now = now_ns();
 		lat = *now > r->t_ns ? *now - r->t_ns : 0;
+		if (r->flags & RTP_SAMP_CTL)
+			rtp_apply_ctl_sample(q, r->bytes, r->flags & RTP_SAMP_INLINE, lat);
+		if (!(r->flags & RTP_SAMP_STATS))
+			continue;
 		CTR_ADD(q->lat_n, 1);
 		CTR_ADD(q->lat_sum_ns, lat);
 		if (CTR_GET(q->lat_n) == 1 || lat < CTR_GET(q->lat_min_ns))

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The probe's writer: renders everything recorded (devices, per-QP counters, histograms, latency samples, drops) as
- * the rtune-probe 1.0 JSON document (docs/probe.md, read back by reader.c) and writes it to rtune-probe.<pid>.json
+ * the rtune-probe 1.1 JSON document (docs/probe.md, read back by reader.c) and writes it to rtune-probe.<pid>.json
  * (RTUNE_PROBE_OUT, %p = pid): created O_EXCL|O_NOFOLLOW, rewritten in place at each device close and at exit, never
  * into a descriptor the application has since reused; a set-user-ID process writes nothing. Called under g_lock,
  * never from the send path; an unwritable file is remembered and reported once at exit.
@@ -154,6 +154,46 @@ static void jb_hist(struct jbuf *b, const rt_ctr *h, const rt_max *mx)
 }
 
 /* Appends st's opcode classes that carried WRs: counts and size histogram per class. */
+/*
+ * "inline_ctl" of a QP with apply mode's adaptive threshold: where it started and is, its evidence and its moves, or
+ * nothing without one. The state is read under the QP's controller lock, retried a bounded number of times (the
+ * writer is not on the send path); a controller busy throughout is written as {"busy": true}.
+ */
+static void jb_ctl(struct jbuf *b, struct rtp_qp *q)
+{
+	struct rt_inline_ctl_state st;
+	int got = -1;
+
+	if (!q->ctl)
+		return;
+	for (int i = 0; i < 100000 && got; i++) {
+		if (atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
+			continue;
+		got = rt_inline_ctl_get_state(q->ctl, &st);
+		atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+	}
+	if (got) {
+		jb_printf(b, "\"inline_ctl\":{\"busy\":true},");
+		return;
+	}
+	jb_printf(b,
+		  "\"inline_ctl\":{\"start\":%u,\"threshold\":%u,\"min\":%u,\"max\":%u,\"parked\":%s,"
+		  "\"samples\":%llu,\"explored\":%llu,\"dropped\":%llu,\"rounds\":%llu,\"moves_up\":%llu,"
+		  "\"moves_down\":%llu,\"reverts\":%llu,\"moves\":[",
+		  st.start_bytes, st.threshold_bytes, st.min_bytes, st.max_bytes, st.parked ? "true" : "false",
+		  (unsigned long long)st.samples, (unsigned long long)st.explored, (unsigned long long)st.dropped,
+		  (unsigned long long)st.rounds, (unsigned long long)st.moves_up, (unsigned long long)st.moves_down,
+		  (unsigned long long)st.reverts);
+	for (unsigned i = 0; i < st.n_moves; i++)
+		jb_printf(b,
+			  "%s{\"at_sample\":%llu,\"from\":%u,\"to\":%u,\"inline_ns\":%llu,\"noinline_ns\":%llu,"
+			  "\"revert\":%s}",
+			  i ? "," : "", (unsigned long long)st.moves[i].at_sample, st.moves[i].from_bytes,
+			  st.moves[i].to_bytes, (unsigned long long)st.moves[i].inline_ns,
+			  (unsigned long long)st.moves[i].noinline_ns, st.moves[i].revert ? "true" : "false");
+	jb_printf(b, "]},");
+}
+
 static void jb_ops(struct jbuf *b, const struct rtp_qp_stat *st)
 {
 	bool first = true;
@@ -227,7 +267,7 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 		no_entry += CTR_GET(s->posts_no_entry);
 
 	jb_printf(&b,
-		  "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.0\"},\"rtune_version\":\"%s\","
+		  "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.1\"},\"rtune_version\":\"%s\","
 		  "\"pid\":%ld,\"ppid\":%ld,\"forked_child\":%s,\"final\":%s,\"exe\":",
 		  RTUNE_VERSION, (long)getpid(), (long)getppid(), g_forked_child ? "true" : "false",
 		  final ? "true" : "false");
@@ -314,6 +354,7 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 			(unsigned long long)CTR_GET(sum->ex_early_commit),
 			(unsigned long long)CTR_GET(sum->ex_complete_failed),
 			(unsigned long long)CTR_GET(sum->ex_aborted), (unsigned long long)q->ex_rewraps);
+		jb_ctl(&b, q);
 		jb_printf(&b, "\"ops\":");
 		jb_ops(&b, sum);
 		jb_printf(&b,

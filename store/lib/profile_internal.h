@@ -13,7 +13,10 @@
 /* Largest document accepted (a profile of a node is a few KiB per device). */
 #define RT_PROFILE_MAX_BYTES (16u << 20)
 
+struct live_doc;
+
 struct rt_profile {
+	struct live_doc *live_doc; /* the live handle's document holding it (profile_live.c), NULL otherwise */
 	int schema_minor;
 	unsigned group_nodes; /* a group profile's node count (1.3 "group"), 0 for a node's own */
 	char rtune_version[32];

@@ -62,7 +62,7 @@ def main():
     for f in a.files:
         with open(f) as fh:
             d = json.load(fh)
-        assert d["schema"] == {"name": "rtune-probe", "version": "1.0"}, f
+        assert d["schema"] == {"name": "rtune-probe", "version": "1.1"}, f
         docs.append(d)
     if len(docs) < a.min_files:
         print(f"FAIL {a.label}: {len(docs)} probe files, expected at least {a.min_files}")

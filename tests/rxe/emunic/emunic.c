@@ -17,6 +17,10 @@
  * with one signaled WR in N that gives the same 1/rate = t_post + t_cqe/N, is deterministic, and needs no look at
  * which CQ a work completion came from.
  *
+ * A model that changes in the middle of a run: EMUNIC_SWITCH_AFTER=K (posts) makes every post after the K-th use a
+ * second model, EMUNIC2_POST_NS / EMUNIC2_DMA_NS / EMUNIC2_DMA_NS_PER_BYTE / EMUNIC2_INLINE_CHUNK_NS / EMUNIC2_CQE_NS
+ * (each unset one keeps the first model's value). Counting posts (not time) keeps the switch point deterministic.
+ *
  * Inline is stripped by default: rxe itself shows a small inline advantage (2-4 %) at every size, so every WR is
  * forwarded WITHOUT IBV_SEND_INLINE and inline and non-inline differ only by the model. That needs a valid lkey in
  * every SGE of an inline WR (rtune's engine always posts from its registered buffer); EMUNIC_KEEP_INLINE=1 forwards
@@ -60,8 +64,14 @@ struct emu_ctx {
 	struct ibv_qp *(*real_create_qp_ex)(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 };
 
+struct emu_costs {
+	double post_ns, dma_ns, dma_ns_per_byte, inline_chunk_ns, cqe_ns;
+};
+
 static struct {
 	double post_ns, dma_ns, dma_ns_per_byte, inline_chunk_ns, cqe_ns;
+	struct emu_costs m[2]; /* the model before and after the switch */
+	uint64_t switch_after; /* posts; 0 = never */
 	bool keep_inline;
 	double cyc_per_ns;
 	const char *report;
@@ -170,6 +180,23 @@ __attribute__((constructor)) static void emunic_init(void)
 	g_model.dma_ns_per_byte = env_ns("EMUNIC_DMA_NS_PER_BYTE");
 	g_model.inline_chunk_ns = env_ns("EMUNIC_INLINE_CHUNK_NS");
 	g_model.cqe_ns = env_ns("EMUNIC_CQE_NS");
+	g_model.m[0] = (struct emu_costs){ g_model.post_ns, g_model.dma_ns, g_model.dma_ns_per_byte,
+					   g_model.inline_chunk_ns, g_model.cqe_ns };
+	g_model.m[1] = g_model.m[0];
+	g_model.switch_after = (uint64_t)env_ns("EMUNIC_SWITCH_AFTER");
+	if (g_model.switch_after) {
+		static const char *const names[] = { "EMUNIC2_POST_NS", "EMUNIC2_DMA_NS", "EMUNIC2_DMA_NS_PER_BYTE",
+						     "EMUNIC2_INLINE_CHUNK_NS", "EMUNIC2_CQE_NS" };
+		double *f[] = { &g_model.m[1].post_ns, &g_model.m[1].dma_ns, &g_model.m[1].dma_ns_per_byte,
+				&g_model.m[1].inline_chunk_ns, &g_model.m[1].cqe_ns };
+
+		for (int i = 0; i < 5; i++) {
+			const char *v = getenv(names[i]);
+
+			if (v && *v)
+				*f[i] = env_ns(names[i]);
+		}
+	}
 	g_model.keep_inline = k && strcmp(k, "1") == 0;
 	g_model.report = getenv("EMUNIC_REPORT");
 	g_model.cyc_per_ns = calibrate_tsc();
@@ -195,13 +222,15 @@ __attribute__((destructor)) static void emunic_fini(void)
 		"\"cqe_ns\": %.1f, "
 		"\"keep_inline\": %s, \"tsc_cyc_per_ns\": %.4f, \"contexts\": %llu, \"posts\": %llu, \"wrs\": %llu, "
 		"\"inline_wrs\": %llu, \"dma_wrs\": %llu, \"signaled\": %llu, \"stripped\": %llu, "
-		"\"inline_kept\": %llu, \"untracked_posts\": %llu, \"qp_ex_unmodeled\": %llu, \"spent_ns\": %.0f}\n",
+		"\"inline_kept\": %llu, \"untracked_posts\": %llu, \"qp_ex_unmodeled\": %llu, \"spent_ns\": %.0f, "
+		"\"switch_after\": %llu, \"dma_ns_2\": %.1f, \"inline_chunk_ns_2\": %.1f}\n",
 		g_model.post_ns, g_model.dma_ns, g_model.dma_ns_per_byte, g_model.inline_chunk_ns, g_model.cqe_ns,
 		g_model.keep_inline ? "true" : "false", g_model.cyc_per_ns, (unsigned long long)g_ctx_hooked,
 		(unsigned long long)g_posts, (unsigned long long)g_wrs, (unsigned long long)g_inline_wrs,
 		(unsigned long long)g_dma_wrs, (unsigned long long)g_signaled, (unsigned long long)g_stripped,
 		(unsigned long long)g_inline_kept, (unsigned long long)g_untracked,
-		(unsigned long long)g_qp_ex_unmodeled, (double)g_spent_cyc / g_model.cyc_per_ns);
+		(unsigned long long)g_qp_ex_unmodeled, (double)g_spent_cyc / g_model.cyc_per_ns,
+		(unsigned long long)g_model.switch_after, g_model.m[1].dma_ns, g_model.m[1].inline_chunk_ns);
 	fd = open(g_model.report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0 || write(fd, buf, (size_t)n) != n)
 		fprintf(stderr, "emunic: cannot write the report '%s': %s\n", g_model.report, strerror(errno));
@@ -236,9 +265,12 @@ static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 	uint64_t n = 0, n_inl = 0, n_dma = 0, n_sig = 0, n_strip = 0, n_kept = 0, cyc;
 	double cost_ns = 0;
 	struct ibv_send_wr *w;
+	const struct emu_costs *m = &g_model.m[0];
 	unsigned i;
 	int ret, err;
 
+	if (g_model.switch_after && atomic_load_explicit(&g_posts, memory_order_relaxed) >= g_model.switch_after)
+		m = &g_model.m[1];
 	if (!c || !c->real_post_send) {
 		CTR_ADD(g_untracked, 1);
 		*bad_wr = wr;
@@ -253,10 +285,10 @@ static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 			continue;
 		for (int s = 0; s < w->num_sge; s++)
 			bytes += w->sg_list[s].length;
-		cost_ns += g_model.post_ns;
+		cost_ns += m->post_ns;
 		if (w->send_flags & IBV_SEND_INLINE) {
 			n_inl++;
-			cost_ns += g_model.inline_chunk_ns * (double)((bytes + 63) / 64);
+			cost_ns += m->inline_chunk_ns * (double)((bytes + 63) / 64);
 			if (!g_model.keep_inline) {
 				if (i < EMUNIC_MAX_CHAIN) {
 					w->send_flags &= ~(unsigned)IBV_SEND_INLINE;
@@ -268,11 +300,11 @@ static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 			}
 		} else if (bytes) {
 			n_dma++;
-			cost_ns += g_model.dma_ns + g_model.dma_ns_per_byte * (double)bytes;
+			cost_ns += m->dma_ns + m->dma_ns_per_byte * (double)bytes;
 		}
 		if (w->send_flags & IBV_SEND_SIGNALED) {
 			n_sig++;
-			cost_ns += g_model.cqe_ns;
+			cost_ns += m->cqe_ns;
 		}
 	}
 	cyc = (uint64_t)(cost_ns * g_model.cyc_per_ns + 0.5);

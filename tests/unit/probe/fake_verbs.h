@@ -39,6 +39,8 @@ struct fake_state {
 	unsigned n_wc;
 	struct ibv_wc wc[256];
 	int rewrite_on_rts;
+	/* a cost model: post_send spins this long per WR (NULL = none), for the adaptive apply mode's test */
+	uint64_t (*cost_ns)(uint32_t bytes, bool inlined);
 };
 
 static struct fake_state fk;
@@ -65,6 +67,17 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 			fk.log_flags[idx] = wr->send_flags;
 			fk.log_bytes[idx] = (uint32_t)b;
 			fk.log_ptr[idx] = wr;
+		}
+		if (fk.cost_ns) {
+			struct timespec t0, t;
+			uint64_t ns = fk.cost_ns((uint32_t)b, wr->send_flags & IBV_SEND_INLINE), d;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do {
+				clock_gettime(CLOCK_MONOTONIC, &t);
+				d = (uint64_t)(t.tv_sec - t0.tv_sec) * 1000000000ull + (uint64_t)t.tv_nsec -
+				    (uint64_t)t0.tv_nsec;
+			} while (d < ns);
 		}
 	}
 	errno = FAKE_ERRNO_MARK;

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "fake_verbs.h"
 #include "rt_probe_reader.h"
 
@@ -503,6 +505,96 @@ static void test_apply_profile(void **state)
 	assert_int_equal(rt_probe_load_profile(NULL), 0);
 	assert_int_equal(rt_probe_load_profile("/nonexistent/profile.json"), ENOENT);
 	unlink(path);
+	configure(0, 0, 0, NULL);
+}
+
+/* The fake device's planted crossover: inline 20 us per 64 B, a DMA read 50 us: inline wins up to 128 B. */
+static uint64_t cost_x128(uint32_t bytes, bool inlined)
+{
+	return inlined ? 20000ull * ((bytes + 63) / 64) : 50000ull;
+}
+
+/* Bucket of b in the shared scheme (rt_hist.h). */
+static int band_of(uint32_t b)
+{
+	return (int)rt_hist_bucket(b);
+}
+
+/*
+ * Apply mode's adaptive threshold (RTUNE_APPLY_ADAPTIVE): an unmodified sender of 24 sizes from 34 to 248 B, every
+ * WR signaled and its completion polled, on a device whose crossover is 128 B; apply mode starts at 32 B. Within
+ * 20,000 posts the threshold is within one band of 128 B and its moves are in the probe's output; the application's
+ * WRs are untouched, signaling is never changed, nothing above the granted max_inline_data goes inline.
+ */
+static void test_apply_adaptive(void **state)
+{
+	struct rt_probe_config c = {
+		.sample_every = 0, .apply_threshold = 32, .apply_max_inline = 256, .apply_adaptive = true
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .lkey = 5 };
+	struct ibv_send_wr w, before, *bad = NULL;
+	struct ibv_wc wc[4];
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	json_t *root, *q = NULL, *ctl;
+	json_error_t jerr;
+	char *doc;
+	size_t len;
+	unsigned first, over = 0, sig_changed = 0;
+	int thr;
+
+	(void)state;
+	snprintf(c.apply_source, sizeof(c.apply_source), "test");
+	rt_probe_configure(&c);
+	qp = fake_rc_qp(0, 0);
+	assert_non_null(qp);
+	cq = rt_probe_create_cq(ctx, 16, NULL, NULL, 0);
+	assert_non_null(cq);
+	fk.cost_ns = cost_x128;
+	first = fk.n_log;
+	for (unsigned i = 0; i < 20000; i++) {
+		unsigned k = i % 24;
+
+		sge.length = (1u << (5 + k / 8)) + (k % 8) * (1u << (2 + k / 8)) + 2; /* the middle-ish of 24 bands */
+		w = mkwr(&sge, 1, IBV_WR_SEND, IBV_SEND_SIGNALED);
+		before = w;
+		assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+		assert_memory_equal(&before, &w, sizeof(w));
+		fk.wc[fk.n_wc++] =
+			(struct ibv_wc){ .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND, .qp_num = qp->qp_num };
+		assert_int_equal(ibv_poll_cq(cq, 4, wc), 1);
+	}
+	fk.cost_ns = NULL;
+	for (unsigned i = first; i < fk.n_log && i < FAKE_LOG; i++) {
+		over += (fk.log_flags[i] & IBV_SEND_INLINE) && fk.log_bytes[i] > 256;
+		sig_changed += !(fk.log_flags[i] & IBV_SEND_SIGNALED);
+	}
+	assert_int_equal(over, 0);
+	assert_int_equal(sig_changed, 0);
+	assert_int_equal(rt_probe_render_json(false, &doc, &len), 0);
+	root = json_loadb(doc, len, 0, &jerr);
+	free(doc);
+	assert_non_null(root);
+	for (size_t i = 0; i < json_array_size(json_object_get(root, "qps")); i++) {
+		json_t *x = json_array_get(json_object_get(root, "qps"), i);
+
+		if (json_integer_value(json_object_get(x, "qp_num")) == qp->qp_num)
+			q = x;
+	}
+	assert_non_null(q);
+	ctl = json_object_get(q, "inline_ctl");
+	assert_non_null(ctl);
+	thr = (int)json_integer_value(json_object_get(ctl, "threshold"));
+	printf("apply mode adaptive: start %lld B, threshold %d B after 20000 posts, %lld moves up, %lld down\n",
+	       json_integer_value(json_object_get(ctl, "start")), thr,
+	       json_integer_value(json_object_get(ctl, "moves_up")),
+	       json_integer_value(json_object_get(ctl, "moves_down")));
+	assert_int_equal(json_integer_value(json_object_get(ctl, "start")), 32);
+	assert_true(abs(band_of((uint32_t)thr) - band_of(128)) <= 1);
+	assert_true(json_array_size(json_object_get(ctl, "moves")) > 0);
+	json_decref(root);
+	assert_int_equal(rt_probe_destroy_cq(cq), 0);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 	configure(0, 0, 0, NULL);
 }
 
@@ -1349,6 +1441,7 @@ int main(void)
 		cmocka_unit_test(test_bad_wr_and_enomem),
 		cmocka_unit_test(test_apply_mode),
 		cmocka_unit_test(test_apply_profile),
+		cmocka_unit_test(test_apply_adaptive),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
 		cmocka_unit_test(test_threads),

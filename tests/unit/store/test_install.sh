@@ -98,7 +98,10 @@ PY
 check "the public headers declare functions (rt_error_set and rt_error_clear among them)" \
   grep -qx rt_error_clear "$tmp/declared"
 # shellcheck disable=SC2086 # flags are words
-cc -std=c11 -Wall -Werror -o "$tmp/symbols" "$tmp/symbols.c" $flags 2>"$tmp/cc2.log"; rc=$?
+# <rtune/verbs.h> is header-only verbs glue: a program that includes it links libibverbs itself
+verbs_libs=$([ -f "$inc/verbs.h" ] && pkg-config --libs libibverbs)
+# shellcheck disable=SC2086 # flags are words
+cc -std=c11 -Wall -Werror -o "$tmp/symbols" "$tmp/symbols.c" $flags $verbs_libs 2>"$tmp/cc2.log"; rc=$?
 check "an outside program referencing every public function links against the installed librtune" test $rc -eq 0
 [ $rc -eq 0 ] || head -20 "$tmp/cc2.log"
 got=$(LD_LIBRARY_PATH=$(dirname "$lib") "$tmp/symbols"); rc=$?

@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the adaptive inline controller (ctl/inline_ctl.c) on a simulated device with a planted crossover
+ * (simdev.h): it converges from far below and far above within a stated number of messages, follows a model change,
+ * stays within the granted max_inline_data and the profile's bounds, does not drift on a flat device, parks, goes back
+ * on a worse result and then leaves that direction alone, refuses bad parameters, and guards its arithmetic.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "simdev.h"
+
+/* The stated convergence budget: messages of the log-uniform 1..4096 B mix, default parameters (docs/controller.md). */
+#define CONVERGE_BUDGET 400000u
+
+/*
+ * crossover 192 B: inline costs 20 us per 64 B, a DMA read 70 us, on a 1 us base. Next to the crossover the two
+ * choices differ by 10 us of 71..81 us (> 10 %), so the controller can resolve it to one band (docs/controller.md).
+ */
+static const struct rt_simdev X192 = {
+	.base_ns = 1000, .chunk_ns = 20000, .dma_ns = 70000, .noise_pct = 8, .max_bytes = 4096, .rng = 1
+};
+/* crossover 64 B (the same chunk cost, a faster DMA: 30 us) */
+static const struct rt_simdev X64 = {
+	.base_ns = 1000, .chunk_ns = 20000, .dma_ns = 30000, .noise_pct = 8, .max_bytes = 4096, .rng = 1
+};
+/* crossover 256 B but shallow: next to it the choices differ by 4 us of 56 us (< 10 %): a "does not matter" zone */
+static const struct rt_simdev SHALLOW = {
+	.base_ns = 20000, .chunk_ns = 8000, .dma_ns = 36000, .noise_pct = 8, .max_bytes = 4096, .rng = 1
+};
+
+static rt_inline_ctl *make(uint32_t start, uint32_t min_b, uint32_t max_b, uint32_t cap)
+{
+	struct rt_inline_ctl_params p;
+	rt_inline_ctl *c = NULL;
+
+	rt_inline_ctl_params_init(&p);
+	p.threshold_bytes = start;
+	p.min_bytes = min_b;
+	p.max_bytes = max_b;
+	p.granted_max_inline = cap;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), 0);
+	assert_non_null(c);
+	return c;
+}
+
+static void test_planted_crossover(void **state)
+{
+	(void)state;
+	assert_int_equal(rt_simdev_crossover(&X192), 192);
+	assert_int_equal(rt_simdev_crossover(&X64), 64);
+	assert_int_equal(rt_simdev_crossover(&SHALLOW), 256);
+}
+
+/* From 16 B and from 2048 B, five seeds each: within one band of 192 B within the budget, and still there at the end. */
+static void test_converges_from_both_sides(void **state)
+{
+	static const uint32_t starts[] = { 16, 2048 };
+
+	(void)state;
+	for (unsigned s = 0; s < 2; s++) {
+		for (uint64_t seed = 1; seed <= 5; seed++) {
+			struct rt_simdev d = X192;
+			struct rt_simdev_run r = { 0 };
+			rt_inline_ctl *c = make(starts[s], 0, 4096, 4096);
+
+			d.rng = seed * 7919u;
+			rt_simdev_drive(c, &d, 2u * CONVERGE_BUDGET, 4096, 192, &r);
+			printf("start %u seed %llu: final %u B, converged at message %llu\n", starts[s],
+			       (unsigned long long)seed, r.final_bytes, (unsigned long long)r.converged_at);
+			assert_true(r.converged);
+			assert_true(r.converged_at <= CONVERGE_BUDGET);
+			assert_int_equal(r.inline_over_cap, 0);
+			rt_inline_ctl_free(c);
+		}
+	}
+}
+
+/* Converged at 192 B, the device changes to a 64 B crossover and back: the controller follows both ways. */
+static void test_follows_a_model_change(void **state)
+{
+	struct rt_simdev d = X192;
+	struct rt_simdev_run r = { 0 };
+	rt_inline_ctl *c = make(192, 0, 4096, 4096);
+
+	(void)state;
+	rt_simdev_drive(c, &d, CONVERGE_BUDGET, 4096, 192, &r);
+	assert_true(r.converged);
+	d.dma_ns = X64.dma_ns;
+	memset(&r, 0, sizeof(r));
+	rt_simdev_drive(c, &d, 2u * CONVERGE_BUDGET, 4096, 64, &r);
+	printf("192 -> 64: final %u B, converged at %llu\n", r.final_bytes, (unsigned long long)r.converged_at);
+	assert_true(r.converged);
+	assert_true(r.converged_at <= CONVERGE_BUDGET);
+	d.dma_ns = X192.dma_ns;
+	memset(&r, 0, sizeof(r));
+	rt_simdev_drive(c, &d, 2u * CONVERGE_BUDGET, 4096, 192, &r);
+	printf("64 -> 192: final %u B, converged at %llu\n", r.final_bytes, (unsigned long long)r.converged_at);
+	assert_true(r.converged);
+	assert_true(r.converged_at <= CONVERGE_BUDGET);
+	rt_inline_ctl_free(c);
+}
+
+/* A QP granted 128 B of inline data (the device would have 192 B): the controller stops at 128 B and never answers
+ * inline above it. */
+static void test_granted_cap_and_bounds(void **state)
+{
+	struct rt_simdev d = X192;
+	struct rt_simdev_run r = { 0 };
+	struct rt_inline_ctl_state st;
+	rt_inline_ctl *c = make(16, 0, 4096, 128);
+
+	(void)state;
+	rt_simdev_drive(c, &d, CONVERGE_BUDGET, 128, 128, &r);
+	assert_int_equal(r.final_bytes, 128);
+	assert_int_equal(r.inline_over_cap, 0);
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_int_equal(st.max_bytes, 128);
+	rt_inline_ctl_free(c);
+	/* the profile's bounds: 40..100 B although the device would have 192 B */
+	c = make(60, 40, 100, 4096);
+	memset(&r, 0, sizeof(r));
+	rt_simdev_drive(c, &d, CONVERGE_BUDGET, 100, 100, &r);
+	assert_int_equal(r.final_bytes, 100);
+	assert_int_equal(r.inline_over_cap, 0);
+	rt_inline_ctl_free(c);
+	/* a start outside the bounds is clamped into them */
+	c = make(5000, 0, 300, 4096);
+	assert_int_equal(rt_inline_ctl_threshold(c), 300);
+	rt_inline_ctl_free(c);
+	/* bounds that pin the threshold: nothing is ever sampled */
+	c = make(64, 64, 64, 4096);
+	memset(&r, 0, sizeof(r));
+	rt_simdev_drive(c, &d, 100000, 4096, 64, &r);
+	assert_int_equal(r.final_bytes, 64);
+	assert_int_equal(r.sampled, 0);
+	rt_inline_ctl_free(c);
+}
+
+/* No difference between inline and not (a flat device): the threshold stays where it started and parks. */
+static void test_flat_device_does_not_drift(void **state)
+{
+	struct rt_simdev d = { .base_ns = 40000, .chunk_ns = 0, .dma_ns = 0, .noise_pct = 8, .max_bytes = 4096 };
+	struct rt_inline_ctl_state st;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= 5; seed++) {
+		struct rt_simdev_run r = { 0 };
+		rt_inline_ctl *c = make(200, 0, 4096, 4096);
+
+		d.rng = seed;
+		rt_simdev_drive(c, &d, CONVERGE_BUDGET, 4096, 200, &r);
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		printf("flat seed %llu: final %u B, %llu moves, parked %d\n", (unsigned long long)seed, r.final_bytes,
+		       (unsigned long long)(st.moves_up + st.moves_down), st.parked);
+		assert_int_equal(r.final_bytes, 200);
+		assert_true(st.parked);
+		rt_inline_ctl_free(c);
+	}
+}
+
+/*
+ * A shallow crossover (the choices differ by less than 10 % next to it): from either side the controller stops where
+ * the difference falls under the significance (noise may carry it a band further) and then stays: parked, a move
+ * needs the same verdict in two rounds, so 400,000 more messages leave it where it was.
+ */
+static void test_shallow_crossover_stops_in_the_flat_zone(void **state)
+{
+	static const uint32_t starts[] = { 16, 2048 };
+
+	(void)state;
+	for (unsigned s = 0; s < 2; s++) {
+		struct rt_simdev d = SHALLOW;
+		struct rt_simdev_run r = { 0 }, r2 = { 0 };
+		struct rt_inline_ctl_state st;
+		rt_inline_ctl *c = make(starts[s], 0, 4096, 4096);
+
+		rt_simdev_drive(c, &d, CONVERGE_BUDGET, 4096, 256, &r);
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		rt_simdev_drive(c, &d, CONVERGE_BUDGET, 4096, 256, &r2);
+		printf("shallow from %u: %u B, then %u B\n", starts[s], r.final_bytes, r2.final_bytes);
+		/* inline loses by > 10 % from 321 B, wins by > 10 % up to 191 B; parked, it does not wander */
+		assert_true(r.final_bytes >= 191 && r.final_bytes <= 320);
+		assert_int_equal(r2.final_bytes, r.final_bytes);
+		rt_inline_ctl_free(c);
+	}
+}
+
+/* Converged and stable: parked, sampling 8 times less, exploring a bounded share of the sends. */
+static void test_parks_when_stable(void **state)
+{
+	struct rt_simdev d = X192;
+	struct rt_simdev_run r = { 0 }, r2 = { 0 };
+	struct rt_inline_ctl_state st, st2;
+	rt_inline_ctl *c = make(192, 0, 4096, 4096);
+
+	(void)state;
+	rt_simdev_drive(c, &d, CONVERGE_BUDGET, 4096, 192, &r);
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_true(st.parked);
+	rt_simdev_drive(c, &d, 1000000, 4096, 192, &r2);
+	assert_int_equal(rt_inline_ctl_get_state(c, &st2), 0);
+	printf("parked: %llu sampled and %llu explored of 1e6 sends\n", (unsigned long long)r2.sampled,
+	       (unsigned long long)(st2.explored - st.explored));
+	/* two bands of ~ 1/36 of the sends each, 1 in 64 of those sampled when parked: ~ 870 */
+	assert_true(r2.sampled < 2000);
+	assert_true(st2.explored - st.explored <= r2.sampled);
+	rt_inline_ctl_free(c);
+}
+
+/*
+ * A periodic size pattern: 248 B and 272 B alternating (the bands either side of 255 B), sampling one watched send in
+ * 2. Without jitter in the sampling period every sample would land on 272 B and the band below would never be
+ * measured; with it, both are, and the controller leaves 255 B (inline loses below it on X192).
+ */
+static void test_periodic_sizes_reach_both_bands(void **state)
+{
+	struct rt_inline_ctl_params p;
+	struct rt_inline_ctl_state st;
+	struct rt_simdev d = X192;
+	rt_inline_ctl *c;
+
+	(void)state;
+	rt_inline_ctl_params_init(&p);
+	p.threshold_bytes = 255;
+	p.max_bytes = p.granted_max_inline = 4096;
+	p.sample_every = 2;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), 0);
+	for (unsigned i = 0; i < 20000 && rt_inline_ctl_threshold(c) == 255; i++) {
+		uint32_t b = i % 2 ? 272 : 248;
+		unsigned f = rt_inline_ctl_decide(c, b);
+
+		if (f & RT_INLINE_CTL_SAMPLE)
+			rt_inline_ctl_sample(c, b, f & RT_INLINE_CTL_INLINE,
+					     rt_simdev_lat_ns(&d, b, f & RT_INLINE_CTL_INLINE));
+	}
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_int_equal(rt_inline_ctl_threshold(c), 239);
+	assert_true(st.below_inline_ns > 0 && st.below_noinline_ns > 0);
+	rt_inline_ctl_free(c);
+}
+
+/*
+ * A start whose band below holds no size the application sends (16 B; it sends 17, 40 and 100 B): the round does not
+ * wait its full timeout for the empty band; the first move comes within 1,500 messages (3,072 with the full one).
+ */
+static void test_empty_band_does_not_stall(void **state)
+{
+	static const uint32_t sizes[] = { 17, 40, 100 };
+	struct rt_simdev d = X192;
+	rt_inline_ctl *c = make(16, 0, 4096, 4096);
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 20000 && rt_inline_ctl_threshold(c) == 16; i++) {
+		uint32_t b = sizes[i % 3];
+		unsigned f = rt_inline_ctl_decide(c, b);
+
+		if (f & RT_INLINE_CTL_SAMPLE)
+			rt_inline_ctl_sample(c, b, f & RT_INLINE_CTL_INLINE,
+					     rt_simdev_lat_ns(&d, b, f & RT_INLINE_CTL_INLINE));
+	}
+	printf("first move after %u messages, to %u B\n", i, rt_inline_ctl_threshold(c));
+	assert_int_equal(rt_inline_ctl_threshold(c), 17);
+	assert_true(i <= 1500);
+	rt_inline_ctl_free(c);
+}
+
+/* Reports n samples of size b, choice inl, lat_ns each (one per pick the controller asks for). */
+static void feed(rt_inline_ctl *c, uint32_t b, bool inl, uint64_t lat_ns, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(rt_inline_ctl_sample(c, b, inl, lat_ns), 0);
+}
+
+/* A move up over a band that then measures worse goes back, and the direction up is left alone for a while. */
+static void test_reverts_and_blocks(void **state)
+{
+	struct rt_inline_ctl_state st;
+	rt_inline_ctl *c = make(63, 0, 4096, 4096); /* bands 56..63 below, 64..71 above */
+
+	(void)state;
+	/* round 1: inline better above, no difference below: up to 71 */
+	feed(c, 60, false, 10000, 8);
+	feed(c, 60, true, 10000, 8);
+	feed(c, 66, true, 5000, 8);
+	feed(c, 66, false, 10000, 8);
+	assert_int_equal(rt_inline_ctl_threshold(c), 71);
+	/* round 2: the crossed band 64..71 is now worse inline: back to 63, a revert */
+	feed(c, 66, true, 10000, 8);
+	feed(c, 66, false, 5000, 8);
+	feed(c, 75, true, 10000, 8);
+	feed(c, 75, false, 10000, 8);
+	assert_int_equal(rt_inline_ctl_threshold(c), 63);
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_int_equal(st.moves_up, 1);
+	assert_int_equal(st.moves_down, 1);
+	assert_int_equal(st.reverts, 1);
+	assert_int_equal(st.n_moves, 2);
+	assert_true(st.moves[1].revert);
+	assert_int_equal(st.moves[1].from_bytes, 71);
+	assert_int_equal(st.moves[1].to_bytes, 63);
+	/* rounds 3..8: inline better above again, but up is blocked for 2 * park_after_rounds rounds */
+	for (int round = 0; round < 6; round++) {
+		feed(c, 60, false, 10000, 8);
+		feed(c, 60, true, 10000, 8);
+		feed(c, 66, true, 5000, 8);
+		feed(c, 66, false, 10000, 8);
+		assert_int_equal(rt_inline_ctl_threshold(c), 63);
+	}
+	/* allowed again, but six rounds without a move parked it: leaving the park takes the verdict twice */
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_true(st.parked);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(rt_inline_ctl_threshold(c), 63);
+		feed(c, 60, false, 10000, 8);
+		feed(c, 60, true, 10000, 8);
+		feed(c, 66, true, 5000, 8);
+		feed(c, 66, false, 10000, 8);
+	}
+	assert_int_equal(rt_inline_ctl_threshold(c), 71);
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_false(st.parked);
+	rt_inline_ctl_free(c);
+}
+
+/* A difference of 10 % or less never moves; just above 10 % does. */
+static void test_significance(void **state)
+{
+	rt_inline_ctl *c = make(63, 0, 4096, 4096);
+
+	(void)state;
+	feed(c, 60, false, 10000, 8);
+	feed(c, 60, true, 10000, 8);
+	feed(c, 66, true, 9000, 8); /* exactly 10 % better */
+	feed(c, 66, false, 10000, 8);
+	assert_int_equal(rt_inline_ctl_threshold(c), 63);
+	feed(c, 60, false, 10000, 8);
+	feed(c, 60, true, 10000, 8);
+	feed(c, 66, true, 8990, 8);
+	feed(c, 66, false, 10000, 8);
+	assert_int_equal(rt_inline_ctl_threshold(c), 71);
+	rt_inline_ctl_free(c);
+}
+
+static void test_bad_input(void **state)
+{
+	struct rt_inline_ctl_params p;
+	struct rt_inline_ctl_state st;
+	rt_inline_ctl *c = (rt_inline_ctl *)&p;
+
+	(void)state;
+	rt_inline_ctl_params_init(&p);
+	p.max_bytes = p.granted_max_inline = 256;
+	p.threshold_bytes = 255; /* bands 240..255 and 256..256 (the bound) */
+	assert_int_equal(rt_inline_ctl_create(NULL, &c), EINVAL);
+	assert_null(c);
+	assert_int_equal(rt_inline_ctl_create(&p, NULL), EINVAL);
+	p.sample_every = 0;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), EINVAL);
+	p.sample_every = 8;
+	p.round_samples = 65;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), EINVAL);
+	p.round_samples = 3;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), EINVAL);
+	p.round_samples = 16;
+	p.significance_pct = 0;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), EINVAL);
+	p.significance_pct = 10;
+	p.min_bytes = 300;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), EINVAL);
+	p.min_bytes = 0;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), 0);
+	/* a zero time is refused; a size outside the watched bands is stale; a huge time is capped, not overflowed */
+	assert_int_equal(rt_inline_ctl_sample(c, 10, true, 0), EINVAL);
+	assert_int_equal(rt_inline_ctl_sample(c, 4000, false, 5), ESTALE);
+	assert_int_equal(rt_inline_ctl_sample(c, 1, true, 5), ESTALE);
+	assert_int_equal(rt_inline_ctl_sample(c, 250, true, UINT64_MAX), 0);
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	assert_int_equal(st.dropped, 2);
+	assert_int_equal(st.samples, 1);
+	assert_int_equal(rt_inline_ctl_get_state(NULL, &st), EINVAL);
+	assert_int_equal(rt_inline_ctl_get_state(c, NULL), EINVAL);
+	rt_inline_ctl_free(c);
+	rt_inline_ctl_free(NULL);
+	/* never inline (threshold 0, granted 0): every answer is "not inline" and nothing is sampled */
+	p.max_bytes = 4096;
+	p.granted_max_inline = 0;
+	p.threshold_bytes = 0;
+	assert_int_equal(rt_inline_ctl_create(&p, &c), 0);
+	for (uint32_t b = 0; b < 5000; b++)
+		assert_int_equal(rt_inline_ctl_decide(c, b), 0);
+	rt_inline_ctl_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_planted_crossover),
+		cmocka_unit_test(test_converges_from_both_sides),
+		cmocka_unit_test(test_follows_a_model_change),
+		cmocka_unit_test(test_granted_cap_and_bounds),
+		cmocka_unit_test(test_flat_device_does_not_drift),
+		cmocka_unit_test(test_shallow_crossover_stops_in_the_flat_zone),
+		cmocka_unit_test(test_parks_when_stable),
+		cmocka_unit_test(test_periodic_sizes_reach_both_bands),
+		cmocka_unit_test(test_empty_band_does_not_stall),
+		cmocka_unit_test(test_reverts_and_blocks),
+		cmocka_unit_test(test_significance),
+		cmocka_unit_test(test_bad_input),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
