@@ -33,7 +33,8 @@ static const char usage[] =
 	"By default two QPs of one device/port are connected to each other (loopback); with --peer the other side is\n"
 	"'rtune serve' on another node, reached through rdma_cm.\n"
 	"\n"
-	"  -d, --ib-dev DEVICE    device (default: the first one)\n"
+	"  -d, --ib-dev DEVICE    device (default: the first one with an ACTIVE port); 'all': every ACTIVE port of\n"
+	"                         every device, one run each (each with the whole --budget)\n"
 	"  -i, --ib-port PORT     port (default: the first ACTIVE one)\n"
 	"  -x, --gid-index N      GID index (default: a RoCE v2 IPv4-mapped GID when there is one)\n"
 	"  --sizes LIST           message sizes, e.g. 1,8,64,100,256 (default: powers of two up to the max inline,\n"
@@ -58,6 +59,8 @@ static const char usage[] =
 	"\n"
 	"exit codes: 0 ok, 1 failure or interrupted (the stored run is marked interrupted/failed), 2 usage or unknown\n"
 	"device, 3 no RDMA device\n";
+
+#define RT_CAL_MAX_TARGETS 32 /* -d all: device ports calibrated in one command */
 
 static volatile sig_atomic_t g_stop;
 
@@ -342,10 +345,14 @@ int cmd_calibrate(int argc, char **argv)
 	struct cal_ctx x;
 	const char *db = NULL, *out = NULL;
 	bool json = false, store = true, samples = true, to_stdout = false;
-	int c, code = RT_EXIT_OK, n_runs = 1;
+	int c, code = RT_EXIT_OK, n_runs = 1, per;
 	struct sigaction sa;
-	char *texts[2] = { NULL, NULL };
-	struct rt_run runs[2];
+	char **texts = NULL;
+	struct rt_run *runs = NULL;
+	struct rt_dev_port targets[RT_CAL_MAX_TARGETS];
+	size_t n_targets = 1;
+	bool all_devs = false;
+	char label[128];
 	long v;
 
 	rt_cal_opts_init(&o);
@@ -479,6 +486,23 @@ int cmd_calibrate(int argc, char **argv)
 		return rt_cli_usage_error(
 			"calibrate",
 			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
+	if (o.dev_name && strcmp(o.dev_name, "all") == 0) {
+		struct rt_error e;
+
+		if (o.peer)
+			return rt_cli_usage_error("calibrate", "options '--peer' and '-d all' exclude each other");
+		if (o.port)
+			return rt_cli_usage_error("calibrate", "options '-i' and '-d all' exclude each other");
+		if (rt_engine_active_ports(targets, RT_CAL_MAX_TARGETS, &n_targets, &e)) {
+			rt_cli_error("%s", e.text);
+			return RT_EXIT_NODEV;
+		}
+		if (!n_targets) {
+			rt_cli_error("no device has an active port (see 'rtune devices')");
+			return RT_EXIT_FAIL;
+		}
+		all_devs = true;
+	}
 	if (store && db && !db[0])
 		return rt_cli_usage_error("calibrate", "option '--db' takes a path, not ''");
 
@@ -499,22 +523,43 @@ int cmd_calibrate(int argc, char **argv)
 	o.progress = on_progress;
 	o.on_begin = on_begin;
 	x.tty = progress_wanted();
-	memset(runs, 0, sizeof(runs));
-	if (o.numa == RT_NUMA_ALL) {
-		n_runs = 2;
-		o.budget_s /= 2;
-		o.numa = RT_NUMA_LOCAL;
+	per = o.numa == RT_NUMA_ALL ? 2 : 1;
+	{
+		n_runs = (int)n_targets * per;
+		runs = calloc((size_t)n_runs, sizeof(*runs));
+		texts = calloc((size_t)n_runs, sizeof(*texts));
+		if (!runs || !texts) {
+			free(runs);
+			free(texts);
+			rt_store_close(x.st);
+			rt_cli_error("out of memory");
+			return RT_EXIT_FAIL;
+		}
+		if (per == 2) {
+			o.budget_s /= 2;
+			o.numa = RT_NUMA_LOCAL;
+		}
 	}
 	for (int r = 0; r < n_runs; r++) {
 		int rc;
+		const char *numa = per == 1 ? "" : r % 2 ? "remote numa" : "local numa";
 
-		if (r == 1)
-			o.numa = RT_NUMA_REMOTE;
-		rc = one_run(&o, &x, n_runs == 1 ? "" : (r ? " (remote numa)" : " (local numa)"), json || out, samples,
-			     &texts[r], &runs[r]);
+		if (per == 2)
+			o.numa = r % 2 ? RT_NUMA_REMOTE : RT_NUMA_LOCAL;
+		if (all_devs) {
+			o.dev_name = targets[r / per].name;
+			o.port = targets[r / per].port;
+		}
+		if (all_devs)
+			snprintf(label, sizeof(label), " (%s port %d%s%s)", o.dev_name, o.port, numa[0] ? ", " : "",
+				 numa);
+		else
+			snprintf(label, sizeof(label), "%s%s%s", numa[0] ? " (" : "", numa, numa[0] ? ")" : "");
+		/* -d all: one device's failure does not stop the others (each is its own run, stored as such) */
+		rc = one_run(&o, &x, label, json || out, samples, &texts[r], &runs[r]);
 		if (rc && !code)
 			code = rc;
-		if (rc || g_stop)
+		if (g_stop || (rc && !all_devs))
 			break;
 	}
 	/* output: one run as an object, --numa all as an rtune-run-list document of the runs measured */
@@ -573,6 +618,8 @@ int cmd_calibrate(int argc, char **argv)
 		free(texts[r]);
 		rt_run_release(&runs[r]);
 	}
+	free(texts);
+	free(runs);
 	rt_store_close(x.st);
 	return code;
 }

@@ -67,7 +67,17 @@ struct cal {
 	uint32_t sizes[RT_ENGINE_MAX_SIZES];
 	size_t n_sizes;
 	struct rt_rng rng;
-	char notes[256];
+	char notes[640];
+	/* what the device refused and was skipped, with the reason (params.skipped) */
+	struct {
+		char what[32];
+		char reason[160];
+	} skipped[8];
+	size_t n_skipped;
+	bool inline_refused[RT_OP__COUNT]; /* IBV_SEND_INLINE refused on RC for this opcode */
+	/* RNR hw counters: at the start of the latency grid, of the sweep, and the increases per phase */
+	struct rt_rnr_counters rnr[3];
+	bool rnr_read;
 	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
 	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
 };
@@ -85,6 +95,20 @@ static void note(struct cal *c, const char *s)
 	size_t l = strlen(c->notes);
 
 	snprintf(c->notes + l, sizeof(c->notes) - l, "%s%s", l ? "; " : "", s);
+}
+
+/* Records what was skipped and why (params.skipped, and a note). */
+static void skip(struct cal *c, const char *what, const char *reason)
+{
+	char msg[220];
+
+	if (c->n_skipped < sizeof(c->skipped) / sizeof(c->skipped[0])) {
+		snprintf(c->skipped[c->n_skipped].what, sizeof(c->skipped[0].what), "%s", what);
+		snprintf(c->skipped[c->n_skipped].reason, sizeof(c->skipped[0].reason), "%s", reason);
+		c->n_skipped++;
+	}
+	snprintf(msg, sizeof(msg), "%s skipped: %s", what, reason);
+	note(c, msg);
 }
 
 /* Starts a phase that fills [lo, hi] of the progress bar (the phases' shares of the budget). */
@@ -113,6 +137,92 @@ static void progress(struct cal *c, const char *phase, double frac)
 
 /* ---- device, port, GID, CPU ------------------------------------------------------------------------------------ */
 
+/* Number of the first ACTIVE port of ctx (1-based), 0 when none is (or the device cannot be queried). */
+static int first_active_port(struct ibv_context *ctx)
+{
+	struct ibv_device_attr da;
+
+	if (ibv_query_device(ctx, &da))
+		return 0;
+	for (int p = 1; p <= da.phys_port_cnt; p++) {
+		struct ibv_port_attr pa;
+
+		if (ibv_query_port(ctx, (uint8_t)p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+			return p;
+	}
+	return 0;
+}
+
+/*
+ * No -d: the first device with an ACTIVE port, not the first listed (on many GPU hosts mlx5_0 is a management port
+ * that is down). Sets c->ctx (and notes the choice when it passed over devices); when no device has an active port,
+ * opens the first one (the port check then fails with ENETDOWN). Returns 0 or an errno with err.
+ */
+static int open_default_device(struct cal *c, int n, struct rt_error *err)
+{
+	char skipped[160] = "";
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *ctx = ibv_open_device(c->list[i]);
+
+		if (ctx && first_active_port(ctx)) {
+			c->ctx = ctx;
+			if (skipped[0]) {
+				char msg[240];
+
+				snprintf(msg, sizeof(msg), "device %s: the first with an active port (%s: none active)",
+					 ibv_get_device_name(c->list[i]), skipped);
+				note(c, msg);
+			}
+			return 0;
+		}
+		if (ctx)
+			ibv_close_device(ctx);
+		snprintf(skipped + strlen(skipped), sizeof(skipped) - strlen(skipped), "%s%s", skipped[0] ? ", " : "",
+			 ibv_get_device_name(c->list[i]));
+	}
+	c->ctx = ibv_open_device(c->list[0]);
+	if (!c->ctx) {
+		rc = errno ? errno : ENODEV;
+		return rt_error_set(err, rc, "cannot open device '%s': %s", ibv_get_device_name(c->list[0]),
+				    strerror(rc));
+	}
+	return 0;
+}
+
+int rt_engine_active_ports(struct rt_dev_port *out, size_t max, size_t *n_out, struct rt_error *err)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	*n_out = 0;
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		if (list)
+			ibv_free_device_list(list);
+		return rt_error_set(err, ENODEV, "no RDMA device found");
+	}
+	for (int i = 0; i < n && *n_out < max; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_device_attr da;
+
+		if (!ctx)
+			continue;
+		for (int p = 1; ibv_query_device(ctx, &da) == 0 && p <= da.phys_port_cnt && *n_out < max; p++) {
+			struct ibv_port_attr pa;
+
+			if (ibv_query_port(ctx, (uint8_t)p, &pa) || pa.state != IBV_PORT_ACTIVE)
+				continue;
+			snprintf(out[*n_out].name, sizeof(out[*n_out].name), "%s", ibv_get_device_name(list[i]));
+			out[(*n_out)++].port = p;
+		}
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	return 0;
+}
+
 static int open_device(struct cal *c, struct rt_error *err)
 {
 	int n = 0, rc;
@@ -124,7 +234,7 @@ static int open_device(struct cal *c, struct rt_error *err)
 				    "no RDMA device found: check 'ibv_devices' and the driver, or create a "
 				    "software device with 'rdma link add rxe0 type rxe netdev <interface>'");
 	if (!c->o->dev_name) {
-		dev = c->list[0];
+		return open_default_device(c, n, err);
 	} else {
 		char names[200] = "";
 
@@ -550,6 +660,37 @@ static void teardown(struct cal *c)
 
 /* ---- measurement phases --------------------------------------------------------------------------------------- */
 
+/*
+ * Some providers accept max_inline_data at QP creation and still refuse IBV_SEND_INLINE for an opcode at
+ * ibv_post_send (RDMA WRITE, typically). Posts one inline WR per RC opcode: a refusal (EINVAL, EOPNOTSUPP) marks the
+ * opcode's inline side as skipped with the reason -- its latency pairs and inline rate cells are left out, its
+ * non-inline signaling sweep is kept. Returns 0, or the errno of any other failure with err.
+ */
+static int preflight_inline(struct cal *c, struct rt_error *err)
+{
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		char what[32], why[160];
+		double v, cpu = 0;
+		int rc;
+
+		if (!c->o->ops[op] || !c->o->qpts[RT_QPT_RC])
+			continue;
+		rc = rt_client_lat(&c->cli, (enum rt_opcode)op, RT_QPT_RC, RT_LAT_POST_CQE, c->sizes[0], true, 1, &v,
+				   &cpu, err);
+		if (rc != EINVAL && rc != EOPNOTSUPP)
+			return rc;
+		rt_error_clear(err);
+		c->inline_refused[op] = true;
+		snprintf(what, sizeof(what), "inline %s/rc", rt_opcode_name((enum rt_opcode)op));
+		snprintf(why, sizeof(why),
+			 "ibv_post_send refused IBV_SEND_INLINE (%s) though the qp took max_inline_data %u; non-inline "
+			 "signaling still measured",
+			 strerror(rc), c->run->max_inline_used);
+		skip(c, what, why);
+	}
+	return 0;
+}
+
 static int sched_measure(void *ctx, const struct rt_sched_cell *cell, size_t n, double *out, double *cpu_ns)
 {
 	struct cal *c = ctx;
@@ -581,7 +722,7 @@ static int plan_latency(struct cal *c)
 		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++) {
 			if (qpt == RT_QPT_UD && (!c->ud || op != RT_OP_SEND))
 				continue;
-			if (qpt == RT_QPT_RC && !o->qpts[RT_QPT_RC])
+			if (qpt == RT_QPT_RC && (!o->qpts[RT_QPT_RC] || c->inline_refused[op]))
 				continue;
 			for (int kind = 0; kind < RT_LAT__COUNT; kind++)
 				for (size_t i = 0; i < c->n_sizes; i++) {
@@ -721,7 +862,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 		ns[n_ns++] = n;
 	n_cells = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		n_cells += o->ops[op] ? (size_t)n_sizes * 2 * n_ns : 0;
+		n_cells += o->ops[op] ? (size_t)n_sizes * (c->inline_refused[op] ? 1 : 2) * n_ns : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
 	run->n_rate = 0; /* counts the points of this array (the cleanup at out: walks them, none if it is NULL) */
 	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
@@ -734,7 +875,7 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	}
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		for (uint32_t s = 0; o->ops[op] && s < n_sizes; s++)
-			for (int inl = 1; inl >= 0; inl--)
+			for (int inl = c->inline_refused[op] ? 0 : 1; inl >= 0; inl--)
 				for (uint32_t k = 0; k < n_ns; k++) {
 					struct rt_rate_point *r = &run->rate[run->n_rate++];
 
@@ -832,6 +973,50 @@ out:
 	return rc;
 }
 
+/* The RNR counters' increases per phase: {"latency": {name: n}, "signaling": {...}}, or {} without counters. */
+static json_t *rnr_json(const struct cal *c)
+{
+	json_t *o = json_object();
+
+	if (!c->rnr[0].n) {
+		json_object_set_new(o, "counters", json_string("none: the device exposes no rnr hw counters"));
+		return o;
+	}
+	for (int ph = 0; ph < 2; ph++) {
+		json_t *d = json_object();
+
+		for (int i = 0; i < c->rnr[ph].n && i < c->rnr[ph + 1].n; i++)
+			json_object_set_new(d, c->rnr[ph].name[i],
+					    json_integer((json_int_t)(c->rnr[ph + 1].value[i] - c->rnr[ph].value[i])));
+		json_object_set_new(o, ph ? "signaling" : "latency", d);
+	}
+	return o;
+}
+
+/* Reads the RNR counters into slot k (0 before the latency grid, 1 before the sweep, 2 after it); after the last,
+ * notes a phase whose counters rose: the responder fell behind reposting receives (receiver-limited rates). */
+static void rnr_snapshot(struct cal *c, int k)
+{
+	rt_devinfo_rnr_counters(c->run->dev.name, c->run->port_num, &c->rnr[k]);
+	if (k == 0) {
+		c->rnr_read = true;
+		return;
+	}
+	for (int i = 0; i < c->rnr[k].n && i < c->rnr[k - 1].n; i++) {
+		uint64_t d = c->rnr[k].value[i] - c->rnr[k - 1].value[i];
+		char msg[200];
+
+		if (c->rnr[k].value[i] <= c->rnr[k - 1].value[i])
+			continue;
+		snprintf(msg, sizeof(msg),
+			 "rnr during the %s: %s +%llu (the responder fell behind reposting receives%s)",
+			 k == 1 ? "latency grid" : "signaling sweep", c->rnr[k].name[i], (unsigned long long)d,
+			 k == 2 ? ": send rates may be receiver-limited" : "");
+		note(c, msg);
+		break;
+	}
+}
+
 static void set_params(struct cal *c)
 {
 	const struct rt_cal_opts *o = c->o;
@@ -857,6 +1042,16 @@ static void set_params(struct cal *c)
 		json_object_set_new(p, "signaling_s", json_real(round(c->phase_s[1] * 100) / 100));
 		json_object_set_new(p, "latency_rounds", json_integer(c->sched.rounds));
 	}
+	if (c->n_skipped) {
+		json_t *sk = json_array();
+
+		for (size_t i = 0; i < c->n_skipped; i++)
+			json_array_append_new(sk, json_pack("{s:s, s:s}", "what", c->skipped[i].what, "reason",
+							    c->skipped[i].reason));
+		json_object_set_new(p, "skipped", sk);
+	}
+	if (c->rnr_read)
+		json_object_set_new(p, "rnr", rnr_json(c));
 	if (c->notes[0])
 		json_object_set_new(p, "notes", json_string(c->notes));
 	s = json_dumps(p, JSON_COMPACT);
@@ -922,8 +1117,8 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 		memcpy(c->sizes, o->sizes, o->n_sizes * sizeof(uint32_t));
 		c->n_sizes = o->n_sizes;
 	} else {
-		c->n_sizes = rt_sched_pow2_sizes((uint32_t)rc_max < cap ? (uint32_t)rc_max : cap, c->sizes,
-						 RT_ENGINE_MAX_SIZES);
+		c->n_sizes = rt_sched_default_sizes((uint32_t)rc_max < cap ? (uint32_t)rc_max : cap, c->sizes,
+						    RT_ENGINE_MAX_SIZES);
 	}
 	largest = c->sizes[c->n_sizes - 1];
 	/* just enough inline for the largest size measured (a larger max_inline_data makes every WQE bigger), but at
@@ -1055,6 +1250,10 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			goto fail;
 	}
 
+	rc = preflight_inline(c, err);
+	if (rc)
+		goto fail;
+	set_params(c);
 	/* warm-up and a time estimate per sample */
 	{
 		double warm[64], cpu = 0;
@@ -1121,6 +1320,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	bar_phase(c, 0, LAT_SHARE);
 	progress(c, "latency", 0);
 	t_lat = rt_clock_mono_ns();
+	rnr_snapshot(c, 0);
 	c->sched.hard_deadline_ns = lat_deadline + (rate_deadline - lat_deadline) / 2;
 	rc = rt_sched_run(&c->sched, lat_deadline, sched_measure, sched_clock, sched_progress, c);
 	{
@@ -1153,8 +1353,10 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	t_lat = rt_clock_mono_ns();
 	bar_phase(c, LAT_SHARE, RATE_SHARE);
+	rnr_snapshot(c, 1);
 	rc = run_rate(c, rate_deadline, err);
 	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
+	rnr_snapshot(c, 2);
 	set_params(c);
 	if (rc)
 		goto fail;

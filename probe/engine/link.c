@@ -304,10 +304,37 @@ int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool
 	return rc;
 }
 
-static int wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
+int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
 {
-	return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)", what,
-			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
+	const char *why = wc->status == IBV_WC_RNR_RETRY_EXC_ERR
+				  ? ": receiver not ready, the peer had no receive posted and the RNR retries ran out"
+			  : wc->status == IBV_WC_RETRY_EXC_ERR
+				  ? ": the peer did not acknowledge within the transport retries"
+				  : "";
+
+	return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)%s", what,
+			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err, why);
+}
+
+int rt_post_error(const struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
+		  struct rt_error *err)
+{
+	uint32_t out = ud ? ep->ud_sq_out : ep->sq_out, lim = ud ? ep->cfg.ud_max_inline : ep->cfg.max_inline;
+	char hint[160] = "";
+
+	if (rc != ENOMEM || out >= ep->cfg.sq_depth)
+		return rt_error_set(err, rc, "ibv_post_send failed for %s %s %u bytes%s: %s", rt_opcode_name(op),
+				    ud ? "ud" : "rc", size, inl ? " inline" : "", strerror(rc));
+	if (inl)
+		snprintf(hint, sizeof(hint),
+			 " (the qp was created with max inline data %u; mlx5 answers ENOMEM to an inline size its WQE "
+			 "cannot hold)",
+			 lim);
+	return rt_error_set(
+		err, ENOMEM,
+		"ibv_post_send refused %s %s %u bytes%s with ENOMEM while %u of %u send WRs were outstanding: "
+		"not a full send queue%s",
+		rt_opcode_name(op), ud ? "ud" : "rc", size, inl ? " inline" : "", out, ep->cfg.sq_depth, hint);
 }
 
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
@@ -320,7 +347,7 @@ int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
 		return -rt_error_set(err, EIO, "cannot poll the send cq");
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return -wc_error(&wc[i], ud ? "ud send queue" : "send queue", err);
+			return -rt_wc_error(&wc[i], ud ? "ud send queue" : "send queue", err);
 		*out = wc[i].wr_id > *out ? 0 : *out - (uint32_t)wc[i].wr_id;
 	}
 	return n;
@@ -353,8 +380,33 @@ static int resp_send(struct rt_resp *r, bool ud, enum rt_opcode op, uint32_t siz
 		return rc;
 	rc = rt_ep_post(r->ep, ud, op, size, inl, true, 1, imm);
 	if (rc)
-		return rt_error_set(err, rc, "cannot post a send: %s", strerror(rc));
+		return rt_post_error(r->ep, ud, rc, op, size, inl && !imm, err);
 	return 0;
+}
+
+/*
+ * Before a phase change takes effect: the UD messages of the previous phase still in the receive CQ are sunk, so they
+ * are not answered as ping-pongs of the new one (a flood of replies the client never asked for, which fills both
+ * queues). Returns 0 or an errno with err.
+ */
+static int resp_sink_ud(struct rt_resp *r, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	struct ibv_wc wc[16];
+	int n;
+
+	if (!ep->ud_qp)
+		return 0;
+	while ((n = ibv_poll_cq(ep->ud_rcq, 16, wc)) > 0)
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return rt_wc_error(&wc[i], "ud receive queue", err);
+			ep->ud_rq_posted--;
+			r->events++;
+		}
+	if (n < 0)
+		return rt_error_set(err, EIO, "cannot poll the ud receive cq");
+	return rt_ep_fill_recv(ep, true, err);
 }
 
 static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
@@ -367,7 +419,7 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 		return rt_error_set(err, EIO, "cannot poll the receive cq");
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
+			return rt_wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
 		(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
 		r->events++;
 		if (!ud && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
@@ -375,6 +427,9 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 
 			switch (w >> 28) {
 			case RT_CMD_PHASE:
+				rc = resp_sink_ud(r, err);
+				if (rc)
+					return rc;
 				r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
 				r->ud = (w >> 23) & 1;
 				r->inl = (w >> 22) & 1;

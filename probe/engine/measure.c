@@ -103,15 +103,16 @@ static int wait_recv(struct rt_client *c, bool ud, uint32_t *imm, struct rt_erro
 		if (spins == 1024)
 			t0 = rt_clock_mono_ns();
 		if (spins > 1024) {
+			/* a send that failed (RNR or transport retries exceeded) is why no reply comes: say so */
+			if ((spins & 1023) == 0 && rt_ep_poll_send(ep, ud, err) < 0)
+				return EIO;
 			rc = wait_check(c, t0, spins, "a reply", err);
 			if (rc)
 				return rc;
 		}
 	}
 	if (wc.status != IBV_WC_SUCCESS)
-		return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)",
-				    ud ? "ud receive queue" : "receive queue", ibv_wc_status_str(wc.status),
-				    (int)wc.status, wc.vendor_err);
+		return rt_wc_error(&wc, ud ? "ud receive queue" : "receive queue", err);
 	(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
 	*imm = (!ud && (wc.wc_flags & IBV_WC_WITH_IMM)) ? ntohl(wc.imm_data) : 0;
 	return 0;
@@ -134,7 +135,7 @@ static int post_checked(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		return rc;
 	rc = rt_ep_post(c->ep, ud, op, size, inl, sig, retires, imm);
 	if (rc)
-		return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+		return rt_post_error(c->ep, ud, rc, op, size, inl && !imm, err);
 	return 0;
 }
 
@@ -197,7 +198,7 @@ static int lat_pingpong_send(struct rt_client *c, bool ud, uint32_t size, bool i
 		t0 = rt_clock_now(c->clk);
 		rc = rt_ep_post(c->ep, ud, RT_OP_SEND, size, inl, true, 1, 0);
 		if (rc)
-			return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+			return rt_post_error(c->ep, ud, rc, RT_OP_SEND, size, inl, err);
 		rc = wait_recv(c, ud, &imm, err);
 		t1 = rt_clock_now(c->clk);
 		if (rc)
@@ -230,7 +231,7 @@ static int lat_pingpong_write(struct rt_client *c, uint32_t size, bool inl, size
 		t0 = rt_clock_now(c->clk);
 		rc = rt_ep_post(c->ep, false, RT_OP_WRITE, size, inl, true, 1, 0);
 		if (rc)
-			return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+			return rt_post_error(c->ep, false, rc, RT_OP_WRITE, size, inl, err);
 		for (unsigned long spins = 1; *flag != v; spins++) {
 			if (spins == 1024)
 				w0 = rt_clock_mono_ns();
@@ -266,7 +267,7 @@ static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		t0 = rt_clock_now(c->clk);
 		rc = rt_ep_post(c->ep, ud, op, size, inl, true, 1, 0);
 		if (rc)
-			return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+			return rt_post_error(c->ep, ud, rc, op, size, inl, err);
 		for (unsigned long spins = 1; (got = ibv_poll_cq(cq, 1, &wc)) == 0; spins++) {
 			if (spins == 1024)
 				w0 = rt_clock_mono_ns();
@@ -280,9 +281,7 @@ static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		if (got < 0)
 			return rt_error_set(err, EIO, "cannot poll the send cq");
 		if (wc.status != IBV_WC_SUCCESS)
-			return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)",
-					    ud ? "ud send queue" : "send queue", ibv_wc_status_str(wc.status),
-					    (int)wc.status, wc.vendor_err);
+			return rt_wc_error(&wc, ud ? "ud send queue" : "send queue", err);
 		(*(ud ? &c->ep->ud_sq_out : &c->ep->sq_out))--;
 		out[i] = rt_clock_ns(c->clk, t0, t1);
 	}
@@ -347,12 +346,15 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 
 			rc = rt_ep_post(ep, false, op, size, inl, sig, sig ? n_sig : 0, 0);
 			post_ticks += raw_ticks() - a;
-			if (rc == ENOMEM) {
+			if (rc == ENOMEM && ep->sq_out > since) {
+				/* signaled WRs in flight: the provider may count the queue full before we do */
 				out->enomem++;
 				break;
 			}
+			/* ENOMEM with no signaled WR in flight cannot be a full queue: nothing would ever free it
+			 * (it would end as "peer did not answer"); name it */
 			if (rc)
-				return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+				return rt_post_error(ep, false, rc, op, size, inl, err);
 			out->msgs++;
 			since = sig ? 0 : since + 1;
 			if (since == 0 && (out->msgs & 63) < (uint64_t)n_sig &&
@@ -409,7 +411,7 @@ static int rate_events(struct rt_client *c, enum rt_opcode op, double duration_n
 		while (!stop_posting && ep->sq_out < ep->cfg.sq_depth) {
 			rc = rt_ep_post(ep, false, op, 8, false, true, 1, 0);
 			if (rc)
-				return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+				return rt_post_error(ep, false, rc, op, 8, false, err);
 			msgs++;
 		}
 		if ((double)(rt_clock_mono_ns() - t0) >= duration_ns)

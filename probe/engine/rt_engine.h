@@ -25,7 +25,7 @@
 enum rt_numa_mode { RT_NUMA_LOCAL = 0, RT_NUMA_REMOTE, RT_NUMA_ALL };
 
 struct rt_cal_opts {
-	const char *dev_name;		     /* loopback: NULL = the first device */
+	const char *dev_name;		     /* loopback: NULL = the first device with an ACTIVE port */
 	int port;			     /* 0 = the first ACTIVE port */
 	int gid_index;			     /* -1 = automatic (a RoCE v2 IPv4-mapped GID when there is one) */
 	uint32_t sizes[RT_ENGINE_MAX_SIZES]; /* explicit sizes, ascending; n_sizes 0 = powers of two up to the limit */
@@ -60,6 +60,18 @@ void rt_cal_opts_init(struct rt_cal_opts *o);
  * ibv_wc_status_str), EINTR interrupted, or what verbs returned. Every verbs and rdma_cm resource is released on return.
  */
 int rt_engine_calibrate(const struct rt_cal_opts *opts, struct rt_run *run, struct rt_error *err);
+
+/* One ACTIVE port of one device (`calibrate -d all`). */
+struct rt_dev_port {
+	char name[64];
+	int port;
+};
+/*
+ * Lists every ACTIVE port of every device, in device then port order, at most max into out (*n_out of them; 0 is not
+ * an error: no port is active). Devices that cannot be opened or queried are passed over. Returns 0, or ENODEV with err
+ * when there is no RDMA device at all.
+ */
+int rt_engine_active_ports(struct rt_dev_port *out, size_t max, size_t *n_out, struct rt_error *err);
 
 struct rt_serve_opts {
 	const char *bind; /* NULL = any address */

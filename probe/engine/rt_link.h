@@ -107,6 +107,13 @@ int rt_ep_post(struct rt_ep *ep, bool ud, enum rt_opcode op, uint32_t size, bool
 /* Polls a send CQ once (up to 16 completions), retiring WRs; returns completions seen (>= 0) or -EIO with err. */
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
 
+/* Sets err for a completion with an error status (EIO; RNR and transport retries exceeded say what they mean). */
+int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err);
+/* Sets err for a failed ibv_post_send of ep and returns the errno: ENOMEM while the send queue is not full (by the
+ * engine's count of WRs not yet retired) is named as such, not as a full queue. */
+int rt_post_error(const struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
+		  struct rt_error *err);
+
 /* Responder: reflects ping-pongs, sinks receives, follows PHASE commands, stops at END. */
 struct rt_resp {
 	struct rt_ep *ep;
