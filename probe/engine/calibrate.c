@@ -677,6 +677,8 @@ static int preflight_inline(struct cal *c, struct rt_error *err)
 			continue;
 		rc = rt_client_lat(&c->cli, (enum rt_opcode)op, RT_QPT_RC, RT_LAT_POST_CQE, c->sizes[0], true, 1, &v,
 				   &cpu, err);
+		if (!rc)
+			continue;
 		if (rc != EINVAL && rc != EOPNOTSUPP)
 			return rc;
 		rt_error_clear(err);

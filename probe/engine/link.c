@@ -316,12 +316,15 @@ int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
 			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err, why);
 }
 
-int rt_post_error(const struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
+int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
 		  struct rt_error *err)
 {
 	uint32_t out = ud ? ep->ud_sq_out : ep->sq_out, lim = ud ? ep->cfg.ud_max_inline : ep->cfg.max_inline;
 	char hint[160] = "";
 
+	/* a refused post after a failed WR (the QP is in error): the error completion is the cause */
+	if (rc != ENOMEM && rt_ep_poll_send(ep, ud, err) < 0)
+		return EIO;
 	if (rc != ENOMEM || out >= ep->cfg.sq_depth)
 		return rt_error_set(err, rc, "ibv_post_send failed for %s %s %u bytes%s: %s", rt_opcode_name(op),
 				    ud ? "ud" : "rc", size, inl ? " inline" : "", strerror(rc));

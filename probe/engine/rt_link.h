@@ -110,8 +110,9 @@ int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
 /* Sets err for a completion with an error status (EIO; RNR and transport retries exceeded say what they mean). */
 int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err);
 /* Sets err for a failed ibv_post_send of ep and returns the errno: ENOMEM while the send queue is not full (by the
- * engine's count of WRs not yet retired) is named as such, not as a full queue. */
-int rt_post_error(const struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
+ * engine's count of WRs not yet retired) is named as such, not as a full queue; an error completion already
+ * waiting on the send CQ (the QP failed before this post) is reported instead, as EIO. */
+int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
 		  struct rt_error *err);
 
 /* Responder: reflects ping-pongs, sinks receives, follows PHASE commands, stops at END. */

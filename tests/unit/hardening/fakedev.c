@@ -36,7 +36,7 @@
  * size above what the QP's WQE can hold). RT_FAKEDEV_RNR_EVERY=K counts every K-th RC SEND as RNR-NAKed once (the
  * responder fell behind) in the port's hw counter rnr_nak_retry_err, which RT_FAKEDEV_HW_COUNTERS=DIR (the port's
  * hw_counters directory of a fake sysfs tree) receives as a file; RT_FAKEDEV_RNR_EXC=1 instead completes the K-th
- * SEND with IBV_WC_RNR_RETRY_EXC_ERR (an RC QP whose rnr_retry is finite).
+ * SEND, when signaled, with IBV_WC_RNR_RETRY_EXC_ERR (an RC QP whose rnr_retry is finite).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -797,10 +797,9 @@ static void deliver(struct fk_qp *q)
 					     .status = IBV_WC_RNR_RETRY_EXC_ERR,
 					     .opcode = IBV_WC_SEND };
 
-			if (p->src) { /* an error completes whether signaled or not, and the QP goes to error */
+			if (p->src) { /* (the QP stays usable: the engine must stop at the error completion itself) */
 				wc.qp_num = p->src->qp.qp_num;
-				cq_push(p->src->qp.send_cq, &wc, p->retire ? p->retire : 1);
-				p->src->qp.state = IBV_QPS_ERR;
+				cq_push(p->src->qp.send_cq, &wc, p->retire);
 			}
 			q->pend = p->next;
 			if (!q->pend)
@@ -926,7 +925,7 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		if (qp->qp_type == IBV_QPT_RC && (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM) &&
 		    fk_rnr_every && ++fk_rc_sends % fk_rnr_every == 0) {
 			if (fk_rnr_exc) {
-				p->rnr_exc = true;
+				p->rnr_exc = sig; /* reported on a signaled WR */
 			} else {
 				fk_rnr_count++;
 				fk_hw_write();
