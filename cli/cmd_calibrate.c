@@ -23,6 +23,7 @@ static const char usage[] =
 	"usage: rtune calibrate [-d DEVICE] [-i PORT] [-x|--gid-index N] [--sizes LIST] [--ops send,write]\n"
 	"                       [--qp-type rc,ud] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
+	"                       [--connect cm|manual] [--cm-addr ADDR]\n"
 	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
 	"\n"
 	"Measure how the device behaves for small sends: latency vs size with and without IBV_SEND_INLINE (ping-pong\n"
@@ -49,6 +50,9 @@ static const char usage[] =
 	"  --numa MODE            local (default), remote (a CPU on another NUMA node), or all (both, two runs)\n"
 	"  --sq-depth N           send queue depth for the signaling sweep (default 256, quick 128)\n"
 	"  --peer ADDR[:PORT]     calibrate against 'rtune serve' at ADDR (default port 18520)\n"
+	"  --connect cm|manual    loopback rc qps through rdma_cm to the node's own address, or by hand with\n"
+	"                         ibv_modify_qp (default: rdma_cm on iWARP, whose rc qps connect only so; else manual)\n"
+	"  --cm-addr ADDR         the own IPv4 address for --connect cm (default: from the port's GIDs or netdev)\n"
 	"  --db PATH              store (default: $RTUNE_DB, /var/lib/rtune/rtune.db as root, else\n"
 	"                         $XDG_STATE_HOME/rtune/rtune.db)\n"
 	"  --no-store             do not store the run\n"
@@ -312,6 +316,8 @@ int cmd_calibrate(int argc, char **argv)
 		O_NUMA,
 		O_SQ,
 		O_PEER,
+		O_CONNECT,
+		O_CM_ADDR,
 		O_DB,
 		O_NOSTORE,
 		O_OUT,
@@ -333,6 +339,8 @@ int cmd_calibrate(int argc, char **argv)
 		{ "numa", required_argument, NULL, O_NUMA },
 		{ "sq-depth", required_argument, NULL, O_SQ },
 		{ "peer", required_argument, NULL, O_PEER },
+		{ "connect", required_argument, NULL, O_CONNECT },
+		{ "cm-addr", required_argument, NULL, O_CM_ADDR },
 		{ "db", required_argument, NULL, O_DB },
 		{ "no-store", no_argument, NULL, O_NOSTORE },
 		{ "out", required_argument, NULL, O_OUT },
@@ -468,6 +476,16 @@ int cmd_calibrate(int argc, char **argv)
 			o.sq_depth = (uint32_t)v;
 			break;
 		case O_PEER: o.peer = optarg; break;
+		case O_CONNECT:
+			if (strcmp(optarg, "cm") == 0)
+				o.connect = RT_CONNECT_CM;
+			else if (strcmp(optarg, "manual") == 0)
+				o.connect = RT_CONNECT_MANUAL;
+			else
+				return rt_cli_usage_error("calibrate",
+							  "option '--connect' takes cm or manual, not '%s'", optarg);
+			break;
+		case O_CM_ADDR: o.cm_addr = optarg; break;
 		case O_DB: db = optarg; break;
 		case O_NOSTORE: store = false; break;
 		case O_OUT: out = optarg; break;
@@ -486,6 +504,13 @@ int cmd_calibrate(int argc, char **argv)
 		return rt_cli_usage_error(
 			"calibrate",
 			"options '--peer' and '--qp-type ud' exclude each other (ud is measured in loopback only)");
+	if (o.peer && (o.connect || o.cm_addr))
+		return rt_cli_usage_error("calibrate",
+					  "options '--connect'/'--cm-addr' are for loopback, not '--peer'");
+	if (o.cm_addr && o.connect == RT_CONNECT_MANUAL)
+		return rt_cli_usage_error("calibrate", "options '--cm-addr' and '--connect manual' exclude each other");
+	if (o.cm_addr)
+		o.connect = RT_CONNECT_CM;
 	if (o.dev_name && strcmp(o.dev_name, "all") == 0) {
 		struct rt_error e;
 

@@ -10,7 +10,9 @@
 #include "rt_sched.h"
 #include "devinfo.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -59,6 +61,10 @@ struct cal {
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
 	bool cm_connected;
+	/* loopback through rdma_cm (iWARP, or --connect cm): the listener and the accepted id */
+	bool use_cm;
+	struct rdma_cm_id *cm_listen, *cm_child;
+	char cm_addr[64];
 	struct rt_clock clk;
 	struct rt_client cli;
 	uint64_t t_start, deadline;
@@ -443,21 +449,38 @@ static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
 	cfg->rc_qp = true;
 }
 
+static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err);
+
 static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *err)
 {
 	struct rt_ep_cfg cfg;
 	int rc;
 
 	ep_cfg(c, &cfg, max_msg);
-	rc = rt_ep_create(&c->cep, c->ctx, &cfg, err);
-	if (rc)
-		return rc;
-	rc = rt_ep_create(&c->rep, c->ctx, &cfg, err);
-	if (rc)
-		return rc;
-	rc = rt_ep_rc_connect(&c->cep, &c->addr, c->rep.qp->qp_num, err);
-	if (!rc)
-		rc = rt_ep_rc_connect(&c->rep, &c->addr, c->cep.qp->qp_num, err);
+	if (c->use_cm) {
+		/* UD QPs are not rdma_cm's: created and connected by hand on the same contexts */
+		cfg.ud = false;
+		rc = connect_cm_loopback(c, &cfg, err);
+		if (!rc && c->ud)
+			rc = rt_ep_create_ud(&c->cep, &cfg, c->ud_max, err);
+		if (!rc && c->ud)
+			rc = rt_ep_create_ud(&c->rep, &cfg, c->ud_max, err);
+	} else {
+		rc = rt_ep_create(&c->cep, c->ctx, &cfg, err);
+		if (!rc)
+			rc = rt_ep_create(&c->rep, c->ctx, &cfg, err);
+		if (!rc)
+			rc = rt_ep_rc_connect(&c->cep, &c->addr, c->rep.qp->qp_num, err);
+		if (!rc)
+			rc = rt_ep_rc_connect(&c->rep, &c->addr, c->cep.qp->qp_num, err);
+		if (rc == EINVAL && strcmp(c->run->dev.transport, "iWARP") == 0) {
+			char was[sizeof(err->text)];
+
+			snprintf(was, sizeof(was), "%s", err->text);
+			rc = rt_error_set(err, EOPNOTSUPP,
+					  "%s: iWARP RC QPs connect only through the iWARP CM: use --connect cm", was);
+		}
+	}
 	if (!rc && c->ud)
 		rc = rt_ep_ud_connect(&c->cep, &c->addr, c->rep.ud_qp->qp_num, err);
 	if (!rc && c->ud)
@@ -488,6 +511,171 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
 	c->thr_started = true;
 	c->cli.peer_dead = &c->resp_dead;
+	return 0;
+}
+
+/*
+ * The node's own address on the device's port, for the rdma_cm loopback: --cm-addr when given, else the port's first
+ * IPv4-mapped GID (RoCE), else the first IPv4 address of a netdev the port's GIDs name. Returns 0 with c->cm_addr set,
+ * or EADDRNOTAVAIL with err.
+ */
+static int own_address(struct cal *c, struct rt_error *err)
+{
+	const struct rt_port_info *p = NULL;
+	struct ifaddrs *ifa = NULL;
+
+	if (c->o->cm_addr) {
+		snprintf(c->cm_addr, sizeof(c->cm_addr), "%s", c->o->cm_addr);
+		return 0;
+	}
+	for (int i = 0; i < c->run->dev.port_count; i++)
+		if (c->run->dev.ports[i].port_num == c->addr.port)
+			p = &c->run->dev.ports[i];
+	for (int k = 0; p && k <= p->gid_count; k++) {
+		/* the default GID first (the pick), then the table in order */
+		int i = k - 1;
+		unsigned x, y;
+
+		for (int j = 0; k == 0 && j < p->gid_count; j++)
+			if (p->gids[j].index == p->gid_pick)
+				i = j;
+		if (i >= 0 && strncmp(p->gids[i].gid, "0000:0000:0000:0000:0000:ffff:", 30) == 0 &&
+		    sscanf(p->gids[i].gid + 30, "%4x:%4x", &x, &y) == 2) {
+			snprintf(c->cm_addr, sizeof(c->cm_addr), "%u.%u.%u.%u", x >> 8, x & 255, y >> 8, y & 255);
+			return 0;
+		}
+	}
+	if (p && getifaddrs(&ifa) == 0) {
+		for (int i = 0; i < p->gid_count && !c->cm_addr[0]; i++)
+			for (struct ifaddrs *x = ifa; x && p->gids[i].netdev[0]; x = x->ifa_next)
+				if (x->ifa_addr && x->ifa_addr->sa_family == AF_INET &&
+				    strcmp(x->ifa_name, p->gids[i].netdev) == 0) {
+					inet_ntop(AF_INET, &((struct sockaddr_in *)x->ifa_addr)->sin_addr, c->cm_addr,
+						  sizeof(c->cm_addr));
+					break;
+				}
+		freeifaddrs(ifa);
+	}
+	if (c->cm_addr[0])
+		return 0;
+	return rt_error_set(
+		err, EADDRNOTAVAIL,
+		"rdma_cm loopback: no IPv4 address found for '%s' port %d (neither an IPv4-mapped GID nor a "
+		"netdev address): use --cm-addr",
+		c->run->dev.name, c->addr.port);
+}
+
+/* Next rdma_cm event of the loopback; must be want (for any id): 0 with *id = the event's id, else an errno + err. */
+static int lb_expect(struct cal *c, enum rdma_cm_event_type want, struct rdma_cm_id **id, struct rt_error *err)
+{
+	struct rdma_cm_event *ev;
+	int rc = rt_cm_next(c->cm_ch, 5000, c->o->stop, &ev, err);
+
+	if (rc)
+		return rc == ETIMEDOUT ? rt_error_set(err, rc, "rdma_cm loopback to %s: no %s within 5 s", c->cm_addr,
+						      rdma_event_str(want))
+				       : rc;
+	if (ev->event != want) {
+		rc = rt_error_set(err, ECONNREFUSED, "rdma_cm loopback to %s: %s (status %d) instead of %s", c->cm_addr,
+				  rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+		rdma_ack_cm_event(ev);
+		return rc;
+	}
+	if (id)
+		*id = ev->id;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+/*
+ * Loopback through rdma_cm to the node's own address: what iWARP needs (its RC QPs connect only through the iWARP
+ * CM; ibv_modify_qp to RTR fails) and what --connect cm asks for elsewhere. A listener on the own address, a client
+ * id that resolves it, both RC QPs created by rdma_create_qp on their ids, connect/accept; UD (RoCE) still by hand.
+ * Fills cep/rep with rc_qp owned by rdma_cm. Returns 0 or an errno with err (every object is released by teardown).
+ */
+static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err)
+{
+	struct rt_ep_cfg cfg = *cfg0;
+	struct sockaddr_in sa;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr qa;
+	int rc;
+
+	cfg.rc_qp = false;
+	rc = own_address(c, err);
+	if (rc)
+		return rc;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	if (inet_pton(AF_INET, c->cm_addr, &sa.sin_addr) != 1)
+		return rt_error_set(err, EINVAL, "rdma_cm loopback: '%s' is not an IPv4 address", c->cm_addr);
+	c->cm_ch = rdma_create_event_channel();
+	if (!c->cm_ch)
+		return rt_error_set(err, errno ? errno : ENODEV,
+				    "rdma_cm loopback to %s: cannot open the rdma_cm event channel: %s (is rdma_ucm "
+				    "loaded?)",
+				    c->cm_addr, strerror(errno ? errno : ENODEV));
+	if (rdma_create_id(c->cm_ch, &c->cm_listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(c->cm_listen, (struct sockaddr *)&sa) || rdma_listen(c->cm_listen, 1))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot listen on %s: %s", c->cm_addr,
+				    strerror(errno));
+	sa.sin_port = rdma_get_src_port(c->cm_listen);
+	if (rdma_create_id(c->cm_ch, &c->cm_id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(c->cm_id, NULL, (struct sockaddr *)&sa, 3000))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot resolve %s: %s", c->cm_addr, strerror(errno));
+	rc = lb_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED, NULL, err);
+	if (!rc && rdma_resolve_route(c->cm_id, 3000))
+		rc = rt_error_set(err, errno, "rdma_cm loopback: cannot resolve a route to %s: %s", c->cm_addr,
+				  strerror(errno));
+	if (!rc)
+		rc = lb_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL, err);
+	if (rc)
+		return rc;
+	if (c->cm_id->verbs->device != c->ctx->device ||
+	    (c->cm_id->port_num && c->cm_id->port_num != (uint8_t)c->addr.port))
+		return rt_error_set(err, EADDRNOTAVAIL, "rdma_cm loopback: %s is not on '%s' port %d: use --cm-addr",
+				    c->cm_addr, c->run->dev.name, c->addr.port);
+	rc = rt_ep_create(&c->cep, c->cm_id->verbs, &cfg, err);
+	if (rc)
+		return rc;
+	rt_ep_qp_init_attr(&c->cep, &qa);
+	if (rdma_create_qp(c->cm_id, c->cep.pd, &qa))
+		return rt_error_set(err, errno, "cannot create an rc qp through rdma_cm: %s", strerror(errno));
+	c->cep.qp = c->cm_id->qp;
+	c->cep.cm_id = c->cm_id;
+	rc = rt_ep_fill_recv(&c->cep, false, err);
+	if (rc)
+		return rc;
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(c->cm_id, &cp))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot connect to %s: %s", c->cm_addr,
+				    strerror(errno));
+	rc = lb_expect(c, RDMA_CM_EVENT_CONNECT_REQUEST, &c->cm_child, err);
+	if (rc)
+		return rc;
+	rc = rt_ep_create(&c->rep, c->cm_child->verbs, &cfg, err);
+	if (rc)
+		return rc;
+	rt_ep_qp_init_attr(&c->rep, &qa);
+	if (rdma_create_qp(c->cm_child, c->rep.pd, &qa))
+		return rt_error_set(err, errno, "cannot create the responder's rc qp through rdma_cm: %s",
+				    strerror(errno));
+	c->rep.qp = c->cm_child->qp;
+	c->rep.cm_id = c->cm_child;
+	rc = rt_ep_fill_recv(&c->rep, false, err);
+	if (rc)
+		return rc;
+	if (rdma_accept(c->cm_child, &cp))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot accept: %s", strerror(errno));
+	for (int k = 0; k < 2 && !rc; k++)
+		rc = lb_expect(c, RDMA_CM_EVENT_ESTABLISHED, NULL, err);
+	if (rc)
+		return rc;
+	c->cm_connected = true;
 	return 0;
 }
 
@@ -646,6 +834,10 @@ static void teardown(struct cal *c)
 	}
 	rt_ep_destroy(&c->cep);
 	rt_ep_destroy(&c->rep);
+	if (c->cm_child)
+		rdma_destroy_id(c->cm_child);
+	if (c->cm_listen)
+		rdma_destroy_id(c->cm_listen);
 	if (c->cm_id)
 		rdma_destroy_id(c->cm_id);
 	if (c->cm_ch)
@@ -1200,6 +1392,14 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		if (rc)
 			goto fail;
 		rc = pick_port(c, c->ctx, o->port, err);
+		c->use_cm = o->connect == RT_CONNECT_CM ||
+			    (o->connect == RT_CONNECT_AUTO && strcmp(run->dev.transport, "iWARP") == 0);
+		if (!rc && c->use_cm)
+			note(c,
+			     o->connect == RT_CONNECT_CM
+				     ? "connect: rdma_cm loopback to the node's own address (--connect cm)"
+				     : "connect: rdma_cm loopback to the node's own address (iWARP: RC QPs connect only "
+				       "through the iWARP CM)");
 	}
 	if (rc)
 		goto fail;

@@ -28,6 +28,36 @@ void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a)
 	a->cap.max_inline_data = ep->cfg.max_inline;
 }
 
+int rt_ep_create_ud(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t ud_max_inline, struct rt_error *err)
+{
+	struct ibv_qp_init_attr a;
+	int rc;
+
+	ep->cfg.ud = true;
+	ep->cfg.ud_max_inline = ud_max_inline;
+	ep->ud_scq = ibv_create_cq(ep->ctx, (int)cfg->sq_depth + 16, NULL, NULL, 0);
+	ep->ud_rcq = ibv_create_cq(ep->ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
+	if (!ep->ud_scq || !ep->ud_rcq) {
+		rc = errno ? errno : ENOMEM;
+		return rt_error_set(err, rc, "cannot create a ud cq: %s", strerror(rc));
+	}
+	memset(&a, 0, sizeof(a));
+	a.send_cq = ep->ud_scq;
+	a.recv_cq = ep->ud_rcq;
+	a.qp_type = IBV_QPT_UD;
+	a.cap.max_send_wr = cfg->sq_depth;
+	a.cap.max_recv_wr = cfg->rq_depth;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.cap.max_inline_data = ud_max_inline;
+	ep->ud_qp = ibv_create_qp(ep->pd, &a);
+	if (!ep->ud_qp) {
+		rc = errno ? errno : ENOMEM;
+		return rt_error_set(err, rc, "cannot create a ud qp (max inline %u): %s", ud_max_inline, strerror(rc));
+	}
+	return 0;
+}
+
 int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err)
 {
 	struct ibv_qp_init_attr a;
@@ -87,29 +117,9 @@ int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_c
 		}
 	}
 	if (cfg->ud) {
-		ep->ud_scq = ibv_create_cq(ctx, (int)cfg->sq_depth + 16, NULL, NULL, 0);
-		ep->ud_rcq = ibv_create_cq(ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
-		if (!ep->ud_scq || !ep->ud_rcq) {
-			rc = errno ? errno : ENOMEM;
-			rt_error_set(err, rc, "cannot create a ud cq: %s", strerror(rc));
+		rc = rt_ep_create_ud(ep, cfg, cfg->ud_max_inline, err);
+		if (rc)
 			goto fail;
-		}
-		memset(&a, 0, sizeof(a));
-		a.send_cq = ep->ud_scq;
-		a.recv_cq = ep->ud_rcq;
-		a.qp_type = IBV_QPT_UD;
-		a.cap.max_send_wr = cfg->sq_depth;
-		a.cap.max_recv_wr = cfg->rq_depth;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.cap.max_inline_data = cfg->ud_max_inline;
-		ep->ud_qp = ibv_create_qp(ep->pd, &a);
-		if (!ep->ud_qp) {
-			rc = errno ? errno : ENOMEM;
-			rt_error_set(err, rc, "cannot create a ud qp (max inline %u): %s", cfg->ud_max_inline,
-				     strerror(rc));
-			goto fail;
-		}
 	}
 	return 0;
 fail:
@@ -316,8 +326,7 @@ int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
 			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err, why);
 }
 
-int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
-		  struct rt_error *err)
+int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl, struct rt_error *err)
 {
 	uint32_t out = ud ? ep->ud_sq_out : ep->sq_out, lim = ud ? ep->cfg.ud_max_inline : ep->cfg.max_inline;
 	char hint[160] = "";

@@ -23,6 +23,9 @@
 #define RT_ENGINE_MAX_SIZES 64
 
 enum rt_numa_mode { RT_NUMA_LOCAL = 0, RT_NUMA_REMOTE, RT_NUMA_ALL };
+/* How loopback RC QPs are connected: by the transport (rdma_cm on iWARP, by hand elsewhere), through rdma_cm to the
+ * node's own address, or by hand (ibv_modify_qp INIT/RTR/RTS). */
+enum rt_connect_mode { RT_CONNECT_AUTO = 0, RT_CONNECT_CM, RT_CONNECT_MANUAL };
 
 struct rt_cal_opts {
 	const char *dev_name;		     /* loopback: NULL = the first device with an ACTIVE port */
@@ -41,7 +44,9 @@ struct rt_cal_opts {
 	enum rt_numa_mode numa; /* RT_NUMA_ALL is handled by the caller (two runs); the engine takes LOCAL or REMOTE */
 	uint32_t sq_depth;	/* 0 = default (256, quick 128, capped by the device) */
 	const char *peer;	/* NULL = loopback, else "host[:port]" of `rtune serve` */
-	volatile sig_atomic_t *stop; /* set asynchronously (SIGINT): the run ends as interrupted */
+	enum rt_connect_mode connect; /* loopback only */
+	const char *cm_addr;	      /* rdma_cm loopback: the own IPv4 address, NULL = from the port's GIDs/netdev */
+	volatile sig_atomic_t *stop;  /* set asynchronously (SIGINT): the run ends as interrupted */
 	/* optional callbacks, ctx passed back */
 	void (*progress)(void *ctx, const char *phase, double frac, double eta_s);
 	/* called once the device, port, environment and parameters are known and before measuring */

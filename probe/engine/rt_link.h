@@ -81,6 +81,9 @@ static inline uint64_t rt_ep_data_addr(const struct rt_ep *ep)
  * On failure everything created is released and err names the object ("cannot create cq: ..."). */
 int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err);
 void rt_ep_destroy(struct rt_ep *ep);
+/* Adds the UD CQs and QP (max inline ud_max_inline) to a created ep (rt_ep_create does it when cfg->ud). On failure
+ * err names the object; what was created stays for rt_ep_destroy. */
+int rt_ep_create_ud(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t ud_max_inline, struct rt_error *err);
 /* The RC QP init attributes used for this ep (for rdma_create_qp). */
 void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a);
 
@@ -112,8 +115,7 @@ int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
 /* Sets err for a failed ibv_post_send of ep and returns the errno: ENOMEM while the send queue is not full (by the
  * engine's count of WRs not yet retired) is named as such, not as a full queue; an error completion already
  * waiting on the send CQ (the QP failed before this post) is reported instead, as EIO. */
-int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl,
-		  struct rt_error *err);
+int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl, struct rt_error *err);
 
 /* Responder: reflects ping-pongs, sinks receives, follows PHASE commands, stops at END. */
 struct rt_resp {

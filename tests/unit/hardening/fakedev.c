@@ -997,3 +997,248 @@ out:
 	pthread_mutex_unlock(&fk_lock);
 	return k;
 }
+
+/* ---- rdma_cm: loopback only (the node's own address), for the iWARP connection path -------------------------------
+ * rdma_create_event_channel .. rdma_destroy_id over the fake devices: every address resolves to fake0 port 1 (or the
+ * first device whose port is up); rdma_connect queues CONNECT_REQUEST on the listener with a new id, rdma_accept joins
+ * the two ids' QPs (RTS both, the way the iWARP CM moves them, not ibv_modify_qp) and queues ESTABLISHED for both.
+ * Events are read through the channel's eventfd, as librdmacm's are through its fd. */
+#include <rdma/rdma_cma.h>
+
+struct fk_cm_ev {
+	struct rdma_cm_event ev;
+	struct fk_cm_ev *next;
+};
+struct fk_cm_ch {
+	struct rdma_event_channel ch;
+	struct fk_cm_ev *head, **tail;
+};
+static struct ibv_context *fk_cm_ctx; /* the context rdma_cm ids share, as librdmacm keeps one per device */
+static struct rdma_cm_id *fk_cm_listener;
+
+static void fk_cm_queue(struct rdma_cm_id *id, struct rdma_cm_id *listen_id, enum rdma_cm_event_type t)
+{
+	struct fk_cm_ch *ch = (struct fk_cm_ch *)id->channel;
+	struct fk_cm_ev *e = calloc(1, sizeof(*e));
+	uint64_t one = 1;
+
+	if (!e)
+		return;
+	e->ev.id = id;
+	e->ev.listen_id = listen_id;
+	e->ev.event = t;
+	*ch->tail = e;
+	ch->tail = &e->next;
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct fk_cm_ch *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ch->tail = &ch->head;
+	return &ch->ch;
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct fk_cm_ch *ch = (struct fk_cm_ch *)channel;
+
+	while (ch->head) {
+		struct fk_cm_ev *e = ch->head;
+
+		ch->head = e->next;
+		free(e);
+	}
+	close(ch->ch.fd);
+	free(ch);
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)
+{
+	struct rdma_cm_id *i = calloc(1, sizeof(*i));
+
+	if (!i) {
+		errno = ENOMEM;
+		return -1;
+	}
+	i->channel = channel;
+	i->context = context;
+	i->ps = ps;
+	*id = i;
+	return 0;
+}
+
+/* Binds id to the fake device (its own address: the first device whose port is up). */
+static void fk_cm_bind(struct rdma_cm_id *id)
+{
+	int d = 0;
+
+	while (d < fk_ndevs - 1 && fk_port_down[d])
+		d++;
+	if (!fk_cm_ctx) {
+		fk_cm_ctx = calloc(1, sizeof(*fk_cm_ctx));
+		if (!fk_cm_ctx)
+			return;
+		fk_cm_ctx->device = &fk_devs[d];
+		fk_cm_ctx->cmd_fd = fk_cm_ctx->async_fd = -1;
+		fk_cm_ctx->ops.post_send = fk_post_send;
+		fk_cm_ctx->ops.post_recv = fk_post_recv;
+		fk_cm_ctx->ops.poll_cq = fk_poll_cq;
+		fk_cm_ctx->ops.req_notify_cq = fk_req_notify;
+		pthread_mutex_init(&fk_cm_ctx->mutex, NULL);
+	}
+	id->verbs = fk_cm_ctx;
+	id->port_num = 1;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	memcpy(&id->route.addr.src_addr, addr, sizeof(struct sockaddr_in));
+	((struct sockaddr_in *)&id->route.addr.src_addr)->sin_port = htons(40000);
+	fk_cm_bind(id);
+	return 0;
+}
+
+int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	(void)backlog;
+	fk_cm_listener = id;
+	return 0;
+}
+
+__be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return ((struct sockaddr_in *)&id->route.addr.src_addr)->sin_port;
+}
+
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst, int timeout_ms)
+{
+	(void)src;
+	(void)timeout_ms;
+	memcpy(&id->route.addr.dst_addr, dst, sizeof(struct sockaddr_in));
+	fk_cm_bind(id);
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_ADDR_RESOLVED);
+	return 0;
+}
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	(void)timeout_ms;
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return 0;
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct fk_cm_ch *ch = (struct fk_cm_ch *)channel;
+	struct fk_cm_ev *e = ch->head;
+	uint64_t v;
+
+	if (!e) {
+		errno = EAGAIN;
+		return -1;
+	}
+	ch->head = e->next;
+	if (!ch->head) {
+		ch->tail = &ch->head;
+		if (read(ch->ch.fd, &v, sizeof(v)) < 0)
+			v = 0;
+	}
+	*event = &e->ev;
+	return 0;
+}
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	free(event); /* ev is the first member of fk_cm_ev */
+	return 0;
+}
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	id->qp = ibv_create_qp(pd, attr);
+	if (!id->qp)
+		return -1;
+	id->pd = pd;
+	return 0;
+}
+
+void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (id->qp)
+		ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *child;
+
+	(void)param;
+	if (!fk_cm_listener) {
+		fk_cm_queue(id, NULL, RDMA_CM_EVENT_REJECTED);
+		return 0;
+	}
+	if (rdma_create_id(fk_cm_listener->channel, &child, NULL, RDMA_PS_TCP))
+		return -1;
+	child->verbs = fk_cm_listener->verbs;
+	child->port_num = 1;
+	child->context = id; /* the connecting id, joined at accept */
+	fk_cm_queue(child, fk_cm_listener, RDMA_CM_EVENT_CONNECT_REQUEST);
+	return 0;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *peer = id->context;
+	struct fk_qp *a, *b;
+
+	(void)param;
+	if (!peer || !id->qp || !peer->qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	a = (struct fk_qp *)id->qp;
+	b = (struct fk_qp *)peer->qp;
+	pthread_mutex_lock(&fk_lock);
+	a->dest_qpn = b->qp.qp_num;
+	b->dest_qpn = a->qp.qp_num;
+	a->qp.state = b->qp.state = IBV_QPS_RTS;
+	pthread_mutex_unlock(&fk_lock);
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_ESTABLISHED);
+	fk_cm_queue(peer, NULL, RDMA_CM_EVENT_ESTABLISHED);
+	return 0;
+}
+
+int rdma_disconnect(struct rdma_cm_id *id)
+{
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_DISCONNECTED);
+	return 0;
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	if (id == fk_cm_listener)
+		fk_cm_listener = NULL;
+	free(id);
+	return 0;
+}
+
+const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = { "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+					     "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+					     "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+					     "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+					     "RDMA_CM_EVENT_REJECTED",	      "RDMA_CM_EVENT_ESTABLISHED",
+					     "RDMA_CM_EVENT_DISCONNECTED" };
+
+	return (unsigned)event < sizeof(names) / sizeof(names[0]) ? names[event] : "RDMA_CM_EVENT_OTHER";
+}
