@@ -631,7 +631,7 @@ static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, stru
 		rc = lb_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL, err);
 	if (rc)
 		return rc;
-	if (c->cm_id->verbs->device != c->ctx->device ||
+	if (!c->cm_id->verbs || c->cm_id->verbs->device != c->ctx->device ||
 	    (c->cm_id->port_num && c->cm_id->port_num != (uint8_t)c->addr.port))
 		return rt_error_set(err, EADDRNOTAVAIL, "rdma_cm loopback: %s is not on '%s' port %d: use --cm-addr",
 				    c->cm_addr, c->run->dev.name, c->addr.port);
@@ -1278,7 +1278,12 @@ static int reprobe_rc_inline(struct cal *c, struct rt_error *err)
 	}
 	rc = rt_devinfo_probe_max_inline(pd, IBV_QPT_RC, 1u << 16, &v, NULL);
 	ibv_dealloc_pd(pd);
-	if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
+	if ((rc == EOPNOTSUPP || rc == EINVAL) && c->run->dev.max_inline_ud > 0)
+		rt_error_set(err, EOPNOTSUPP,
+			     "device '%s' has no rc qps (ibv_create_qp IBV_QPT_RC: %s; EFA offers UD and SRD only): "
+			     "rtune calibrates inline and signaling on rc, so this device is not calibrated",
+			     c->run->dev.name, strerror(rc));
+	else if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
 		rt_error_set(err, EOPNOTSUPP,
 			     "device '%s' accepts no inline data on rc qps: there is no inline "
 			     "threshold to calibrate",

@@ -59,6 +59,11 @@ wrate=$(jqo '[.rate[] | select(.op == "write") | .inline] | unique | map(tostrin
   [ "$slat" -gt 0 ] && [ "$wrate" = false ] && ok "inline write refused: skipped ($why); send inline and non-inline write rates kept" ||
   bad "inline write refused: exit $rc, skipped '$what' ($why), write lat $wlat, send inline lat $slat, write rate inline '$wrate'"
 
+# no RC QPs at all (EFA: UD and SRD): named as such, not as "no inline data"
+cal RT_FAKEDEV_NO_RC=1 --
+[ $rc -eq 1 ] && grep -q "device 'fake0' has no rc qps (ibv_create_qp IBV_QPT_RC: Operation not supported; EFA offers UD and SRD only)" "$tmp/err" &&
+  ok "no rc qps: named" || bad "no rc: exit $rc, $(cat "$tmp/err")"
+
 # ---- item 15: ENOMEM that is not a full queue, RNR -------------------------------------------------------------------
 cal RT_FAKEDEV_INLINE_ENOMEM_ABOVE=32 -- --budget 10 --qp-type rc --sizes 8,64
 [ $rc -eq 1 ] && grep -q "with ENOMEM while .* send WRs were outstanding: not a full send queue" "$tmp/err" &&
