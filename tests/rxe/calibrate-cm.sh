@@ -4,7 +4,7 @@
 # `rtune calibrate --connect cm` on rxe0 connects its two RC QPs through rdma_cm to the guest's own address (found from
 # the port's IPv4-mapped GID), measures every opcode's latency and the signaling sweep, says so in its notes, and its
 # RC medians agree in order of magnitude with a --connect manual run on the same device; --cm-addr with an address
-# that is not the guest's (192.0.2.1) is refused with the reason.
+# that is not the guest's (198.51.100.1) is refused with the reason.
 set -uo pipefail
 B=${RTUNE_BUILD_DIR:?}
 rtune=$B/cli/rtune
@@ -36,9 +36,9 @@ a, b = med(cm), med(man)
 print(f"rc ping-pong median of medians: cm {a:.0f} ns, manual {b:.0f} ns")
 assert 0.2 < a / b < 5, (a, b)
 PY
-$rtune calibrate -d "$dev" --quick --budget 5 --cm-addr 192.0.2.1 --no-store >/tmp/bad.txt 2>/tmp/bad.err
+$rtune calibrate -d "$dev" --quick --budget 5 --cm-addr 198.51.100.1 --no-store >/tmp/bad.txt 2>/tmp/bad.err
 rc=$?
 cat /tmp/bad.err
-[ $rc -eq 1 ] && grep -q "rdma_cm loopback" /tmp/bad.err || bad "--cm-addr 192.0.2.1: exit $rc"
+[ $rc -eq 1 ] && grep -q "rdma_cm loopback" /tmp/bad.err || bad "--cm-addr 198.51.100.1: exit $rc"
 [ $fail -eq 0 ] && echo "PASS: rxe calibrate --connect cm"
 exit $fail
