@@ -63,6 +63,9 @@ struct cal {
 	bool cm_connected;
 	/* loopback through rdma_cm (iWARP, or --connect cm): the listener and the accepted id */
 	bool use_cm;
+	/* a device without RC QPs (EFA): UD only, the control channel through memory */
+	bool no_rc;
+	struct rt_local_ctl ctl;
 	struct rdma_cm_id *cm_listen, *cm_child;
 	char cm_addr[64];
 	struct rt_clock clk;
@@ -415,7 +418,7 @@ static void read_clocksource(char *buf, size_t len)
 static void *resp_thread(void *arg)
 {
 	struct cal *c = arg;
-	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK };
+	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK, .ctl = c->no_rc ? &c->ctl : NULL };
 	cpu_set_t s;
 
 	CPU_ZERO(&s);
@@ -446,7 +449,7 @@ static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
 	cfg->rq_depth =
 		(uint32_t)(c->run->dev.max_qp_wr > 0 && c->run->dev.max_qp_wr < 1024 ? c->run->dev.max_qp_wr : 1024);
 	cfg->ud = c->ud;
-	cfg->rc_qp = true;
+	cfg->rc_qp = !c->no_rc;
 }
 
 static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err);
@@ -457,7 +460,7 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 	int rc;
 
 	ep_cfg(c, &cfg, max_msg);
-	if (c->use_cm) {
+	if (c->use_cm && !c->no_rc) {
 		/* UD QPs are not rdma_cm's: created and connected by hand on the same contexts */
 		cfg.ud = false;
 		rc = connect_cm_loopback(c, &cfg, err);
@@ -469,9 +472,9 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		rc = rt_ep_create(&c->cep, c->ctx, &cfg, err);
 		if (!rc)
 			rc = rt_ep_create(&c->rep, c->ctx, &cfg, err);
-		if (!rc)
+		if (!rc && !c->no_rc)
 			rc = rt_ep_rc_connect(&c->cep, &c->addr, c->rep.qp->qp_num, err);
-		if (!rc)
+		if (!rc && !c->no_rc)
 			rc = rt_ep_rc_connect(&c->rep, &c->addr, c->cep.qp->qp_num, err);
 		if (rc == EINVAL && strcmp(c->run->dev.transport, "iWARP") == 0) {
 			char was[sizeof(err->text)];
@@ -511,6 +514,10 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		return rt_error_set(err, rc, "cannot start the responder thread: %s", strerror(rc));
 	c->thr_started = true;
 	c->cli.peer_dead = &c->resp_dead;
+	if (c->no_rc) {
+		c->cli.ctl = &c->ctl;
+		c->cli.rate_ud = true;
+	}
 	return 0;
 }
 
@@ -865,7 +872,7 @@ static int preflight_inline(struct cal *c, struct rt_error *err)
 		double v, cpu = 0;
 		int rc;
 
-		if (!c->o->ops[op] || !c->o->qpts[RT_QPT_RC])
+		if (!c->o->ops[op] || !c->o->qpts[RT_QPT_RC] || c->no_rc)
 			continue;
 		rc = rt_client_lat(&c->cli, (enum rt_opcode)op, RT_QPT_RC, RT_LAT_POST_CQE, c->sizes[0], true, 1, &v,
 				   &cpu, err);
@@ -916,7 +923,7 @@ static int plan_latency(struct cal *c)
 		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++) {
 			if (qpt == RT_QPT_UD && (!c->ud || op != RT_OP_SEND))
 				continue;
-			if (qpt == RT_QPT_RC && (!o->qpts[RT_QPT_RC] || c->inline_refused[op]))
+			if (qpt == RT_QPT_RC && (!o->qpts[RT_QPT_RC] || c->inline_refused[op] || c->no_rc))
 				continue;
 			for (int kind = 0; kind < RT_LAT__COUNT; kind++)
 				for (size_t i = 0; i < c->n_sizes; i++) {
@@ -1056,7 +1063,9 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 		ns[n_ns++] = n;
 	n_cells = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		n_cells += o->ops[op] ? (size_t)n_sizes * (c->inline_refused[op] ? 1 : 2) * n_ns : 0;
+		n_cells += o->ops[op] && !(c->no_rc && op != RT_OP_SEND)
+				   ? (size_t)n_sizes * (c->inline_refused[op] ? 1 : 2) * n_ns
+				   : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
 	run->n_rate = 0; /* counts the points of this array (the cleanup at out: walks them, none if it is NULL) */
 	order = calloc(n_cells ? n_cells : 1, sizeof(*order));
@@ -1068,13 +1077,13 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 		goto out;
 	}
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		for (uint32_t s = 0; o->ops[op] && s < n_sizes; s++)
+		for (uint32_t s = 0; o->ops[op] && !(c->no_rc && op != RT_OP_SEND) && s < n_sizes; s++)
 			for (int inl = c->inline_refused[op] ? 0 : 1; inl >= 0; inl--)
 				for (uint32_t k = 0; k < n_ns; k++) {
 					struct rt_rate_point *r = &run->rate[run->n_rate++];
 
 					r->op = (enum rt_opcode)op;
-					r->qpt = RT_QPT_RC;
+					r->qpt = c->no_rc ? RT_QPT_UD : RT_QPT_RC;
 					r->msg_bytes = sizes[s];
 					r->inl = inl;
 					r->signal_interval = ns[k];
@@ -1221,7 +1230,7 @@ static void set_params(struct cal *c)
 		if (o->ops[i])
 			snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s%s", ops[0] ? "," : "",
 				 rt_opcode_name((enum rt_opcode)i));
-	snprintf(qpts, sizeof(qpts), "rc%s", c->ud ? ",ud" : "");
+	snprintf(qpts, sizeof(qpts), "%s%s", c->no_rc ? "" : "rc", c->no_rc ? "ud" : c->ud ? ",ud" : "");
 	for (size_t i = 0; i < c->n_sizes; i++)
 		json_array_append_new(a, json_integer(c->sizes[i]));
 	json_object_set_new(p, "ops", json_string(ops));
@@ -1281,7 +1290,7 @@ static int reprobe_rc_inline(struct cal *c, struct rt_error *err)
 	if ((rc == EOPNOTSUPP || rc == EINVAL) && c->run->dev.max_inline_ud > 0)
 		rt_error_set(err, EOPNOTSUPP,
 			     "device '%s' has no rc qps (ibv_create_qp IBV_QPT_RC: %s; EFA offers UD and SRD only): "
-			     "rtune calibrates inline and signaling on rc, so this device is not calibrated",
+			     "only ud can be calibrated, in loopback with --qp-type including ud",
 			     c->run->dev.name, strerror(rc));
 	else if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
 		rt_error_set(err, EOPNOTSUPP,
@@ -1303,9 +1312,23 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 
 	if (rc_max < 1) {
 		rc_max = reprobe_rc_inline(c, err);
-		if (rc_max < 1)
+		if (rc_max < 1 && err->code == EOPNOTSUPP && run->dev.max_inline_ud > 0 && !o->peer &&
+		    o->qpts[RT_QPT_UD] && o->ops[RT_OP_SEND]) {
+			/* no RC QPs (EFA): what the device has is measured, on UD */
+			uint32_t mtu = 128u << c->addr.mtu;
+
+			rt_error_clear(err);
+			c->no_rc = true;
+			rc_max = run->dev.max_inline_ud < (int)mtu ? run->dev.max_inline_ud : (int)mtu;
+			skip(c, "rc", "the device has no rc qps (EFA: UD and SRD): send measured on ud only");
+			if (o->ops[RT_OP_WRITE])
+				skip(c, "write", "rdma write is measured on rc qps, which the device does not have");
+			skip(c, "cq moderation", "measured on the rc send cq");
+		} else if (rc_max < 1) {
 			return err->code;
-		run->dev.max_inline_rc = rc_max;
+		} else {
+			run->dev.max_inline_rc = rc_max;
+		}
 	}
 	if (o->n_sizes) {
 		for (size_t i = 0; i < o->n_sizes; i++)
@@ -1468,8 +1491,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		double per_sample, lat_budget;
 		size_t n_pts;
 
-		rc = rt_client_lat(&c->cli, RT_OP_SEND, RT_QPT_RC, RT_LAT_PINGPONG, c->sizes[0], false, 64, warm, &cpu,
-				   err);
+		rc = rt_client_lat(&c->cli, RT_OP_SEND, c->no_rc ? RT_QPT_UD : RT_QPT_RC, RT_LAT_PINGPONG, c->sizes[0],
+				   false, 64, warm, &cpu, err);
 		if (rc)
 			goto fail;
 		el = rt_clock_mono_ns() - t0;
@@ -1571,7 +1594,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	n_ops = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_ops += o->ops[op];
-	for (int op = 0, done = 0; op < RT_OP__COUNT; op++) {
+	for (int op = 0, done = 0; op < RT_OP__COUNT && !c->no_rc; op++) {
 		if (!o->ops[op])
 			continue;
 		progress(c, "cq moderation", (double)done++ / n_ops);

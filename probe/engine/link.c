@@ -251,6 +251,8 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err)
 	uint32_t *posted = ud ? &ep->ud_rq_posted : &ep->rq_posted;
 	struct ibv_qp *qp = ud ? ep->ud_qp : ep->qp;
 
+	if (!qp)
+		return 0; /* no such QP (a device without RC): nothing to receive on */
 	while (*posted < ep->cfg.rq_depth) {
 		struct ibv_recv_wr wr[32], *bad;
 		struct ibv_sge sge[32];
@@ -421,6 +423,32 @@ static int resp_sink_ud(struct rt_resp *r, struct rt_error *err)
 	return rt_ep_fill_recv(ep, true, err);
 }
 
+/* Applies a control word (PHASE or END) to the responder; the caller acknowledges a PHASE. 0 or an errno + err. */
+static int resp_apply(struct rt_resp *r, uint32_t w, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	int rc;
+
+	switch (w >> 28) {
+	case RT_CMD_PHASE:
+		rc = resp_sink_ud(r, err);
+		if (rc)
+			return rc;
+		r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
+		r->ud = (w >> 23) & 1;
+		r->inl = (w >> 22) & 1;
+		r->size = w & 0x3fffff;
+		r->seq = 0;
+		if (r->size > ep->cfg.max_msg || r->size == 0 || (r->ud && !ep->ud_qp) ||
+		    (r->mode != RT_MODE_SINK && !r->ud && !ep->qp))
+			return rt_error_set(err, EPROTO, "peer asked for an impossible phase (size %u)", r->size);
+		memset(rt_ep_data(ep), 0, ep->cfg.max_msg);
+		return 0;
+	case RT_CMD_END: r->ended = true; return 0;
+	default: return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
+	}
+}
+
 static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 {
 	struct rt_ep *ep = r->ep;
@@ -437,28 +465,12 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 		if (!ud && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
 			uint32_t w = ntohl(wc[i].imm_data);
 
-			switch (w >> 28) {
-			case RT_CMD_PHASE:
-				rc = resp_sink_ud(r, err);
-				if (rc)
-					return rc;
-				r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
-				r->ud = (w >> 23) & 1;
-				r->inl = (w >> 22) & 1;
-				r->size = w & 0x3fffff;
-				r->seq = 0;
-				if (r->size > ep->cfg.max_msg || r->size == 0 || (r->ud && !ep->ud_qp))
-					return rt_error_set(err, EPROTO, "peer asked for an impossible phase (size %u)",
-							    r->size);
-				memset(rt_ep_data(ep), 0, ep->cfg.max_msg);
-				rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0),
-					       err);
-				if (rc)
-					return rc;
-				break;
-			case RT_CMD_END: r->ended = true; return 0;
-			default: return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
-			}
+			rc = resp_apply(r, w, err);
+			if (rc || r->ended)
+				return rc;
+			rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0), err);
+			if (rc)
+				return rc;
 			continue;
 		}
 		if (r->mode == RT_MODE_PP_SEND && r->ud == ud) {
@@ -477,7 +489,19 @@ int rt_resp_step(struct rt_resp *r, struct rt_error *err)
 	struct rt_ep *ep = r->ep;
 	int rc;
 
-	rc = resp_recv(r, false, err);
+	if (r->ctl) {
+		uint32_t seq = r->ctl->seq;
+
+		if (seq != r->ctl_seen) {
+			rc = resp_apply(r, r->ctl->word, err);
+			r->ctl_seen = seq;
+			r->ctl->ack = seq;
+			r->events++;
+			if (rc || r->ended)
+				return rc;
+		}
+	}
+	rc = ep->qp ? resp_recv(r, false, err) : 0;
 	if (rc || r->ended)
 		return rc;
 	if (ep->ud_qp) {
@@ -498,7 +522,7 @@ int rt_resp_step(struct rt_resp *r, struct rt_error *err)
 			r->events++;
 		}
 	}
-	rc = rt_ep_poll_send(ep, false, err);
+	rc = ep->qp ? rt_ep_poll_send(ep, false, err) : 0;
 	if (rc < 0)
 		return -rc;
 	if (ep->ud_qp) {

@@ -139,12 +139,36 @@ static int post_checked(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 	return 0;
 }
 
+/* A control word through memory (no RC QP): posted, then waited for until the responder has applied it. */
+static int local_ctl(struct rt_client *c, uint32_t word, bool wait, struct rt_error *err)
+{
+	uint32_t seq = c->ctl->seq + 1;
+	uint64_t t0 = rt_clock_mono_ns();
+
+	c->ctl->word = word;
+	c->ctl->seq = seq;
+	for (unsigned long spins = 1; wait && c->ctl->ack != seq; spins++) {
+		int rc = wait_check(c, t0, spins, "the responder", err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size, struct rt_error *err)
 {
 	uint32_t imm;
 	int rc;
 
 	c->in_sink = false;
+	if (c->ctl) {
+		rc = c->ep->ud_qp ? drain_send(c, true, 0, err) : 0;
+		if (!rc)
+			rc = local_ctl(c, rt_ctl_pack(RT_CMD_PHASE, mode, ud, inl, size), true, err);
+		c->in_sink = !rc && mode == RT_MODE_SINK;
+		return rc;
+	}
 	rc = drain_send(c, false, 0, err);
 	if (!rc && c->ep->ud_qp)
 		rc = drain_send(c, true, 0, err);
@@ -174,7 +198,13 @@ int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool i
 
 int rt_client_end(struct rt_client *c, struct rt_error *err)
 {
-	int rc = drain_send(c, false, 0, err);
+	int rc;
+
+	if (c->ctl) {
+		rc = c->ep->ud_qp ? drain_send(c, true, 0, err) : 0;
+		return rc ? rc : local_ctl(c, rt_ctl_pack(RT_CMD_END, 0, 0, 0, 0), false, err);
+	}
+	rc = drain_send(c, false, 0, err);
 
 	if (rc)
 		return rc;
@@ -323,7 +353,8 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 		   struct rt_rate_rep *out, struct rt_error *err)
 {
 	struct rt_ep *ep = c->ep;
-	uint32_t depth = ep->cfg.sq_depth, since = 0;
+	bool ud = c->rate_ud;
+	uint32_t depth = ep->cfg.sq_depth, since = 0, *sq_out = ud ? &ep->ud_sq_out : &ep->sq_out;
 	uint64_t t0, cpu0, last_progress, k0, k1, post_ticks = 0, reap_ticks = 0;
 	bool stop_posting = false;
 	unsigned long spins = 0;
@@ -332,7 +363,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 	memset(out, 0, sizeof(*out));
 	if (n_sig == 0 || n_sig > depth)
 		return rt_error_set(err, EINVAL, "signaling interval %u outside 1..%u", n_sig, depth);
-	rc = drain_send(c, false, 0, err);
+	rc = drain_send(c, ud, 0, err);
 	if (rc)
 		return rc;
 	cpu0 = rt_clock_thread_cpu_ns();
@@ -340,13 +371,13 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 	k0 = raw_ticks();
 	for (;;) {
 		/* post while the queue has room: sq_out counts every WR not yet retired by a signaled completion */
-		while (!stop_posting && ep->sq_out < depth) {
+		while (!stop_posting && *sq_out < depth) {
 			bool sig = since + 1 == n_sig;
 			uint64_t a = raw_ticks();
 
-			rc = rt_ep_post(ep, false, op, size, inl, sig, sig ? n_sig : 0, 0);
+			rc = rt_ep_post(ep, ud, op, size, inl, sig, sig ? n_sig : 0, 0);
 			post_ticks += raw_ticks() - a;
-			if (rc == ENOMEM && ep->sq_out > since) {
+			if (rc == ENOMEM && *sq_out > since) {
 				/* signaled WRs in flight: the provider may count the queue full before we do */
 				out->enomem++;
 				break;
@@ -354,7 +385,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 			/* ENOMEM with no signaled WR in flight cannot be a full queue: nothing would ever free it
 			 * (it would end as "peer did not answer"); name it */
 			if (rc)
-				return rt_post_error(ep, false, rc, op, size, inl, err);
+				return rt_post_error(ep, ud, rc, op, size, inl, err);
 			out->msgs++;
 			since = sig ? 0 : since + 1;
 			if (since == 0 && (out->msgs & 63) < (uint64_t)n_sig &&
@@ -364,7 +395,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 		{
 			uint64_t a = raw_ticks();
 
-			rc = rt_ep_poll_send(ep, false, err);
+			rc = rt_ep_poll_send(ep, ud, err);
 			/* only polls that reaped count: an empty poll is the spinning a real sender would not do */
 			if (rc > 0)
 				reap_ticks += raw_ticks() - a;
@@ -373,7 +404,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 			return -rc;
 		if (rc > 0)
 			last_progress = rt_clock_mono_ns();
-		if (stop_posting && ep->sq_out == 0)
+		if (stop_posting && *sq_out == 0)
 			break;
 		if (!stop_posting && since == 0 && (++spins & 255) == 0 &&
 		    (double)(rt_clock_mono_ns() - t0) >= duration_ns)

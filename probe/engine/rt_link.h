@@ -117,8 +117,19 @@ int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
  * waiting on the send CQ (the QP failed before this post) is reported instead, as EIO. */
 int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl, struct rt_error *err);
 
+/*
+ * The loopback control channel of a device without RC QPs (EFA: UD and SRD only): the control words of the RC path,
+ * passed through memory between the measuring thread and the responder thread. seq counts words posted, ack the
+ * words the responder has applied.
+ */
+struct rt_local_ctl {
+	_Atomic uint32_t word, seq, ack;
+};
+
 /* Responder: reflects ping-pongs, sinks receives, follows PHASE commands, stops at END. */
 struct rt_resp {
+	struct rt_local_ctl *ctl; /* no RC QP: control words come from here (NULL: on the RC QP) */
+	uint32_t ctl_seen;
 	struct rt_ep *ep;
 	enum rt_resp_mode mode;
 	bool ud, inl, ended;
@@ -138,6 +149,8 @@ struct rt_client {
 	struct rdma_event_channel *cm_ch; /* two-node: checked for DISCONNECTED while waiting */
 	bool yield;			  /* sched_yield() while waiting: the responder shares our only CPU */
 	bool in_sink;			  /* the last phase the responder acknowledged is SINK */
+	struct rt_local_ctl *ctl;	  /* no RC QP (loopback only): control words through memory */
+	bool rate_ud;			  /* rt_client_rate sends on the UD QP (no RC QP) */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,

@@ -5,7 +5,7 @@
 # device is the first with an active port; -d all calibrates every active port); IBV_SEND_INLINE refused on RDMA WRITE
 # at ibv_post_send though max_inline_data was accepted (skipped with the reason, the signaling sweep kept); an ENOMEM
 # that is not a full queue (named, not "peer did not answer"); RNR NAKs in the port's hw counters (reported per phase)
-# and an RNR-retry-exceeded completion (named); an iWARP device (RC loopback through rdma_cm, said in the notes; by
+# and an RNR-retry-exceeded completion (named); no RC QPs (EFA: UD calibrated, the rest skipped); an iWARP device (RC loopback through rdma_cm, said in the notes; by
 # hand it fails at RTR with the hint) and --connect cm on RoCE.
 set -uo pipefail
 rtune=$1 shim=$2
@@ -63,10 +63,18 @@ wrate=$(jqo '[.rate[] | select(.op == "write") | .inline] | unique | map(tostrin
 [ $rc -eq 0 ] && [ "$wrate" = false ] && ok "inline write refused: write signaling sweep measured non-inline ($(jqo '.rate | length') cells)" ||
   bad "inline write refused, sweep: exit $rc, write rate inline '$wrate', $(head -c 200 "$tmp/err")"
 
-# no RC QPs at all (EFA: UD and SRD): named as such, not as "no inline data"
-cal RT_FAKEDEV_NO_RC=1 --
+# no RC QPs at all (EFA: UD and SRD): what the device has (send on UD, inline and not, and its signaling sweep) is
+# calibrated, the rest skipped with the reason; without UD asked for, the run fails naming the missing RC
+cal RT_FAKEDEV_NO_RC=1 -- --budget 10 --sizes 8,64
+what=$(jqo '[.params.skipped[]?.what] | join(",")') qpt=$(jqo '.params.qp_types')
+lat=$(jqo '[.latency[] | .op + "/" + .qp_type + "/" + (.inline | tostring)] | unique | join(",")')
+rate=$(jqo '[.rate[] | .op + "/" + .qp_type] | unique | join(",")')
+[ $rc -eq 0 ] && [ "$qpt" = ud ] && [ "$what" = "rc,write,cq moderation" ] && [ "$lat" = send/ud/false,send/ud/true ] &&
+  [ "$rate" = send/ud ] && ok "no rc qps: ud calibrated (latency $lat, rate $rate), skipped $what" ||
+  bad "no rc: exit $rc, qp types '$qpt', skipped '$what', latency '$lat', rate '$rate', $(head -c 300 "$tmp/err")"
+cal RT_FAKEDEV_NO_RC=1 -- --qp-type rc
 [ $rc -eq 1 ] && grep -q "device 'fake0' has no rc qps (ibv_create_qp IBV_QPT_RC: Operation not supported; EFA offers UD and SRD only)" "$tmp/err" &&
-  ok "no rc qps: named" || bad "no rc: exit $rc, $(cat "$tmp/err")"
+  ok "no rc qps, --qp-type rc: named" || bad "no rc, rc only: exit $rc, $(cat "$tmp/err")"
 
 # ---- item 15: ENOMEM that is not a full queue, RNR -------------------------------------------------------------------
 cal RT_FAKEDEV_INLINE_ENOMEM_ABOVE=32 -- --budget 10 --qp-type rc --sizes 8,64
