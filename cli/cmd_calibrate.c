@@ -26,6 +26,7 @@ static const char usage[] =
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
 	"                       [--tclass N] [--sl N] [--pkey-index N] [--large-sizes LIST|none]\n"
 	"                       [--post-list N | --app NAME]\n"
+	"                       [--connect cm|manual] [--cm-addr ADDR]\n"
 	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
 	"\n"
 	"Measure how the device behaves for small sends: latency vs size with and without IBV_SEND_INLINE (ping-pong\n"
@@ -36,7 +37,8 @@ static const char usage[] =
 	"By default two QPs of one device/port are connected to each other (loopback); with --peer the other side is\n"
 	"'rtune serve' on another node, reached through rdma_cm.\n"
 	"\n"
-	"  -d, --ib-dev DEVICE    device (default: the first one)\n"
+	"  -d, --ib-dev DEVICE    device (default: the first one with an ACTIVE port); 'all': every ACTIVE port of\n"
+	"                         every device, one run each (each with the whole --budget)\n"
 	"  -i, --ib-port PORT     port (default: the first ACTIVE one)\n"
 	"  -x, --gid-index N      GID index (default: a RoCE v2 IPv4-mapped GID when there is one)\n"
 	"  --sizes LIST           message sizes, e.g. 1,8,64,100,256 (default: powers of two up to the max inline,\n"
@@ -59,6 +61,9 @@ static const char usage[] =
 	"  --post-list N          WRs per ibv_post_send of its post-list band, 2..64 (default 8; 1: no such band)\n"
 	"  --app NAME             take the post list from NAME's probed histogram (its median batch)\n"
 	"  --pkey-index N         P_Key table index 0..65535 (loopback only; default 0)\n"
+	"  --connect cm|manual    loopback rc qps through rdma_cm to the node's own address, or by hand with\n"
+	"                         ibv_modify_qp (default: rdma_cm on iWARP, whose rc qps connect only so; else manual)\n"
+	"  --cm-addr ADDR         the own IPv4 address for --connect cm (default: from the port's GIDs or netdev)\n"
 	"  --db PATH              store (default: $RTUNE_DB, /var/lib/rtune/rtune.db as root, else\n"
 	"                         $XDG_STATE_HOME/rtune/rtune.db)\n"
 	"  --no-store             do not store the run\n"
@@ -69,6 +74,8 @@ static const char usage[] =
 	"\n"
 	"exit codes: 0 ok, 1 failure or interrupted (the stored run is marked interrupted/failed), 2 usage or unknown\n"
 	"device, 3 no RDMA device\n";
+
+#define RT_CAL_MAX_TARGETS 32 /* -d all: device ports calibrated in one command */
 
 static volatile sig_atomic_t g_stop;
 
@@ -84,9 +91,9 @@ struct cal_ctx {
 	bool tty;
 	uint64_t last_ms;
 	struct rt_error store_err;
-	int cur;			       /* index of the run being measured (--numa all: two) */
-	struct rt_store_signal_band *bands[2]; /* each run's N per load band (printed with its summary) */
-	size_t n_bands[2];
+	int cur;			     /* index of the run being measured (--numa all: two per target) */
+	struct rt_store_signal_band **bands; /* each run's N per load band (printed with its summary), n_runs */
+	size_t *n_bands;
 };
 
 /*
@@ -385,6 +392,8 @@ int cmd_calibrate(int argc, char **argv)
 		O_NUMA,
 		O_SQ,
 		O_PEER,
+		O_CONNECT,
+		O_CM_ADDR,
 		O_DB,
 		O_NOSTORE,
 		O_OUT,
@@ -412,6 +421,8 @@ int cmd_calibrate(int argc, char **argv)
 		{ "numa", required_argument, NULL, O_NUMA },
 		{ "sq-depth", required_argument, NULL, O_SQ },
 		{ "peer", required_argument, NULL, O_PEER },
+		{ "connect", required_argument, NULL, O_CONNECT },
+		{ "cm-addr", required_argument, NULL, O_CM_ADDR },
 		{ "db", required_argument, NULL, O_DB },
 		{ "no-store", no_argument, NULL, O_NOSTORE },
 		{ "out", required_argument, NULL, O_OUT },
@@ -431,10 +442,14 @@ int cmd_calibrate(int argc, char **argv)
 	const char *db = NULL, *out = NULL, *app = NULL;
 	bool post_list_set = false;
 	bool json = false, store = true, samples = true, to_stdout = false;
-	int c, code = RT_EXIT_OK, n_runs = 1;
+	int c, code = RT_EXIT_OK, n_runs = 1, per;
 	struct sigaction sa;
-	char *texts[2] = { NULL, NULL };
-	struct rt_run runs[2];
+	char **texts = NULL;
+	struct rt_run *runs = NULL;
+	struct rt_dev_port targets[RT_CAL_MAX_TARGETS];
+	size_t n_targets = 1;
+	bool all_devs = false;
+	char label[128];
 	long v;
 
 	rt_cal_opts_init(&o);
@@ -581,6 +596,16 @@ int cmd_calibrate(int argc, char **argv)
 			o.sq_depth = (uint32_t)v;
 			break;
 		case O_PEER: o.peer = optarg; break;
+		case O_CONNECT:
+			if (strcmp(optarg, "cm") == 0)
+				o.connect = RT_CONNECT_CM;
+			else if (strcmp(optarg, "manual") == 0)
+				o.connect = RT_CONNECT_MANUAL;
+			else
+				return rt_cli_usage_error("calibrate",
+							  "option '--connect' takes cm or manual, not '%s'", optarg);
+			break;
+		case O_CM_ADDR: o.cm_addr = optarg; break;
 		case O_DB: db = optarg; break;
 		case O_NOSTORE: store = false; break;
 		case O_OUT: out = optarg; break;
@@ -609,6 +634,30 @@ int cmd_calibrate(int argc, char **argv)
 		return rt_cli_usage_error("calibrate", "options '--app' and '--post-list' exclude each other");
 	if (app && !store)
 		return rt_cli_usage_error("calibrate", "option '--app' reads the store: it excludes '--no-store'");
+	if (o.peer && (o.connect || o.cm_addr))
+		return rt_cli_usage_error("calibrate",
+					  "options '--connect'/'--cm-addr' are for loopback, not '--peer'");
+	if (o.cm_addr && o.connect == RT_CONNECT_MANUAL)
+		return rt_cli_usage_error("calibrate", "options '--cm-addr' and '--connect manual' exclude each other");
+	if (o.cm_addr)
+		o.connect = RT_CONNECT_CM;
+	if (o.dev_name && strcmp(o.dev_name, "all") == 0) {
+		struct rt_error e;
+
+		if (o.peer)
+			return rt_cli_usage_error("calibrate", "options '--peer' and '-d all' exclude each other");
+		if (o.port)
+			return rt_cli_usage_error("calibrate", "options '-i' and '-d all' exclude each other");
+		if (rt_engine_active_ports(targets, RT_CAL_MAX_TARGETS, &n_targets, &e)) {
+			rt_cli_error("%s", e.text);
+			return RT_EXIT_NODEV;
+		}
+		if (!n_targets) {
+			rt_cli_error("no device has an active port (see 'rtune devices')");
+			return RT_EXIT_FAIL;
+		}
+		all_devs = true;
+	}
 	if (store && db && !db[0])
 		return rt_cli_usage_error("calibrate", "option '--db' takes a path, not ''");
 
@@ -637,23 +686,48 @@ int cmd_calibrate(int argc, char **argv)
 	o.progress = on_progress;
 	o.on_begin = on_begin;
 	x.tty = progress_wanted();
-	memset(runs, 0, sizeof(runs));
-	if (o.numa == RT_NUMA_ALL) {
-		n_runs = 2;
-		o.budget_s /= 2;
-		o.numa = RT_NUMA_LOCAL;
+	per = o.numa == RT_NUMA_ALL ? 2 : 1;
+	{
+		n_runs = (int)n_targets * per;
+		runs = calloc((size_t)n_runs, sizeof(*runs));
+		texts = calloc((size_t)n_runs, sizeof(*texts));
+		x.bands = calloc((size_t)n_runs, sizeof(*x.bands));
+		x.n_bands = calloc((size_t)n_runs, sizeof(*x.n_bands));
+		if (!runs || !texts || !x.bands || !x.n_bands) {
+			free(runs);
+			free(texts);
+			free(x.bands);
+			free(x.n_bands);
+			rt_store_close(x.st);
+			rt_cli_error("out of memory");
+			return RT_EXIT_FAIL;
+		}
+		if (per == 2) {
+			o.budget_s /= 2;
+			o.numa = RT_NUMA_LOCAL;
+		}
 	}
 	for (int r = 0; r < n_runs; r++) {
 		int rc;
+		const char *numa = per == 1 ? "" : r % 2 ? "remote numa" : "local numa";
 
-		if (r == 1)
-			o.numa = RT_NUMA_REMOTE;
 		x.cur = r;
-		rc = one_run(&o, &x, n_runs == 1 ? "" : (r ? " (remote numa)" : " (local numa)"), json || out, samples,
-			     &texts[r], &runs[r]);
+		if (per == 2)
+			o.numa = r % 2 ? RT_NUMA_REMOTE : RT_NUMA_LOCAL;
+		if (all_devs) {
+			o.dev_name = targets[r / per].name;
+			o.port = targets[r / per].port;
+		}
+		if (all_devs)
+			snprintf(label, sizeof(label), " (%s port %d%s%s)", o.dev_name, o.port, numa[0] ? ", " : "",
+				 numa);
+		else
+			snprintf(label, sizeof(label), "%s%s%s", numa[0] ? " (" : "", numa, numa[0] ? ")" : "");
+		/* -d all: one device's failure does not stop the others (each is its own run, stored as such) */
+		rc = one_run(&o, &x, label, json || out, samples, &texts[r], &runs[r]);
 		if (rc && !code)
 			code = rc;
-		if (rc || g_stop)
+		if (g_stop || (rc && !all_devs))
 			break;
 	}
 	/* output: one run as an object, --numa all as an rtune-run-list document of the runs measured */
@@ -715,6 +789,10 @@ int cmd_calibrate(int argc, char **argv)
 		free(texts[r]);
 		rt_run_release(&runs[r]);
 	}
+	free(texts);
+	free(runs);
+	free(x.bands);
+	free(x.n_bands);
 	rt_store_close(x.st);
 	return code;
 }

@@ -188,7 +188,7 @@ struct rt_run {
 	int port_num;
 	int gid_index;
 	struct rt_run_env env;
-	char params[RT_TEXT_LEN * 2]; /* the command line's parameters, JSON text */
+	char params[RT_TEXT_LEN * 6]; /* the command line's parameters, JSON text */
 	int64_t started_ns, ended_ns; /* CLOCK_REALTIME */
 	enum rt_run_status status;
 	uint32_t max_inline_used; /* max_inline_data the QPs were created with */

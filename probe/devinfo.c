@@ -35,6 +35,31 @@ static const char *sysfs_root(void)
 }
 
 /* Reads the first line of path into buf (newline stripped); returns 0 or -1. */
+static int read_line(const char *path, char *buf, size_t len);
+
+void rt_devinfo_rnr_counters(const char *name, int port, struct rt_rnr_counters *out)
+{
+	static const char *const names[] = { "rnr_nak_retry_err", "out_of_buffer", "req_rnr_retries_exceeded",
+					     "rcvd_rnr_err",	  "send_rnr_err",  "retry_rnr_exceeded_err" };
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && out->n < RT_RNR_COUNTERS; i++) {
+		char path[512], buf[32], *end;
+		unsigned long long v;
+
+		snprintf(path, sizeof(path), "%s/class/infiniband/%s/ports/%d/hw_counters/%s", sysfs_root(), name, port,
+			 names[i]);
+		if (read_line(path, buf, sizeof(buf)))
+			continue;
+		errno = 0;
+		v = strtoull(buf, &end, 10);
+		if (errno || end == buf)
+			continue;
+		snprintf(out->name[out->n], sizeof(out->name[0]), "%s", names[i]);
+		out->value[out->n++] = v;
+	}
+}
+
 static int read_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "re");

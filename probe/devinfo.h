@@ -55,6 +55,21 @@ int rt_devinfo_gid_pick(const struct rt_gid_info *gids, int n, char *why, size_t
  * $SYSFS_PATH or /sys. Never fails: unknown facts stay unknown (-1, 0, "") with pcie_ctrl_note saying why. */
 void rt_devinfo_sysfs(const char *name, struct rt_device_info *out);
 
+/* The receiver-not-ready counters of one port, as the port's hw_counters in sysfs have them (present ones only). */
+#define RT_RNR_COUNTERS 6
+struct rt_rnr_counters {
+	int n;
+	char name[RT_RNR_COUNTERS][28];
+	uint64_t value[RT_RNR_COUNTERS];
+};
+/*
+ * Reads the RNR-related counters of port of the device called name from $SYSFS_PATH (or /sys)
+ * /class/infiniband/NAME/ports/PORT/hw_counters: mlx5 rnr_nak_retry_err (RNR NAKs received), out_of_buffer (receives
+ * dropped for lack of a posted WQE) and req_rnr_retries_exceeded; rxe rcvd_rnr_err, send_rnr_err and
+ * retry_rnr_exceeded_err. Never fails: out->n is 0 when the provider exposes none of them (or sysfs is unreadable).
+ */
+void rt_devinfo_rnr_counters(const char *name, int port, struct rt_rnr_counters *out);
+
 /* Parses a Linux cpulist ("0-3,8,10-11") into cpus[0..max); returns how many CPUs it named, or -1 on a malformed list. */
 int rt_cpulist_parse(const char *list, int *cpus, int max);
 

@@ -11,7 +11,9 @@
 #include "devinfo.h"
 #include "rt_cpuplace.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -65,6 +67,13 @@ struct cal {
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
 	bool cm_connected;
+	/* loopback through rdma_cm (iWARP, or --connect cm): the listener and the accepted id */
+	bool use_cm;
+	/* a device without RC QPs (EFA): UD only, the control channel through memory */
+	bool no_rc;
+	struct rt_local_ctl ctl;
+	struct rdma_cm_id *cm_listen, *cm_child;
+	char cm_addr[64];
 	struct rt_clock clk;
 	struct rt_client cli;
 	uint64_t t_start, deadline;
@@ -73,7 +82,17 @@ struct cal {
 	uint32_t sizes[RT_ENGINE_MAX_SIZES];
 	size_t n_sizes;
 	struct rt_rng rng;
-	char notes[256];
+	char notes[640];
+	/* what the device refused and was skipped, with the reason (params.skipped) */
+	struct {
+		char what[32];
+		char reason[160];
+	} skipped[8];
+	size_t n_skipped;
+	bool inline_refused[RT_OP__COUNT]; /* IBV_SEND_INLINE refused on RC for this opcode */
+	/* RNR hw counters: at the start of the latency grid, of the sweep, and the increases per phase */
+	struct rt_rnr_counters rnr[3];
+	bool rnr_read;
 	uint32_t max_msg;		 /* the endpoints' largest payload */
 	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
 	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
@@ -92,6 +111,20 @@ static void note(struct cal *c, const char *s)
 	size_t l = strlen(c->notes);
 
 	snprintf(c->notes + l, sizeof(c->notes) - l, "%s%s", l ? "; " : "", s);
+}
+
+/* Records what was skipped and why (params.skipped, and a note). */
+static void skip(struct cal *c, const char *what, const char *reason)
+{
+	char msg[220];
+
+	if (c->n_skipped < sizeof(c->skipped) / sizeof(c->skipped[0])) {
+		snprintf(c->skipped[c->n_skipped].what, sizeof(c->skipped[0].what), "%s", what);
+		snprintf(c->skipped[c->n_skipped].reason, sizeof(c->skipped[0].reason), "%s", reason);
+		c->n_skipped++;
+	}
+	snprintf(msg, sizeof(msg), "%s skipped: %s", what, reason);
+	note(c, msg);
 }
 
 /* Starts a phase that fills [lo, hi] of the progress bar (the phases' shares of the budget). */
@@ -120,6 +153,92 @@ static void progress(struct cal *c, const char *phase, double frac)
 
 /* ---- device, port, GID, CPU ------------------------------------------------------------------------------------ */
 
+/* Number of the first ACTIVE port of ctx (1-based), 0 when none is (or the device cannot be queried). */
+static int first_active_port(struct ibv_context *ctx)
+{
+	struct ibv_device_attr da;
+
+	if (ibv_query_device(ctx, &da))
+		return 0;
+	for (int p = 1; p <= da.phys_port_cnt; p++) {
+		struct ibv_port_attr pa;
+
+		if (ibv_query_port(ctx, (uint8_t)p, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+			return p;
+	}
+	return 0;
+}
+
+/*
+ * No -d: the first device with an ACTIVE port, not the first listed (on many GPU hosts mlx5_0 is a management port
+ * that is down). Sets c->ctx (and notes the choice when it passed over devices); when no device has an active port,
+ * opens the first one (the port check then fails with ENETDOWN). Returns 0 or an errno with err.
+ */
+static int open_default_device(struct cal *c, int n, struct rt_error *err)
+{
+	char skipped[160] = "";
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		struct ibv_context *ctx = ibv_open_device(c->list[i]);
+
+		if (ctx && first_active_port(ctx)) {
+			c->ctx = ctx;
+			if (skipped[0]) {
+				char msg[240];
+
+				snprintf(msg, sizeof(msg), "device %s: the first with an active port (%s: none active)",
+					 ibv_get_device_name(c->list[i]), skipped);
+				note(c, msg);
+			}
+			return 0;
+		}
+		if (ctx)
+			ibv_close_device(ctx);
+		snprintf(skipped + strlen(skipped), sizeof(skipped) - strlen(skipped), "%s%s", skipped[0] ? ", " : "",
+			 ibv_get_device_name(c->list[i]));
+	}
+	c->ctx = ibv_open_device(c->list[0]);
+	if (!c->ctx) {
+		rc = errno ? errno : ENODEV;
+		return rt_error_set(err, rc, "cannot open device '%s': %s", ibv_get_device_name(c->list[0]),
+				    strerror(rc));
+	}
+	return 0;
+}
+
+int rt_engine_active_ports(struct rt_dev_port *out, size_t max, size_t *n_out, struct rt_error *err)
+{
+	struct ibv_device **list;
+	int n = 0;
+
+	*n_out = 0;
+	list = ibv_get_device_list(&n);
+	if (!list || n == 0) {
+		if (list)
+			ibv_free_device_list(list);
+		return rt_error_set(err, ENODEV, "no RDMA device found");
+	}
+	for (int i = 0; i < n && *n_out < max; i++) {
+		struct ibv_context *ctx = ibv_open_device(list[i]);
+		struct ibv_device_attr da;
+
+		if (!ctx)
+			continue;
+		for (int p = 1; ibv_query_device(ctx, &da) == 0 && p <= da.phys_port_cnt && *n_out < max; p++) {
+			struct ibv_port_attr pa;
+
+			if (ibv_query_port(ctx, (uint8_t)p, &pa) || pa.state != IBV_PORT_ACTIVE)
+				continue;
+			snprintf(out[*n_out].name, sizeof(out[*n_out].name), "%s", ibv_get_device_name(list[i]));
+			out[(*n_out)++].port = p;
+		}
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	return 0;
+}
+
 static int open_device(struct cal *c, struct rt_error *err)
 {
 	int n = 0, rc;
@@ -131,7 +250,7 @@ static int open_device(struct cal *c, struct rt_error *err)
 				    "no RDMA device found: check 'ibv_devices' and the driver, or create a "
 				    "software device with 'rdma link add rxe0 type rxe netdev <interface>'");
 	if (!c->o->dev_name) {
-		dev = c->list[0];
+		return open_default_device(c, n, err);
 	} else {
 		char names[200] = "";
 
@@ -321,7 +440,7 @@ static void read_clocksource(char *buf, size_t len)
 static void *resp_thread(void *arg)
 {
 	struct cal *c = arg;
-	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK };
+	struct rt_resp r = { .ep = &c->rep, .mode = RT_MODE_SINK, .ctl = c->no_rc ? &c->ctl : NULL };
 
 	while (!c->resp_stop) {
 		int rc = rt_resp_step(&r, &c->resp_err);
@@ -384,8 +503,10 @@ static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
 	cfg->rq_depth =
 		(uint32_t)(c->run->dev.max_qp_wr > 0 && c->run->dev.max_qp_wr < 1024 ? c->run->dev.max_qp_wr : 1024);
 	cfg->ud = c->ud;
-	cfg->rc_qp = true;
+	cfg->rc_qp = !c->no_rc;
 }
+
+static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err);
 
 static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *err)
 {
@@ -393,15 +514,30 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 	int rc;
 
 	ep_cfg(c, &cfg, max_msg);
-	rc = rt_ep_create(&c->cep, c->ctx, &cfg, err);
-	if (rc)
-		return rc;
-	rc = rt_ep_create(&c->rep, c->ctx, &cfg, err);
-	if (rc)
-		return rc;
-	rc = rt_ep_rc_connect(&c->cep, &c->addr, c->rep.qp->qp_num, err);
-	if (!rc)
-		rc = rt_ep_rc_connect(&c->rep, &c->addr, c->cep.qp->qp_num, err);
+	if (c->use_cm && !c->no_rc) {
+		/* UD QPs are not rdma_cm's: created and connected by hand on the same contexts */
+		cfg.ud = false;
+		rc = connect_cm_loopback(c, &cfg, err);
+		if (!rc && c->ud)
+			rc = rt_ep_create_ud(&c->cep, &cfg, c->ud_max, err);
+		if (!rc && c->ud)
+			rc = rt_ep_create_ud(&c->rep, &cfg, c->ud_max, err);
+	} else {
+		rc = rt_ep_create(&c->cep, c->ctx, &cfg, err);
+		if (!rc)
+			rc = rt_ep_create(&c->rep, c->ctx, &cfg, err);
+		if (!rc && !c->no_rc)
+			rc = rt_ep_rc_connect(&c->cep, &c->addr, c->rep.qp->qp_num, err);
+		if (!rc && !c->no_rc)
+			rc = rt_ep_rc_connect(&c->rep, &c->addr, c->cep.qp->qp_num, err);
+		if (rc == EINVAL && strcmp(c->run->dev.transport, "iWARP") == 0) {
+			char was[sizeof(err->text)];
+
+			snprintf(was, sizeof(was), "%s", err->text);
+			rc = rt_error_set(err, EOPNOTSUPP,
+					  "%s: iWARP RC QPs connect only through the iWARP CM: use --connect cm", was);
+		}
+	}
 	if (!rc && c->ud)
 		rc = rt_ep_ud_connect(&c->cep, &c->addr, c->rep.ud_qp->qp_num, err);
 	if (!rc && c->ud)
@@ -432,6 +568,175 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		return rc;
 	c->thr_started = true;
 	c->cli.peer_dead = &c->resp_dead;
+	if (c->no_rc) {
+		c->cli.ctl = &c->ctl;
+		c->cli.rate_ud = true;
+	}
+	return 0;
+}
+
+/*
+ * The node's own address on the device's port, for the rdma_cm loopback: --cm-addr when given, else the port's first
+ * IPv4-mapped GID (RoCE), else the first IPv4 address of a netdev the port's GIDs name. Returns 0 with c->cm_addr set,
+ * or EADDRNOTAVAIL with err.
+ */
+static int own_address(struct cal *c, struct rt_error *err)
+{
+	const struct rt_port_info *p = NULL;
+	struct ifaddrs *ifa = NULL;
+
+	if (c->o->cm_addr) {
+		snprintf(c->cm_addr, sizeof(c->cm_addr), "%s", c->o->cm_addr);
+		return 0;
+	}
+	for (int i = 0; i < c->run->dev.port_count; i++)
+		if (c->run->dev.ports[i].port_num == c->addr.port)
+			p = &c->run->dev.ports[i];
+	for (int k = 0; p && k <= p->gid_count; k++) {
+		/* the default GID first (the pick), then the table in order */
+		int i = k - 1;
+		unsigned x, y;
+
+		for (int j = 0; k == 0 && j < p->gid_count; j++)
+			if (p->gids[j].index == p->gid_pick)
+				i = j;
+		if (i >= 0 && strncmp(p->gids[i].gid, "0000:0000:0000:0000:0000:ffff:", 30) == 0 &&
+		    sscanf(p->gids[i].gid + 30, "%4x:%4x", &x, &y) == 2) {
+			snprintf(c->cm_addr, sizeof(c->cm_addr), "%u.%u.%u.%u", x >> 8, x & 255, y >> 8, y & 255);
+			return 0;
+		}
+	}
+	if (p && getifaddrs(&ifa) == 0) {
+		for (int i = 0; i < p->gid_count && !c->cm_addr[0]; i++)
+			for (struct ifaddrs *x = ifa; x && p->gids[i].netdev[0]; x = x->ifa_next)
+				if (x->ifa_addr && x->ifa_addr->sa_family == AF_INET &&
+				    strcmp(x->ifa_name, p->gids[i].netdev) == 0) {
+					inet_ntop(AF_INET, &((struct sockaddr_in *)x->ifa_addr)->sin_addr, c->cm_addr,
+						  sizeof(c->cm_addr));
+					break;
+				}
+		freeifaddrs(ifa);
+	}
+	if (c->cm_addr[0])
+		return 0;
+	return rt_error_set(
+		err, EADDRNOTAVAIL,
+		"rdma_cm loopback: no IPv4 address found for '%s' port %d (neither an IPv4-mapped GID nor a "
+		"netdev address): use --cm-addr",
+		c->run->dev.name, c->addr.port);
+}
+
+/* Next rdma_cm event of the loopback; must be want (for any id): 0 with *id = the event's id, else an errno + err. */
+static int lb_expect(struct cal *c, enum rdma_cm_event_type want, struct rdma_cm_id **id, struct rt_error *err)
+{
+	struct rdma_cm_event *ev;
+	int rc = rt_cm_next(c->cm_ch, 5000, c->o->stop, &ev, err);
+
+	if (rc)
+		return rc == ETIMEDOUT ? rt_error_set(err, rc, "rdma_cm loopback to %s: no %s within 5 s", c->cm_addr,
+						      rdma_event_str(want))
+				       : rc;
+	if (ev->event != want) {
+		rc = rt_error_set(err, ECONNREFUSED, "rdma_cm loopback to %s: %s (status %d) instead of %s", c->cm_addr,
+				  rdma_event_str(ev->event), ev->status, rdma_event_str(want));
+		rdma_ack_cm_event(ev);
+		return rc;
+	}
+	if (id)
+		*id = ev->id;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+/*
+ * Loopback through rdma_cm to the node's own address: what iWARP needs (its RC QPs connect only through the iWARP
+ * CM; ibv_modify_qp to RTR fails) and what --connect cm asks for elsewhere. A listener on the own address, a client
+ * id that resolves it, both RC QPs created by rdma_create_qp on their ids, connect/accept; UD (RoCE) still by hand.
+ * Fills cep/rep with rc_qp owned by rdma_cm. Returns 0 or an errno with err (every object is released by teardown).
+ */
+static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err)
+{
+	struct rt_ep_cfg cfg = *cfg0;
+	struct sockaddr_in sa;
+	struct rdma_conn_param cp;
+	struct ibv_qp_init_attr qa;
+	int rc;
+
+	cfg.rc_qp = false;
+	rc = own_address(c, err);
+	if (rc)
+		return rc;
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	if (inet_pton(AF_INET, c->cm_addr, &sa.sin_addr) != 1)
+		return rt_error_set(err, EINVAL, "rdma_cm loopback: '%s' is not an IPv4 address", c->cm_addr);
+	c->cm_ch = rdma_create_event_channel();
+	if (!c->cm_ch)
+		return rt_error_set(err, errno ? errno : ENODEV,
+				    "rdma_cm loopback to %s: cannot open the rdma_cm event channel: %s (is rdma_ucm "
+				    "loaded?)",
+				    c->cm_addr, strerror(errno ? errno : ENODEV));
+	if (rdma_create_id(c->cm_ch, &c->cm_listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(c->cm_listen, (struct sockaddr *)&sa) || rdma_listen(c->cm_listen, 1))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot listen on %s: %s", c->cm_addr,
+				    strerror(errno));
+	sa.sin_port = rdma_get_src_port(c->cm_listen);
+	if (rdma_create_id(c->cm_ch, &c->cm_id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(c->cm_id, NULL, (struct sockaddr *)&sa, 3000))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot resolve %s: %s", c->cm_addr, strerror(errno));
+	rc = lb_expect(c, RDMA_CM_EVENT_ADDR_RESOLVED, NULL, err);
+	if (!rc && rdma_resolve_route(c->cm_id, 3000))
+		rc = rt_error_set(err, errno, "rdma_cm loopback: cannot resolve a route to %s: %s", c->cm_addr,
+				  strerror(errno));
+	if (!rc)
+		rc = lb_expect(c, RDMA_CM_EVENT_ROUTE_RESOLVED, NULL, err);
+	if (rc)
+		return rc;
+	if (!c->cm_id->verbs || c->cm_id->verbs->device != c->ctx->device ||
+	    (c->cm_id->port_num && c->cm_id->port_num != (uint8_t)c->addr.port))
+		return rt_error_set(err, EADDRNOTAVAIL, "rdma_cm loopback: %s is not on '%s' port %d: use --cm-addr",
+				    c->cm_addr, c->run->dev.name, c->addr.port);
+	rc = rt_ep_create(&c->cep, c->cm_id->verbs, &cfg, err);
+	if (rc)
+		return rc;
+	rt_ep_qp_init_attr(&c->cep, &qa);
+	if (rdma_create_qp(c->cm_id, c->cep.pd, &qa))
+		return rt_error_set(err, errno, "cannot create an rc qp through rdma_cm: %s", strerror(errno));
+	c->cep.qp = c->cm_id->qp;
+	c->cep.cm_id = c->cm_id;
+	rc = rt_ep_fill_recv(&c->cep, false, err);
+	if (rc)
+		return rc;
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cp.retry_count = 7;
+	cp.rnr_retry_count = 7;
+	if (rdma_connect(c->cm_id, &cp))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot connect to %s: %s", c->cm_addr,
+				    strerror(errno));
+	rc = lb_expect(c, RDMA_CM_EVENT_CONNECT_REQUEST, &c->cm_child, err);
+	if (rc)
+		return rc;
+	rc = rt_ep_create(&c->rep, c->cm_child->verbs, &cfg, err);
+	if (rc)
+		return rc;
+	rt_ep_qp_init_attr(&c->rep, &qa);
+	if (rdma_create_qp(c->cm_child, c->rep.pd, &qa))
+		return rt_error_set(err, errno, "cannot create the responder's rc qp through rdma_cm: %s",
+				    strerror(errno));
+	c->rep.qp = c->cm_child->qp;
+	c->rep.cm_id = c->cm_child;
+	rc = rt_ep_fill_recv(&c->rep, false, err);
+	if (rc)
+		return rc;
+	if (rdma_accept(c->cm_child, &cp))
+		return rt_error_set(err, errno, "rdma_cm loopback: cannot accept: %s", strerror(errno));
+	for (int k = 0; k < 2 && !rc; k++)
+		rc = lb_expect(c, RDMA_CM_EVENT_ESTABLISHED, NULL, err);
+	if (rc)
+		return rc;
+	c->cm_connected = true;
 	return 0;
 }
 
@@ -658,6 +963,10 @@ static void teardown(struct cal *c)
 	}
 	rt_ep_destroy(&c->cep);
 	rt_ep_destroy(&c->rep);
+	if (c->cm_child)
+		rdma_destroy_id(c->cm_child);
+	if (c->cm_listen)
+		rdma_destroy_id(c->cm_listen);
 	if (c->cm_id)
 		rdma_destroy_id(c->cm_id);
 	if (c->cm_ch)
@@ -671,6 +980,39 @@ static void teardown(struct cal *c)
 }
 
 /* ---- measurement phases --------------------------------------------------------------------------------------- */
+
+/*
+ * Some providers accept max_inline_data at QP creation and still refuse IBV_SEND_INLINE for an opcode at
+ * ibv_post_send (RDMA WRITE, typically). Posts one inline WR per RC opcode: a refusal (EINVAL, EOPNOTSUPP) marks the
+ * opcode's inline side as skipped with the reason -- its latency pairs and inline rate cells are left out, its
+ * non-inline signaling sweep is kept. Returns 0, or the errno of any other failure with err.
+ */
+static int preflight_inline(struct cal *c, struct rt_error *err)
+{
+	for (int op = 0; op < RT_OP__COUNT; op++) {
+		char what[32], why[160];
+		double v, cpu = 0;
+		int rc;
+
+		if (!c->o->ops[op] || !c->o->qpts[RT_QPT_RC] || c->no_rc)
+			continue;
+		rc = rt_client_lat(&c->cli, (enum rt_opcode)op, RT_QPT_RC, RT_LAT_POST_CQE, c->sizes[0], true, 1, &v,
+				   &cpu, err);
+		if (!rc)
+			continue;
+		if (rc != EINVAL && rc != EOPNOTSUPP)
+			return rc;
+		rt_error_clear(err);
+		c->inline_refused[op] = true;
+		snprintf(what, sizeof(what), "inline %s/rc", rt_opcode_name((enum rt_opcode)op));
+		snprintf(why, sizeof(why),
+			 "ibv_post_send refused IBV_SEND_INLINE (%s) though the qp took max_inline_data %u; non-inline "
+			 "signaling still measured",
+			 strerror(rc), c->run->max_inline_used);
+		skip(c, what, why);
+	}
+	return 0;
+}
 
 static int sched_measure(void *ctx, const struct rt_sched_cell *cell, size_t n, double *out, double *cpu_ns)
 {
@@ -703,7 +1045,7 @@ static int plan_latency(struct cal *c)
 		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++) {
 			if (qpt == RT_QPT_UD && (!c->ud || op != RT_OP_SEND))
 				continue;
-			if (qpt == RT_QPT_RC && !o->qpts[RT_QPT_RC])
+			if (qpt == RT_QPT_RC && (!o->qpts[RT_QPT_RC] || c->inline_refused[op] || c->no_rc))
 				continue;
 			for (int kind = 0; kind < RT_LAT__COUNT; kind++)
 				for (size_t i = 0; i < c->n_sizes; i++) {
@@ -866,19 +1208,21 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	n_ns = rate_ns(run, ns);
 	n_cells = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		n_cells += o->ops[op] ? (size_t)n_sizes * 2 * n_ns : 0;
+		n_cells += o->ops[op] && !(c->no_rc && op != RT_OP_SEND)
+				   ? (size_t)n_sizes * (c->inline_refused[op] ? 1 : 2) * n_ns
+				   : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
 	run->n_rate = 0;
 	if (!run->rate)
 		return rt_error_set(err, ENOMEM, "out of memory");
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		for (uint32_t s = 0; o->ops[op] && s < n_sizes; s++)
-			for (int inl = 1; inl >= 0; inl--)
+		for (uint32_t s = 0; o->ops[op] && !(c->no_rc && op != RT_OP_SEND) && s < n_sizes; s++)
+			for (int inl = c->inline_refused[op] ? 0 : 1; inl >= 0; inl--)
 				for (uint32_t k = 0; k < n_ns; k++) {
 					struct rt_rate_point *r = &run->rate[run->n_rate++];
 
 					r->op = (enum rt_opcode)op;
-					r->qpt = RT_QPT_RC;
+					r->qpt = c->no_rc ? RT_QPT_UD : RT_QPT_RC;
 					r->msg_bytes = sizes[s];
 					r->inl = inl;
 					r->signal_interval = ns[k];
@@ -1025,7 +1369,7 @@ static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, st
 				r->op = (enum rt_opcode)op;
 				r->qpt = RT_QPT_RC;
 				r->msg_bytes = s < n_large ? large[s] : pl_size;
-				r->inl = s >= n_large && pl_size <= run->max_inline_used;
+				r->inl = s >= n_large && pl_size <= run->max_inline_used && !c->inline_refused[op];
 				r->post_list = s < n_large ? 1 : o->post_list;
 				r->signal_interval = ns[k];
 				r->sq_depth = run->sq_depth;
@@ -1033,6 +1377,50 @@ static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, st
 	rc = measure_rate(c, deadline, run->band_rate, run->n_band_rate, "load bands", err);
 	run->n_band_rate = drop_unmeasured(run->band_rate, run->n_band_rate);
 	return rc;
+}
+
+/* The RNR counters' increases per phase: {"latency": {name: n}, "signaling": {...}}, or {} without counters. */
+static json_t *rnr_json(const struct cal *c)
+{
+	json_t *o = json_object();
+
+	if (!c->rnr[0].n) {
+		json_object_set_new(o, "counters", json_string("none: the device exposes no rnr hw counters"));
+		return o;
+	}
+	for (int ph = 0; ph < 2; ph++) {
+		json_t *d = json_object();
+
+		for (int i = 0; i < c->rnr[ph].n && i < c->rnr[ph + 1].n; i++)
+			json_object_set_new(d, c->rnr[ph].name[i],
+					    json_integer((json_int_t)(c->rnr[ph + 1].value[i] - c->rnr[ph].value[i])));
+		json_object_set_new(o, ph ? "signaling" : "latency", d);
+	}
+	return o;
+}
+
+/* Reads the RNR counters into slot k (0 before the latency grid, 1 before the sweep, 2 after it); after the last,
+ * notes a phase whose counters rose: the responder fell behind reposting receives (receiver-limited rates). */
+static void rnr_snapshot(struct cal *c, int k)
+{
+	rt_devinfo_rnr_counters(c->run->dev.name, c->run->port_num, &c->rnr[k]);
+	if (k == 0) {
+		c->rnr_read = true;
+		return;
+	}
+	for (int i = 0; i < c->rnr[k].n && i < c->rnr[k - 1].n; i++) {
+		uint64_t d = c->rnr[k].value[i] - c->rnr[k - 1].value[i];
+		char msg[200];
+
+		if (c->rnr[k].value[i] <= c->rnr[k - 1].value[i])
+			continue;
+		snprintf(msg, sizeof(msg),
+			 "rnr during the %s: %s +%llu (the responder fell behind reposting receives%s)",
+			 k == 1 ? "latency grid" : "signaling sweep", c->rnr[k].name[i], (unsigned long long)d,
+			 k == 2 ? ": send rates may be receiver-limited" : "");
+		note(c, msg);
+		break;
+	}
 }
 
 static void set_params(struct cal *c)
@@ -1045,7 +1433,7 @@ static void set_params(struct cal *c)
 		if (o->ops[i])
 			snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s%s", ops[0] ? "," : "",
 				 rt_opcode_name((enum rt_opcode)i));
-	snprintf(qpts, sizeof(qpts), "rc%s", c->ud ? ",ud" : "");
+	snprintf(qpts, sizeof(qpts), "%s%s", c->no_rc ? "" : "rc", c->no_rc ? "ud" : c->ud ? ",ud" : "");
 	for (size_t i = 0; i < c->n_sizes; i++)
 		json_array_append_new(a, json_integer(c->sizes[i]));
 	json_object_set_new(p, "ops", json_string(ops));
@@ -1063,6 +1451,16 @@ static void set_params(struct cal *c)
 		json_object_set_new(p, "signaling_s", json_real(round(c->phase_s[1] * 100) / 100));
 		json_object_set_new(p, "latency_rounds", json_integer(c->sched.rounds));
 	}
+	if (c->n_skipped) {
+		json_t *sk = json_array();
+
+		for (size_t i = 0; i < c->n_skipped; i++)
+			json_array_append_new(sk, json_pack("{s:s, s:s}", "what", c->skipped[i].what, "reason",
+							    c->skipped[i].reason));
+		json_object_set_new(p, "skipped", sk);
+	}
+	if (c->rnr_read)
+		json_object_set_new(p, "rnr", rnr_json(c));
 	if (c->notes[0])
 		json_object_set_new(p, "notes", json_string(c->notes));
 	s = json_dumps(p, JSON_COMPACT);
@@ -1095,7 +1493,12 @@ static int reprobe_rc_inline(struct cal *c, struct rt_error *err)
 	}
 	rc = rt_devinfo_probe_max_inline(pd, IBV_QPT_RC, 1u << 16, &v, NULL);
 	ibv_dealloc_pd(pd);
-	if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
+	if ((rc == EOPNOTSUPP || rc == EINVAL) && c->run->dev.max_inline_ud > 0)
+		rt_error_set(err, EOPNOTSUPP,
+			     "device '%s' has no rc qps (ibv_create_qp IBV_QPT_RC: %s; EFA offers UD and SRD only): "
+			     "only ud can be calibrated, in loopback with --qp-type including ud",
+			     c->run->dev.name, strerror(rc));
+	else if (rc == EOPNOTSUPP || rc == EINVAL || (!rc && v == 0))
 		rt_error_set(err, EOPNOTSUPP,
 			     "device '%s' accepts no inline data on rc qps: there is no inline "
 			     "threshold to calibrate",
@@ -1115,9 +1518,23 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 
 	if (rc_max < 1) {
 		rc_max = reprobe_rc_inline(c, err);
-		if (rc_max < 1)
+		if (rc_max < 1 && err->code == EOPNOTSUPP && run->dev.max_inline_ud > 0 && !o->peer &&
+		    o->qpts[RT_QPT_UD] && o->ops[RT_OP_SEND]) {
+			/* no RC QPs (EFA): what the device has is measured, on UD */
+			uint32_t mtu = 128u << c->addr.mtu;
+
+			rt_error_clear(err);
+			c->no_rc = true;
+			rc_max = run->dev.max_inline_ud < (int)mtu ? run->dev.max_inline_ud : (int)mtu;
+			skip(c, "rc", "the device has no rc qps (EFA: UD and SRD): send measured on ud only");
+			if (o->ops[RT_OP_WRITE])
+				skip(c, "write", "rdma write is measured on rc qps, which the device does not have");
+			skip(c, "cq moderation", "measured on the rc send cq");
+		} else if (rc_max < 1) {
 			return err->code;
-		run->dev.max_inline_rc = rc_max;
+		} else {
+			run->dev.max_inline_rc = rc_max;
+		}
 	}
 	if (o->n_sizes) {
 		for (size_t i = 0; i < o->n_sizes; i++)
@@ -1128,8 +1545,8 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 		memcpy(c->sizes, o->sizes, o->n_sizes * sizeof(uint32_t));
 		c->n_sizes = o->n_sizes;
 	} else {
-		c->n_sizes = rt_sched_pow2_sizes((uint32_t)rc_max < cap ? (uint32_t)rc_max : cap, c->sizes,
-						 RT_ENGINE_MAX_SIZES);
+		c->n_sizes = rt_sched_default_sizes((uint32_t)rc_max < cap ? (uint32_t)rc_max : cap, c->sizes,
+						    RT_ENGINE_MAX_SIZES);
 	}
 	largest = c->sizes[c->n_sizes - 1];
 	/* just enough inline for the largest size measured (a larger max_inline_data makes every WQE bigger), but at
@@ -1209,6 +1626,14 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		if (rc)
 			goto fail;
 		rc = pick_port(c, c->ctx, o->port, err);
+		c->use_cm = o->connect == RT_CONNECT_CM ||
+			    (o->connect == RT_CONNECT_AUTO && strcmp(run->dev.transport, "iWARP") == 0);
+		if (!rc && c->use_cm)
+			note(c,
+			     o->connect == RT_CONNECT_CM
+				     ? "connect: rdma_cm loopback to the node's own address (--connect cm)"
+				     : "connect: rdma_cm loopback to the node's own address (iWARP: RC QPs connect only "
+				       "through the iWARP CM)");
 	}
 	if (rc)
 		goto fail;
@@ -1276,6 +1701,10 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 			goto fail;
 	}
 
+	rc = preflight_inline(c, err);
+	if (rc)
+		goto fail;
+	set_params(c);
 	/* warm-up and a time estimate per sample */
 	{
 		double warm[64], cpu = 0;
@@ -1283,8 +1712,8 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		double per_sample, lat_budget;
 		size_t n_pts;
 
-		rc = rt_client_lat(&c->cli, RT_OP_SEND, RT_QPT_RC, RT_LAT_PINGPONG, c->sizes[0], false, 64, warm, &cpu,
-				   err);
+		rc = rt_client_lat(&c->cli, RT_OP_SEND, c->no_rc ? RT_QPT_UD : RT_QPT_RC, RT_LAT_PINGPONG, c->sizes[0],
+				   false, 64, warm, &cpu, err);
 		if (rc)
 			goto fail;
 		el = rt_clock_mono_ns() - t0;
@@ -1342,6 +1771,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	bar_phase(c, 0, LAT_SHARE);
 	progress(c, "latency", 0);
 	t_lat = rt_clock_mono_ns();
+	rnr_snapshot(c, 0);
 	c->sched.hard_deadline_ns = lat_deadline + (rate_deadline - lat_deadline) / 2;
 	rc = rt_sched_run(&c->sched, lat_deadline, sched_measure, sched_clock, sched_progress, c);
 	{
@@ -1374,18 +1804,24 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	c->phase_s[0] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
 	t_lat = rt_clock_mono_ns();
 	bar_phase(c, LAT_SHARE, RATE_SHARE);
+	rnr_snapshot(c, 1);
 	{
 		/* the load bands (large messages, post lists) take the last 40 % of the sweep's share */
 		uint64_t now = rt_clock_mono_ns(), small_end = rate_deadline;
-		bool bands = o->n_large || o->post_list > 1;
+		bool bands = (o->n_large || o->post_list > 1) && !c->no_rc; /* the bands are rc */
+
+		double bar_mid = bands ? LAT_SHARE + 0.6 * (RATE_SHARE - LAT_SHARE) : RATE_SHARE;
 
 		if (bands && rate_deadline > now)
 			small_end = now + (rate_deadline - now) * 6 / 10;
+		bar_phase(c, LAT_SHARE, bar_mid); /* the bar never moves back: each band its part of the share */
 		rc = run_rate(c, small_end, err);
+		bar_phase(c, bar_mid, RATE_SHARE);
 		if (!rc && bands)
 			rc = run_rate_bands(c, rate_deadline, c->max_msg, err);
 	}
 	c->phase_s[1] = (double)(rt_clock_mono_ns() - t_lat) / 1e9;
+	rnr_snapshot(c, 2);
 	set_params(c);
 	if (rc)
 		goto fail;
@@ -1393,7 +1829,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	n_ops = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_ops += o->ops[op];
-	for (int op = 0, done = 0; op < RT_OP__COUNT; op++) {
+	for (int op = 0, done = 0; op < RT_OP__COUNT && !c->no_rc; op++) {
 		if (!o->ops[op])
 			continue;
 		progress(c, "cq moderation", (double)done++ / n_ops);

@@ -28,6 +28,36 @@ void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a)
 	a->cap.max_inline_data = ep->cfg.max_inline;
 }
 
+int rt_ep_create_ud(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t ud_max_inline, struct rt_error *err)
+{
+	struct ibv_qp_init_attr a;
+	int rc;
+
+	ep->cfg.ud = true;
+	ep->cfg.ud_max_inline = ud_max_inline;
+	ep->ud_scq = ibv_create_cq(ep->ctx, (int)cfg->sq_depth + 16, NULL, NULL, 0);
+	ep->ud_rcq = ibv_create_cq(ep->ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
+	if (!ep->ud_scq || !ep->ud_rcq) {
+		rc = errno ? errno : ENOMEM;
+		return rt_error_set(err, rc, "cannot create a ud cq: %s", strerror(rc));
+	}
+	memset(&a, 0, sizeof(a));
+	a.send_cq = ep->ud_scq;
+	a.recv_cq = ep->ud_rcq;
+	a.qp_type = IBV_QPT_UD;
+	a.cap.max_send_wr = cfg->sq_depth;
+	a.cap.max_recv_wr = cfg->rq_depth;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.cap.max_inline_data = ud_max_inline;
+	ep->ud_qp = ibv_create_qp(ep->pd, &a);
+	if (!ep->ud_qp) {
+		rc = errno ? errno : ENOMEM;
+		return rt_error_set(err, rc, "cannot create a ud qp (max inline %u): %s", ud_max_inline, strerror(rc));
+	}
+	return 0;
+}
+
 int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err)
 {
 	struct ibv_qp_init_attr a;
@@ -87,29 +117,9 @@ int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_c
 		}
 	}
 	if (cfg->ud) {
-		ep->ud_scq = ibv_create_cq(ctx, (int)cfg->sq_depth + 16, NULL, NULL, 0);
-		ep->ud_rcq = ibv_create_cq(ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
-		if (!ep->ud_scq || !ep->ud_rcq) {
-			rc = errno ? errno : ENOMEM;
-			rt_error_set(err, rc, "cannot create a ud cq: %s", strerror(rc));
+		rc = rt_ep_create_ud(ep, cfg, cfg->ud_max_inline, err);
+		if (rc)
 			goto fail;
-		}
-		memset(&a, 0, sizeof(a));
-		a.send_cq = ep->ud_scq;
-		a.recv_cq = ep->ud_rcq;
-		a.qp_type = IBV_QPT_UD;
-		a.cap.max_send_wr = cfg->sq_depth;
-		a.cap.max_recv_wr = cfg->rq_depth;
-		a.cap.max_send_sge = 1;
-		a.cap.max_recv_sge = 1;
-		a.cap.max_inline_data = cfg->ud_max_inline;
-		ep->ud_qp = ibv_create_qp(ep->pd, &a);
-		if (!ep->ud_qp) {
-			rc = errno ? errno : ENOMEM;
-			rt_error_set(err, rc, "cannot create a ud qp (max inline %u): %s", cfg->ud_max_inline,
-				     strerror(rc));
-			goto fail;
-		}
 	}
 	return 0;
 fail:
@@ -246,6 +256,8 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err)
 	uint32_t *posted = ud ? &ep->ud_rq_posted : &ep->rq_posted;
 	struct ibv_qp *qp = ud ? ep->ud_qp : ep->qp;
 
+	if (!qp)
+		return 0; /* no such QP (a device without RC): nothing to receive on */
 	while (*posted < ep->cfg.rq_depth) {
 		struct ibv_recv_wr wr[32], *bad;
 		struct ibv_sge sge[32];
@@ -344,10 +356,39 @@ int rt_ep_post_list(struct rt_ep *ep, enum rt_opcode op, uint32_t size, bool inl
 	return rc;
 }
 
-static int wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
+int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err)
 {
-	return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)", what,
-			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
+	const char *why = wc->status == IBV_WC_RNR_RETRY_EXC_ERR
+				  ? ": receiver not ready, the peer had no receive posted and the RNR retries ran out"
+			  : wc->status == IBV_WC_RETRY_EXC_ERR
+				  ? ": the peer did not acknowledge within the transport retries"
+				  : "";
+
+	return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)%s", what,
+			    ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err, why);
+}
+
+int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl, struct rt_error *err)
+{
+	uint32_t out = ud ? ep->ud_sq_out : ep->sq_out, lim = ud ? ep->cfg.ud_max_inline : ep->cfg.max_inline;
+	char hint[160] = "";
+
+	/* a refused post after a failed WR (the QP is in error): the error completion is the cause */
+	if (rc != ENOMEM && rt_ep_poll_send(ep, ud, err) < 0)
+		return EIO;
+	if (rc != ENOMEM || out >= ep->cfg.sq_depth)
+		return rt_error_set(err, rc, "ibv_post_send failed for %s %s %u bytes%s: %s", rt_opcode_name(op),
+				    ud ? "ud" : "rc", size, inl ? " inline" : "", strerror(rc));
+	if (inl)
+		snprintf(hint, sizeof(hint),
+			 " (the qp was created with max inline data %u; mlx5 answers ENOMEM to an inline size its WQE "
+			 "cannot hold)",
+			 lim);
+	return rt_error_set(
+		err, ENOMEM,
+		"ibv_post_send refused %s %s %u bytes%s with ENOMEM while %u of %u send WRs were outstanding: "
+		"not a full send queue%s",
+		rt_opcode_name(op), ud ? "ud" : "rc", size, inl ? " inline" : "", out, ep->cfg.sq_depth, hint);
 }
 
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
@@ -360,7 +401,7 @@ int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
 		return -rt_error_set(err, EIO, "cannot poll the send cq");
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return -wc_error(&wc[i], ud ? "ud send queue" : "send queue", err);
+			return -rt_wc_error(&wc[i], ud ? "ud send queue" : "send queue", err);
 		*out = wc[i].wr_id > *out ? 0 : *out - (uint32_t)wc[i].wr_id;
 	}
 	return n;
@@ -393,8 +434,59 @@ static int resp_send(struct rt_resp *r, bool ud, enum rt_opcode op, uint32_t siz
 		return rc;
 	rc = rt_ep_post(r->ep, ud, op, size, inl, true, 1, imm);
 	if (rc)
-		return rt_error_set(err, rc, "cannot post a send: %s", strerror(rc));
+		return rt_post_error(r->ep, ud, rc, op, size, inl && !imm, err);
 	return 0;
+}
+
+/*
+ * Before a phase change takes effect: the UD messages of the previous phase still in the receive CQ are sunk, so they
+ * are not answered as ping-pongs of the new one (a flood of replies the client never asked for, which fills both
+ * queues). Returns 0 or an errno with err.
+ */
+static int resp_sink_ud(struct rt_resp *r, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	struct ibv_wc wc[16];
+	int n;
+
+	if (!ep->ud_qp)
+		return 0;
+	while ((n = ibv_poll_cq(ep->ud_rcq, 16, wc)) > 0)
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return rt_wc_error(&wc[i], "ud receive queue", err);
+			ep->ud_rq_posted--;
+			r->events++;
+		}
+	if (n < 0)
+		return rt_error_set(err, EIO, "cannot poll the ud receive cq");
+	return rt_ep_fill_recv(ep, true, err);
+}
+
+/* Applies a control word (PHASE or END) to the responder; the caller acknowledges a PHASE. 0 or an errno + err. */
+static int resp_apply(struct rt_resp *r, uint32_t w, struct rt_error *err)
+{
+	struct rt_ep *ep = r->ep;
+	int rc;
+
+	switch (w >> 28) {
+	case RT_CMD_PHASE:
+		rc = resp_sink_ud(r, err);
+		if (rc)
+			return rc;
+		r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
+		r->ud = (w >> 23) & 1;
+		r->inl = (w >> 22) & 1;
+		r->size = w & 0x3fffff;
+		r->seq = 0;
+		if (r->size > ep->cfg.max_msg || r->size == 0 || (r->ud && !ep->ud_qp) ||
+		    (r->mode != RT_MODE_SINK && !r->ud && !ep->qp))
+			return rt_error_set(err, EPROTO, "peer asked for an impossible phase (size %u)", r->size);
+		memset(rt_ep_data(ep), 0, ep->cfg.max_msg);
+		return 0;
+	case RT_CMD_END: r->ended = true; return 0;
+	default: return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
+	}
 }
 
 static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
@@ -407,31 +499,18 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 		return rt_error_set(err, EIO, "cannot poll the receive cq");
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
+			return rt_wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
 		(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
 		r->events++;
 		if (!ud && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {
 			uint32_t w = ntohl(wc[i].imm_data);
 
-			switch (w >> 28) {
-			case RT_CMD_PHASE:
-				r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
-				r->ud = (w >> 23) & 1;
-				r->inl = (w >> 22) & 1;
-				r->size = w & 0x3fffff;
-				r->seq = 0;
-				if (r->size > ep->cfg.max_msg || r->size == 0 || (r->ud && !ep->ud_qp))
-					return rt_error_set(err, EPROTO, "peer asked for an impossible phase (size %u)",
-							    r->size);
-				memset(rt_ep_data(ep), 0, ep->cfg.max_msg);
-				rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0),
-					       err);
-				if (rc)
-					return rc;
-				break;
-			case RT_CMD_END: r->ended = true; return 0;
-			default: return rt_error_set(err, EPROTO, "unknown control word 0x%08x from the peer", w);
-			}
+			rc = resp_apply(r, w, err);
+			if (rc || r->ended)
+				return rc;
+			rc = resp_send(r, false, RT_OP_SEND, 0, false, rt_ctl_pack(RT_CMD_ACK, 0, 0, 0, 0), err);
+			if (rc)
+				return rc;
 			continue;
 		}
 		if (r->mode == RT_MODE_PP_SEND && r->ud == ud) {
@@ -487,11 +566,23 @@ int rt_resp_step(struct rt_resp *r, struct rt_error *err)
 	bool hot_rc, hot_ud;
 	int rc;
 
+	if (r->ctl) {
+		uint32_t seq = r->ctl->seq;
+
+		if (seq != r->ctl_seen) {
+			rc = resp_apply(r, r->ctl->word, err);
+			r->ctl_seen = seq;
+			r->ctl->ack = seq;
+			r->events++;
+			if (rc || r->ended)
+				return rc;
+		}
+	}
 	/* what this mode waits for is polled on every step; the RC receive CQ (control words) otherwise only every
 	 * RT_RESP_CTL_EVERY steps: a phase change waits a few polls more, a ping-pong never waits for a stray poll */
 	hot_rc = r->mode == RT_MODE_SINK || (r->mode == RT_MODE_PP_SEND && !r->ud);
 	hot_ud = ep->ud_qp && (r->mode == RT_MODE_SINK || (r->mode == RT_MODE_PP_SEND && r->ud));
-	if (hot_rc || ++r->idle_steps >= RT_RESP_CTL_EVERY) {
+	if (ep->qp && (hot_rc || ++r->idle_steps >= RT_RESP_CTL_EVERY)) {
 		r->idle_steps = 0;
 		rc = resp_recv(r, false, err);
 		if (rc || r->ended)

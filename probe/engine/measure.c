@@ -103,15 +103,16 @@ static int wait_recv(struct rt_client *c, bool ud, uint32_t *imm, struct rt_erro
 		if (spins == 1024)
 			t0 = rt_clock_mono_ns();
 		if (spins > 1024) {
+			/* a send that failed (RNR or transport retries exceeded) is why no reply comes: say so */
+			if ((spins & 1023) == 0 && rt_ep_poll_send(ep, ud, err) < 0)
+				return EIO;
 			rc = wait_check(c, t0, spins, "a reply", err);
 			if (rc)
 				return rc;
 		}
 	}
 	if (wc.status != IBV_WC_SUCCESS)
-		return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)",
-				    ud ? "ud receive queue" : "receive queue", ibv_wc_status_str(wc.status),
-				    (int)wc.status, wc.vendor_err);
+		return rt_wc_error(&wc, ud ? "ud receive queue" : "receive queue", err);
 	(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
 	*imm = (!ud && (wc.wc_flags & IBV_WC_WITH_IMM)) ? ntohl(wc.imm_data) : 0;
 	return 0;
@@ -134,7 +135,24 @@ static int post_checked(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		return rc;
 	rc = rt_ep_post(c->ep, ud, op, size, inl, sig, retires, imm);
 	if (rc)
-		return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+		return rt_post_error(c->ep, ud, rc, op, size, inl && !imm, err);
+	return 0;
+}
+
+/* A control word through memory (no RC QP): posted, then waited for until the responder has applied it. */
+static int local_ctl(struct rt_client *c, uint32_t word, bool wait, struct rt_error *err)
+{
+	uint32_t seq = c->ctl->seq + 1;
+	uint64_t t0 = rt_clock_mono_ns();
+
+	c->ctl->word = word;
+	c->ctl->seq = seq;
+	for (unsigned long spins = 1; wait && c->ctl->ack != seq; spins++) {
+		int rc = wait_check(c, t0, spins, "the responder", err);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -144,6 +162,13 @@ int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool i
 	int rc;
 
 	c->in_sink = false;
+	if (c->ctl) {
+		rc = c->ep->ud_qp ? drain_send(c, true, 0, err) : 0;
+		if (!rc)
+			rc = local_ctl(c, rt_ctl_pack(RT_CMD_PHASE, mode, ud, inl, size), true, err);
+		c->in_sink = !rc && mode == RT_MODE_SINK;
+		return rc;
+	}
 	rc = drain_send(c, false, 0, err);
 	if (!rc && c->ep->ud_qp)
 		rc = drain_send(c, true, 0, err);
@@ -173,7 +198,13 @@ int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool i
 
 int rt_client_end(struct rt_client *c, struct rt_error *err)
 {
-	int rc = drain_send(c, false, 0, err);
+	int rc;
+
+	if (c->ctl) {
+		rc = c->ep->ud_qp ? drain_send(c, true, 0, err) : 0;
+		return rc ? rc : local_ctl(c, rt_ctl_pack(RT_CMD_END, 0, 0, 0, 0), false, err);
+	}
+	rc = drain_send(c, false, 0, err);
 
 	if (rc)
 		return rc;
@@ -197,7 +228,7 @@ static int lat_pingpong_send(struct rt_client *c, bool ud, uint32_t size, bool i
 		t0 = rt_clock_now(c->clk);
 		rc = rt_ep_post(c->ep, ud, RT_OP_SEND, size, inl, true, 1, 0);
 		if (rc)
-			return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+			return rt_post_error(c->ep, ud, rc, RT_OP_SEND, size, inl, err);
 		rc = wait_recv(c, ud, &imm, err);
 		t1 = rt_clock_now(c->clk);
 		if (rc)
@@ -230,7 +261,7 @@ static int lat_pingpong_write(struct rt_client *c, uint32_t size, bool inl, size
 		t0 = rt_clock_now(c->clk);
 		rc = rt_ep_post(c->ep, false, RT_OP_WRITE, size, inl, true, 1, 0);
 		if (rc)
-			return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+			return rt_post_error(c->ep, false, rc, RT_OP_WRITE, size, inl, err);
 		for (unsigned long spins = 1; *flag != v; spins++) {
 			if (spins == 1024)
 				w0 = rt_clock_mono_ns();
@@ -266,7 +297,7 @@ static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		t0 = rt_clock_now(c->clk);
 		rc = rt_ep_post(c->ep, ud, op, size, inl, true, 1, 0);
 		if (rc)
-			return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+			return rt_post_error(c->ep, ud, rc, op, size, inl, err);
 		for (unsigned long spins = 1; (got = ibv_poll_cq(cq, 1, &wc)) == 0; spins++) {
 			if (spins == 1024)
 				w0 = rt_clock_mono_ns();
@@ -280,9 +311,7 @@ static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		if (got < 0)
 			return rt_error_set(err, EIO, "cannot poll the send cq");
 		if (wc.status != IBV_WC_SUCCESS)
-			return rt_error_set(err, EIO, "completion error on the %s: %s (status %d, vendor error 0x%x)",
-					    ud ? "ud send queue" : "send queue", ibv_wc_status_str(wc.status),
-					    (int)wc.status, wc.vendor_err);
+			return rt_wc_error(&wc, ud ? "ud send queue" : "send queue", err);
 		(*(ud ? &c->ep->ud_sq_out : &c->ep->sq_out))--;
 		out[i] = rt_clock_ns(c->clk, t0, t1);
 	}
@@ -324,7 +353,8 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 		   struct rt_rate_rep *out, struct rt_error *err)
 {
 	struct rt_ep *ep = c->ep;
-	uint32_t depth = ep->cfg.sq_depth, since = 0;
+	bool ud = c->rate_ud;
+	uint32_t depth = ep->cfg.sq_depth, since = 0, *sq_out = ud ? &ep->ud_sq_out : &ep->sq_out;
 	uint64_t t0, cpu0, last_progress, k0, k1, post_ticks = 0, reap_ticks = 0;
 	bool stop_posting = false;
 	unsigned long spins = 0;
@@ -333,7 +363,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 	memset(out, 0, sizeof(*out));
 	if (n_sig == 0 || n_sig > depth)
 		return rt_error_set(err, EINVAL, "signaling interval %u outside 1..%u", n_sig, depth);
-	rc = drain_send(c, false, 0, err);
+	rc = drain_send(c, ud, 0, err);
 	if (rc)
 		return rc;
 	cpu0 = rt_clock_thread_cpu_ns();
@@ -341,7 +371,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 	k0 = raw_ticks();
 	for (;;) {
 		/* post while the queue has room: sq_out counts every WR not yet retired by a signaled completion */
-		while (!stop_posting && ep->sq_out < depth) {
+		while (!stop_posting && *sq_out < depth) {
 			bool sig = since + 1 == n_sig;
 			uint64_t a = raw_ticks();
 
@@ -365,14 +395,17 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 					stop_posting = true;
 				continue;
 			}
-			rc = rt_ep_post(ep, false, op, size, inl, sig, sig ? n_sig : 0, 0);
+			rc = rt_ep_post(ep, ud, op, size, inl, sig, sig ? n_sig : 0, 0);
 			post_ticks += raw_ticks() - a;
-			if (rc == ENOMEM) {
+			if (rc == ENOMEM && *sq_out > since) {
+				/* signaled WRs in flight: the provider may count the queue full before we do */
 				out->enomem++;
 				break;
 			}
+			/* ENOMEM with no signaled WR in flight cannot be a full queue: nothing would ever free it
+			 * (it would end as "peer did not answer"); name it */
 			if (rc)
-				return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+				return rt_post_error(ep, ud, rc, op, size, inl, err);
 			out->msgs++;
 			since = sig ? 0 : since + 1;
 			if (since == 0 && (out->msgs & 63) < (uint64_t)n_sig &&
@@ -382,7 +415,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 		{
 			uint64_t a = raw_ticks();
 
-			rc = rt_ep_poll_send(ep, false, err);
+			rc = rt_ep_poll_send(ep, ud, err);
 			/* only polls that reaped count: an empty poll is the spinning a real sender would not do */
 			if (rc > 0)
 				reap_ticks += raw_ticks() - a;
@@ -391,7 +424,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 			return -rc;
 		if (rc > 0)
 			last_progress = rt_clock_mono_ns();
-		if (stop_posting && ep->sq_out == 0)
+		if (stop_posting && *sq_out == 0)
 			break;
 		if (!stop_posting && since == 0 && (++spins & 255) == 0 &&
 		    (double)(rt_clock_mono_ns() - t0) >= duration_ns)
@@ -429,7 +462,7 @@ static int rate_events(struct rt_client *c, enum rt_opcode op, double duration_n
 		while (!stop_posting && ep->sq_out < ep->cfg.sq_depth) {
 			rc = rt_ep_post(ep, false, op, 8, false, true, 1, 0);
 			if (rc)
-				return rt_error_set(err, rc, "ibv_post_send failed: %s", strerror(rc));
+				return rt_post_error(ep, false, rc, op, 8, false, err);
 			msgs++;
 		}
 		if ((double)(rt_clock_mono_ns() - t0) >= duration_ns)

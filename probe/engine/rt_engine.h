@@ -24,9 +24,12 @@
 #define RT_ENGINE_MAX_LARGE 4
 
 enum rt_numa_mode { RT_NUMA_LOCAL = 0, RT_NUMA_REMOTE, RT_NUMA_ALL };
+/* How loopback RC QPs are connected: by the transport (rdma_cm on iWARP, by hand elsewhere), through rdma_cm to the
+ * node's own address, or by hand (ibv_modify_qp INIT/RTR/RTS). */
+enum rt_connect_mode { RT_CONNECT_AUTO = 0, RT_CONNECT_CM, RT_CONNECT_MANUAL };
 
 struct rt_cal_opts {
-	const char *dev_name;		     /* loopback: NULL = the first device */
+	const char *dev_name;		     /* loopback: NULL = the first device with an ACTIVE port */
 	int port;			     /* 0 = the first ACTIVE port */
 	int gid_index;			     /* -1 = automatic (a RoCE v2 IPv4-mapped GID when there is one) */
 	int tclass;			     /* GRH traffic class 0..255 (rdma_cm: the TOS), -1 = not set (0) */
@@ -49,7 +52,9 @@ struct rt_cal_opts {
 	size_t n_large;
 	uint32_t post_list; /* WRs per ibv_post_send of the post-list band (default 8), 0 or 1 = no such band */
 	const char *peer;   /* NULL = loopback, else "host[:port]" of `rtune serve` */
-	volatile sig_atomic_t *stop; /* set asynchronously (SIGINT): the run ends as interrupted */
+	enum rt_connect_mode connect; /* loopback only */
+	const char *cm_addr;	      /* rdma_cm loopback: the own IPv4 address, NULL = from the port's GIDs/netdev */
+	volatile sig_atomic_t *stop;  /* set asynchronously (SIGINT): the run ends as interrupted */
 	/* optional callbacks, ctx passed back */
 	void (*progress)(void *ctx, const char *phase, double frac, double eta_s);
 	/* called once the device, port, environment and parameters are known and before measuring */
@@ -68,6 +73,18 @@ void rt_cal_opts_init(struct rt_cal_opts *o);
  * ibv_wc_status_str), EINTR interrupted, or what verbs returned. Every verbs and rdma_cm resource is released on return.
  */
 int rt_engine_calibrate(const struct rt_cal_opts *opts, struct rt_run *run, struct rt_error *err);
+
+/* One ACTIVE port of one device (`calibrate -d all`). */
+struct rt_dev_port {
+	char name[64];
+	int port;
+};
+/*
+ * Lists every ACTIVE port of every device, in device then port order, at most max into out (*n_out of them; 0 is not
+ * an error: no port is active). Devices that cannot be opened or queried are passed over. Returns 0, or ENODEV with err
+ * when there is no RDMA device at all.
+ */
+int rt_engine_active_ports(struct rt_dev_port *out, size_t max, size_t *n_out, struct rt_error *err);
 
 struct rt_serve_opts {
 	const char *bind; /* NULL = any address */

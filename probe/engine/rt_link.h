@@ -81,6 +81,9 @@ static inline uint64_t rt_ep_data_addr(const struct rt_ep *ep)
  * On failure everything created is released and err names the object ("cannot create cq: ..."). */
 int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err);
 void rt_ep_destroy(struct rt_ep *ep);
+/* Adds the UD CQs and QP (max inline ud_max_inline) to a created ep (rt_ep_create does it when cfg->ud). On failure
+ * err names the object; what was created stays for rt_ep_destroy. */
+int rt_ep_create_ud(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t ud_max_inline, struct rt_error *err);
 /* The RC QP init attributes used for this ep (for rdma_create_qp). */
 void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a);
 
@@ -117,8 +120,26 @@ int rt_ep_post_list(struct rt_ep *ep, enum rt_opcode op, uint32_t size, bool inl
 /* Polls a send CQ once (up to 16 completions), retiring WRs; returns completions seen (>= 0) or -EIO with err. */
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err);
 
+/* Sets err for a completion with an error status (EIO; RNR and transport retries exceeded say what they mean). */
+int rt_wc_error(const struct ibv_wc *wc, const char *what, struct rt_error *err);
+/* Sets err for a failed ibv_post_send of ep and returns the errno: ENOMEM while the send queue is not full (by the
+ * engine's count of WRs not yet retired) is named as such, not as a full queue; an error completion already
+ * waiting on the send CQ (the QP failed before this post) is reported instead, as EIO. */
+int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t size, bool inl, struct rt_error *err);
+
+/*
+ * The loopback control channel of a device without RC QPs (EFA: UD and SRD only): the control words of the RC path,
+ * passed through memory between the measuring thread and the responder thread. seq counts words posted, ack the
+ * words the responder has applied.
+ */
+struct rt_local_ctl {
+	_Atomic uint32_t word, seq, ack;
+};
+
 /* Responder: reflects ping-pongs, sinks receives, follows PHASE commands, stops at END. */
 struct rt_resp {
+	struct rt_local_ctl *ctl; /* no RC QP: control words come from here (NULL: on the RC QP) */
+	uint32_t ctl_seen;
 	struct rt_ep *ep;
 	enum rt_resp_mode mode;
 	bool ud, inl, ended;
@@ -144,6 +165,8 @@ struct rt_client {
 	bool yield;			  /* sched_yield() while waiting: the responder shares our only CPU */
 	bool in_sink;			  /* the last phase the responder acknowledged is SINK */
 	uint32_t post_list;		  /* rt_client_rate: WRs per ibv_post_send, 0 or 1 = one */
+	struct rt_local_ctl *ctl;	  /* no RC QP (loopback only): control words through memory */
+	bool rate_ud;			  /* rt_client_rate sends on the UD QP (no RC QP) */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,

@@ -98,6 +98,13 @@ struct rt_sched {
 
 /* Powers of two from 1 up to max_bytes (inclusive), at most cap of them, into out; returns the count. */
 size_t rt_sched_pow2_sizes(uint32_t max_bytes, uint32_t *out, size_t cap);
+/*
+ * The default latency grid: the powers of two up to max_bytes and, when max_bytes (the probed max inline, or the size
+ * cap) is not a power of two, the midpoint between the last power of two and max_bytes and max_bytes itself, so that an
+ * inline threshold can reach the device's own maximum (mlx5 RC: several hundred bytes; irdma: about 100 B). At most cap
+ * sizes, ascending; returns the count (0 when max_bytes is 0).
+ */
+size_t rt_sched_default_sizes(uint32_t max_bytes, uint32_t *out, size_t cap);
 
 /* Up to three sizes strictly between lo and hi at its quarter points (deduplicated, ascending); returns the count. */
 size_t rt_sched_refine_sizes(uint32_t lo, uint32_t hi, uint32_t *out, size_t cap);

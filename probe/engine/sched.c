@@ -21,6 +21,20 @@ size_t rt_sched_pow2_sizes(uint32_t max_bytes, uint32_t *out, size_t cap)
 	return n;
 }
 
+size_t rt_sched_default_sizes(uint32_t max_bytes, uint32_t *out, size_t cap)
+{
+	size_t n = rt_sched_pow2_sizes(max_bytes, out, cap);
+	uint32_t last = n ? out[n - 1] : 0, mid = last + (max_bytes - last) / 2;
+
+	if (!n || last == max_bytes)
+		return n;
+	if (mid > last && mid < max_bytes && n < cap)
+		out[n++] = mid;
+	if (n < cap)
+		out[n++] = max_bytes;
+	return n;
+}
+
 size_t rt_sched_refine_sizes(uint32_t lo, uint32_t hi, uint32_t *out, size_t cap)
 {
 	size_t n = 0;

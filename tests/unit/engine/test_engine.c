@@ -299,6 +299,20 @@ static void test_sizes(void **state)
 	assert_int_equal(rt_sched_pow2_sizes(1, s, 64), 1);
 	assert_int_equal(rt_sched_pow2_sizes(0, s, 64), 0);
 	assert_int_equal(rt_sched_pow2_sizes(1u << 20, s, 4), 4);
+	/* the default grid reaches a maximum that is not a power of two: 220 -> ... 128, 174, 220; 100 -> 64, 82, 100 */
+	assert_int_equal(rt_sched_default_sizes(220, s, 64), 10);
+	assert_int_equal(s[7], 128);
+	assert_int_equal(s[8], 174);
+	assert_int_equal(s[9], 220);
+	assert_int_equal(rt_sched_default_sizes(100, s, 64), 9);
+	assert_int_equal(s[6], 64);
+	assert_int_equal(s[7], 82);
+	assert_int_equal(s[8], 100);
+	assert_int_equal(rt_sched_default_sizes(129, s, 64), 9); /* no midpoint strictly between 128 and 129 */
+	assert_int_equal(s[8], 129);
+	assert_int_equal(rt_sched_default_sizes(256, s, 64), 9); /* a power of two: the plain grid */
+	assert_int_equal(s[8], 256);
+	assert_int_equal(rt_sched_default_sizes(0, s, 64), 0);
 	assert_int_equal(rt_sched_refine_sizes(64, 128, s, 4), 3);
 	assert_int_equal(s[0], 80);
 	assert_int_equal(s[1], 96);

@@ -23,7 +23,20 @@
  * RT_FAKEDEV_GID_API=ex makes ibv_query_gid_table fail with EOPNOTSUPP (as a kernel without the ioctl does) and
  * =legacy ibv_query_gid_ex too, so that only ibv_query_gid answers (types then come from sysfs).
  * RT_FAKEDEV_INLINE_REFUSAL=ERRNO makes a too large max_inline_data fail with that errno instead of EINVAL (95: nbl's
- * EOPNOTSUPP; 0: no errno at all, as bnxt_re's variable-WQE check).
+ * EOPNOTSUPP; 0: no errno at all, as bnxt_re's variable-WQE check). RT_FAKEDEV_MAX_INLINE=N sets the largest
+ * max_inline_data accepted (default 256; irdma reports about 100, mlx5 RC several hundred bytes).
+ *
+ * Provider behaviours for calibration (issue 16): RT_FAKEDEV_PORT_DOWN=LIST (device indices, comma-separated) makes
+ * those devices' port DOWN (a management port listed first). RT_FAKEDEV_IWARP=1 makes the devices iWARP RNICs
+ * (transport iWARP, Ethernet port): an RC QP cannot be moved to RTR by ibv_modify_qp (EINVAL, as iw_cxgb4 and irdma in
+ * iWARP mode, whose RC QPs connect only through the iWARP CM) and UD QPs do not exist (EOPNOTSUPP). RT_FAKEDEV_NO_RC=1
+ * refuses RC QPs with EOPNOTSUPP (EFA: UD and SRD only). RT_FAKEDEV_NO_INLINE_WRITE=1 accepts max_inline_data at
+ * creation but refuses IBV_SEND_INLINE on RDMA WRITE at ibv_post_send (EINVAL). RT_FAKEDEV_INLINE_ENOMEM_ABOVE=N makes
+ * an inline post of more than N bytes fail with ENOMEM whatever the queue's fill (mlx5 returns ENOMEM for an inline
+ * size above what the QP's WQE can hold). RT_FAKEDEV_RNR_EVERY=K counts every K-th RC SEND as RNR-NAKed once (the
+ * responder fell behind) in the port's hw counter rnr_nak_retry_err, which RT_FAKEDEV_HW_COUNTERS=DIR (the port's
+ * hw_counters directory of a fake sysfs tree) receives as a file; RT_FAKEDEV_RNR_EXC=1 instead completes the K-th
+ * SEND, when signaled, with IBV_WC_RNR_RETRY_EXC_ERR (an RC QP whose rnr_retry is finite).
  *
  * Path attributes: RT_FAKEDEV_PKEYS=N gives the port a P_Key table of N entries (default 1; a pkey_index past it makes
  * ibv_modify_qp fail with EINVAL); RT_FAKEDEV_QP_LOG=FILE appends one line per ibv_modify_qp with a state ("modify_qp
@@ -95,7 +108,7 @@ struct fk_pend { /* a send or write waiting (in order) for a receive at its dest
 	uint64_t wr_id, raddr;
 	uint64_t laddr, compare_add, swap; /* RDMA READ and atomics: the first SGE and the atomic's operands */
 	enum ibv_wr_opcode op;
-	bool signaled, ud;
+	bool signaled, ud, rnr_exc;
 	uint32_t imm, len, retire;
 	uint8_t data[];
 };
@@ -126,6 +139,27 @@ static long fk_live;
 static int fk_fail_verb = -1, fk_fail_errno = ENOMEM, fk_fail_from;
 static unsigned long fk_fail_at;
 static uint32_t fk_next_qpn = 0x40;
+static uint32_t fk_max_inline = FK_MAX_INLINE;
+static bool fk_port_down[FK_MAX_DEVS], fk_iwarp, fk_no_rc, fk_no_inline_write, fk_rnr_exc;
+static uint32_t fk_inline_enomem_above; /* 0 = off */
+static unsigned long fk_rnr_every, fk_rc_sends, fk_rnr_count;
+static const char *fk_hw_dir;
+
+/* Writes the RNR counter into the fake sysfs hw_counters directory (when one is given). Under fk_lock. */
+static void fk_hw_write(void)
+{
+	char path[512];
+	FILE *f;
+
+	if (!fk_hw_dir)
+		return;
+	snprintf(path, sizeof(path), "%s/rnr_nak_retry_err", fk_hw_dir);
+	f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "%lu\n", fk_rnr_count);
+		fclose(f);
+	}
+}
 
 __attribute__((constructor)) static void fk_init(void)
 {
@@ -145,8 +179,35 @@ __attribute__((constructor)) static void fk_init(void)
 		fk_devs[i].node_type = IBV_NODE_CA;
 		fk_devs[i].transport_type = IBV_TRANSPORT_IB;
 	}
+	v = getenv("RT_FAKEDEV_MAX_INLINE");
+	if (v && *v)
+		fk_max_inline = (uint32_t)strtoul(v, NULL, 10);
+	v = getenv("RT_FAKEDEV_PORT_DOWN");
+	for (const char *t = v; t && *t; t = strchr(t, ',') ? strchr(t, ',') + 1 : NULL) {
+		long d = strtol(t, NULL, 10);
+
+		if (d >= 0 && d < FK_MAX_DEVS)
+			fk_port_down[d] = true;
+	}
+	fk_iwarp = (v = getenv("RT_FAKEDEV_IWARP")) && *v == '1';
+	fk_no_rc = (v = getenv("RT_FAKEDEV_NO_RC")) && *v == '1';
+	fk_no_inline_write = (v = getenv("RT_FAKEDEV_NO_INLINE_WRITE")) && *v == '1';
+	fk_rnr_exc = (v = getenv("RT_FAKEDEV_RNR_EXC")) && *v == '1';
+	v = getenv("RT_FAKEDEV_INLINE_ENOMEM_ABOVE");
+	if (v && *v)
+		fk_inline_enomem_above = (uint32_t)strtoul(v, NULL, 10);
+	v = getenv("RT_FAKEDEV_RNR_EVERY");
+	if (v && *v)
+		fk_rnr_every = strtoul(v, NULL, 10);
+	fk_hw_dir = getenv("RT_FAKEDEV_HW_COUNTERS");
+	fk_hw_write();
+	if (fk_iwarp)
+		for (int i = 0; i < fk_ndevs; i++) {
+			fk_devs[i].node_type = IBV_NODE_RNIC;
+			fk_devs[i].transport_type = IBV_TRANSPORT_IWARP;
+		}
 	v = getenv("RT_FAKEDEV_ROCE");
-	fk_roce = v && *v == '1';
+	fk_roce = (v && *v == '1') || fk_iwarp;
 	v = getenv("RT_FAKEDEV_INLINE_REFUSAL");
 	if (v && *v)
 		fk_inline_refusal = (int)strtol(v, NULL, 10);
@@ -326,14 +387,13 @@ int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_por
 	struct ibv_port_attr *pa = (struct ibv_port_attr *)compat; /* the inline wrapper passes the full struct */
 	int rc = 0;
 
-	(void)ctx;
 	pthread_mutex_lock(&fk_lock);
 	if (fk_fail(V_QUERY_PORT)) {
 		rc = errno;
 	} else if (port != 1) {
 		rc = EINVAL;
 	} else {
-		pa->state = IBV_PORT_ACTIVE;
+		pa->state = fk_port_down[ctx->device - fk_devs] ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
 		pa->max_mtu = IBV_MTU_4096;
 		pa->active_mtu = IBV_MTU_1024;
 		pa->gid_tbl_len = fk_roce ? FK_GID_SLOTS : 1;
@@ -617,12 +677,14 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		goto out;
 	} else if (slot < 0) {
 		errno = ENOMEM;
-	} else if (a->cap.max_inline_data > FK_MAX_INLINE && a->cap.max_inline_data <= 4 * FK_MAX_INLINE &&
+	} else if ((fk_no_rc && a->qp_type == IBV_QPT_RC) || (fk_iwarp && a->qp_type == IBV_QPT_UD)) {
+		errno = EOPNOTSUPP;
+	} else if (a->cap.max_inline_data > fk_max_inline && a->cap.max_inline_data <= 4 * fk_max_inline &&
 		   a->qp_type == IBV_QPT_RC) {
 		errno = fk_inline_refusal; /* (RC only: UD keeps EINVAL, the two paths in one run) */
 	} else if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) || !a->send_cq || !a->recv_cq ||
 		   a->cap.max_send_wr == 0 || a->cap.max_send_wr > FK_MAX_WR || a->cap.max_recv_wr > FK_MAX_WR ||
-		   a->cap.max_send_sge > 4 || a->cap.max_recv_sge > 4 || a->cap.max_inline_data > FK_MAX_INLINE) {
+		   a->cap.max_send_sge > 4 || a->cap.max_recv_sge > 4 || a->cap.max_inline_data > fk_max_inline) {
 		errno = EINVAL;
 	} else if ((q = fk_obj(sizeof(*q)))) {
 		q->rq = calloc(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1, sizeof(*q->rq));
@@ -696,6 +758,8 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 		rc = errno;
 	} else if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= fk_pkeys) {
 		rc = EINVAL; /* as a provider refuses an index past the P_Key table */
+	} else if (fk_iwarp && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR && qp->qp_type == IBV_QPT_RC) {
+		rc = EINVAL; /* iWARP: the connection (and RTR/RTS) is the iWARP CM's */
 	} else if (mask & IBV_QP_STATE) {
 		if (fk_qp_log)
 			fprintf(fk_qp_log, "modify_qp qp %u %s state %d pkey_index %d sl %d global %d tclass %d\n",
@@ -761,6 +825,20 @@ static void deliver(struct fk_qp *q)
 			else if (old == p->compare_add)
 				*target = p->swap;
 			memcpy((void *)(uintptr_t)p->laddr, &old, sizeof(old));
+		} else if (p->rnr_exc) {
+			struct ibv_wc wc = { .wr_id = p->wr_id,
+					     .status = IBV_WC_RNR_RETRY_EXC_ERR,
+					     .opcode = IBV_WC_SEND };
+
+			if (p->src) { /* (the QP stays usable: the engine must stop at the error completion itself) */
+				wc.qp_num = p->src->qp.qp_num;
+				cq_push(p->src->qp.send_cq, &wc, p->retire);
+			}
+			q->pend = p->next;
+			if (!q->pend)
+				q->pend_tail = &q->pend;
+			free(p);
+			continue;
 		} else {
 			struct fk_recv *r;
 			struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV, .qp_num = q->qp.qp_num };
@@ -845,6 +923,18 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		/* nothing at the other end is EINVAL too (a real RC QP would retry, then fail the WR) */
 		dst = bad_wr ? NULL : fk_qp_by_num(qp->qp_type == IBV_QPT_UD ? wr->wr.ud.remote_qpn : q->dest_qpn);
 		p = NULL;
+		if (!bad_wr && (wr->send_flags & IBV_SEND_INLINE) && fk_no_inline_write &&
+		    wr->opcode == IBV_WR_RDMA_WRITE) {
+			rc = EINVAL; /* max_inline_data was accepted, IBV_SEND_INLINE on WRITE is not */
+			*bad = wr;
+			break;
+		}
+		if (!bad_wr && (wr->send_flags & IBV_SEND_INLINE) && fk_inline_enomem_above &&
+		    len > fk_inline_enomem_above) {
+			rc = ENOMEM; /* mlx5: an inline segment that does not fit the WQE */
+			*bad = wr;
+			break;
+		}
 		if (!dst)
 			rc = EINVAL;
 		else if (q->sq_used >= q->max_send_wr || !(p = malloc(sizeof(*p) + len)))
@@ -875,6 +965,15 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		for (int i = 0; i < wr->num_sge; i++) {
 			memcpy(p->data + len, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			len += wr->sg_list[i].length;
+		}
+		if (qp->qp_type == IBV_QPT_RC && (wr->opcode == IBV_WR_SEND || wr->opcode == IBV_WR_SEND_WITH_IMM) &&
+		    fk_rnr_every && ++fk_rc_sends % fk_rnr_every == 0) {
+			if (fk_rnr_exc) {
+				p->rnr_exc = sig; /* reported on a signaled WR */
+			} else {
+				fk_rnr_count++;
+				fk_hw_write();
+			}
 		}
 		q->sq_used++;
 		q->unsig++;
@@ -954,4 +1053,249 @@ static int fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 out:
 	pthread_mutex_unlock(&fk_lock);
 	return k;
+}
+
+/* ---- rdma_cm: loopback only (the node's own address), for the iWARP connection path -------------------------------
+ * rdma_create_event_channel .. rdma_destroy_id over the fake devices: every address resolves to fake0 port 1 (or the
+ * first device whose port is up); rdma_connect queues CONNECT_REQUEST on the listener with a new id, rdma_accept joins
+ * the two ids' QPs (RTS both, the way the iWARP CM moves them, not ibv_modify_qp) and queues ESTABLISHED for both.
+ * Events are read through the channel's eventfd, as librdmacm's are through its fd. */
+#include <rdma/rdma_cma.h>
+
+struct fk_cm_ev {
+	struct rdma_cm_event ev;
+	struct fk_cm_ev *next;
+};
+struct fk_cm_ch {
+	struct rdma_event_channel ch;
+	struct fk_cm_ev *head, **tail;
+};
+static struct ibv_context *fk_cm_ctx; /* the context rdma_cm ids share, as librdmacm keeps one per device */
+static struct rdma_cm_id *fk_cm_listener;
+
+static void fk_cm_queue(struct rdma_cm_id *id, struct rdma_cm_id *listen_id, enum rdma_cm_event_type t)
+{
+	struct fk_cm_ch *ch = (struct fk_cm_ch *)id->channel;
+	struct fk_cm_ev *e = calloc(1, sizeof(*e));
+	uint64_t one = 1;
+
+	if (!e)
+		return;
+	e->ev.id = id;
+	e->ev.listen_id = listen_id;
+	e->ev.event = t;
+	*ch->tail = e;
+	ch->tail = &e->next;
+	if (write(ch->ch.fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+struct rdma_event_channel *rdma_create_event_channel(void)
+{
+	struct fk_cm_ch *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ch->tail = &ch->head;
+	return &ch->ch;
+}
+
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct fk_cm_ch *ch = (struct fk_cm_ch *)channel;
+
+	while (ch->head) {
+		struct fk_cm_ev *e = ch->head;
+
+		ch->head = e->next;
+		free(e);
+	}
+	close(ch->ch.fd);
+	free(ch);
+}
+
+int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)
+{
+	struct rdma_cm_id *i = calloc(1, sizeof(*i));
+
+	if (!i) {
+		errno = ENOMEM;
+		return -1;
+	}
+	i->channel = channel;
+	i->context = context;
+	i->ps = ps;
+	*id = i;
+	return 0;
+}
+
+/* Binds id to the fake device (its own address: the first device whose port is up). */
+static void fk_cm_bind(struct rdma_cm_id *id)
+{
+	int d = 0;
+
+	while (d < fk_ndevs - 1 && fk_port_down[d])
+		d++;
+	if (!fk_cm_ctx) {
+		fk_cm_ctx = calloc(1, sizeof(*fk_cm_ctx));
+		if (!fk_cm_ctx)
+			return;
+		fk_cm_ctx->device = &fk_devs[d];
+		fk_cm_ctx->cmd_fd = fk_cm_ctx->async_fd = -1;
+		fk_cm_ctx->ops.post_send = fk_post_send;
+		fk_cm_ctx->ops.post_recv = fk_post_recv;
+		fk_cm_ctx->ops.poll_cq = fk_poll_cq;
+		fk_cm_ctx->ops.req_notify_cq = fk_req_notify;
+		pthread_mutex_init(&fk_cm_ctx->mutex, NULL);
+	}
+	id->verbs = fk_cm_ctx;
+	id->port_num = 1;
+}
+
+int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	memcpy(&id->route.addr.src_addr, addr, sizeof(struct sockaddr_in));
+	((struct sockaddr_in *)&id->route.addr.src_addr)->sin_port = htons(40000);
+	fk_cm_bind(id);
+	return 0;
+}
+
+int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	(void)backlog;
+	fk_cm_listener = id;
+	return 0;
+}
+
+__be16 rdma_get_src_port(struct rdma_cm_id *id)
+{
+	return ((struct sockaddr_in *)&id->route.addr.src_addr)->sin_port;
+}
+
+int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst, int timeout_ms)
+{
+	(void)src;
+	(void)timeout_ms;
+	memcpy(&id->route.addr.dst_addr, dst, sizeof(struct sockaddr_in));
+	fk_cm_bind(id);
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_ADDR_RESOLVED);
+	return 0;
+}
+
+int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	(void)timeout_ms;
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	return 0;
+}
+
+int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
+{
+	struct fk_cm_ch *ch = (struct fk_cm_ch *)channel;
+	struct fk_cm_ev *e = ch->head;
+	uint64_t v;
+
+	if (!e) {
+		errno = EAGAIN;
+		return -1;
+	}
+	ch->head = e->next;
+	if (!ch->head) {
+		ch->tail = &ch->head;
+		if (read(ch->ch.fd, &v, sizeof(v)) < 0)
+			v = 0;
+	}
+	*event = &e->ev;
+	return 0;
+}
+
+int rdma_ack_cm_event(struct rdma_cm_event *event)
+{
+	free(event); /* ev is the first member of fk_cm_ev */
+	return 0;
+}
+
+int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	id->qp = ibv_create_qp(pd, attr);
+	if (!id->qp)
+		return -1;
+	id->pd = pd;
+	return 0;
+}
+
+void rdma_destroy_qp(struct rdma_cm_id *id)
+{
+	if (id->qp)
+		ibv_destroy_qp(id->qp);
+	id->qp = NULL;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *child;
+
+	(void)param;
+	if (!fk_cm_listener) {
+		fk_cm_queue(id, NULL, RDMA_CM_EVENT_REJECTED);
+		return 0;
+	}
+	if (rdma_create_id(fk_cm_listener->channel, &child, NULL, RDMA_PS_TCP))
+		return -1;
+	child->verbs = fk_cm_listener->verbs;
+	child->port_num = 1;
+	child->context = id; /* the connecting id, joined at accept */
+	fk_cm_queue(child, fk_cm_listener, RDMA_CM_EVENT_CONNECT_REQUEST);
+	return 0;
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *peer = id->context;
+	struct fk_qp *a, *b;
+
+	(void)param;
+	if (!peer || !id->qp || !peer->qp) {
+		errno = EINVAL;
+		return -1;
+	}
+	a = (struct fk_qp *)id->qp;
+	b = (struct fk_qp *)peer->qp;
+	pthread_mutex_lock(&fk_lock);
+	a->dest_qpn = b->qp.qp_num;
+	b->dest_qpn = a->qp.qp_num;
+	a->qp.state = b->qp.state = IBV_QPS_RTS;
+	pthread_mutex_unlock(&fk_lock);
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_ESTABLISHED);
+	fk_cm_queue(peer, NULL, RDMA_CM_EVENT_ESTABLISHED);
+	return 0;
+}
+
+int rdma_disconnect(struct rdma_cm_id *id)
+{
+	fk_cm_queue(id, NULL, RDMA_CM_EVENT_DISCONNECTED);
+	return 0;
+}
+
+int rdma_destroy_id(struct rdma_cm_id *id)
+{
+	if (id == fk_cm_listener)
+		fk_cm_listener = NULL;
+	free(id);
+	return 0;
+}
+
+const char *rdma_event_str(enum rdma_cm_event_type event)
+{
+	static const char *const names[] = { "RDMA_CM_EVENT_ADDR_RESOLVED",   "RDMA_CM_EVENT_ADDR_ERROR",
+					     "RDMA_CM_EVENT_ROUTE_RESOLVED",  "RDMA_CM_EVENT_ROUTE_ERROR",
+					     "RDMA_CM_EVENT_CONNECT_REQUEST", "RDMA_CM_EVENT_CONNECT_RESPONSE",
+					     "RDMA_CM_EVENT_CONNECT_ERROR",   "RDMA_CM_EVENT_UNREACHABLE",
+					     "RDMA_CM_EVENT_REJECTED",	      "RDMA_CM_EVENT_ESTABLISHED",
+					     "RDMA_CM_EVENT_DISCONNECTED" };
+
+	return (unsigned)event < sizeof(names) / sizeof(names[0]) ? names[event] : "RDMA_CM_EVENT_OTHER";
 }
