@@ -4,8 +4,7 @@
 # Soft-RoCE guest's serial console, where ~20 KB of glued bars once filled the demo's log) and with stderr not a TTY
 # nothing is drawn; on a real terminal the bars are drawn, never move back, place each phase in its share (latency
 # 0-65 %, signaling 65-82 % and its load bands 82-93 %, CQ moderation 93-100 %) and end at "100% done" (on a loaded
-# machine the short budget may
-# cut a phase, whose bar is then never drawn: only the phases that appear are checked).
+# machine the short budget may cut a phase, whose bar is then never drawn: only the phases that appear are checked).
 set -uo pipefail
 rtune=$1 fakedev=$2
 tmp=$(mktemp -d)
