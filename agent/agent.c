@@ -45,6 +45,7 @@ struct port_state {
 	int port;
 	int64_t retry_at; /* busy / quiet / failed: not before this (realtime s), 0 = whenever due */
 	bool busy_logged; /* the busy line was told for the current wait */
+	bool demand;	  /* asked for on demand but deferred (busy): still on demand at the retry */
 };
 
 struct agent {
@@ -585,6 +586,7 @@ static void pass(struct agent *ag, bool on_demand)
 			const struct rt_agent_facts *old = NULL;
 			struct port_state *ps = port_state(ag, d->name, port);
 			int64_t measured = measured_at_of(prof, n_prof, d->name, port);
+			bool demand = on_demand || ps->demand;
 			char why[600], gate_why[256];
 			enum rt_agent_trigger trig;
 			enum rt_agent_gate gate;
@@ -595,7 +597,7 @@ static void pass(struct agent *ag, bool on_demand)
 					rt_agent_facts_of(&stored[k], port, &old_f);
 					old = &old_f;
 				}
-			trig = rt_agent_due(&now_f, old, measured, now_s(), ag->cfg.max_age_s, on_demand, why,
+			trig = rt_agent_due(&now_f, old, measured, now_s(), ag->cfg.max_age_s, demand, why,
 					    sizeof(why));
 			if (trig == RT_AGENT_TRIG_NONE) {
 				ps->busy_logged = false;
@@ -604,6 +606,7 @@ static void pass(struct agent *ag, bool on_demand)
 				continue;
 			}
 			if (!on_demand && ps->retry_at > now_s()) {
+				/* not before the retry time (a busy device is not looked at again each event) */
 				schedule(ag, ps->retry_at);
 				continue;
 			}
@@ -611,13 +614,14 @@ static void pass(struct agent *ag, bool on_demand)
 				rt_agent_log(RT_LOG_WARNING, "%s: %s", d->name, err.text);
 				busy = -1;
 			}
-			gate = rt_agent_may_calibrate(&ag->cfg, &now_f, busy, minute_of_day(), on_demand, gate_why,
+			gate = rt_agent_may_calibrate(&ag->cfg, &now_f, busy, minute_of_day(), demand, gate_why,
 						      sizeof(gate_why));
 			if (gate != RT_AGENT_GO) {
 				if (!ps->busy_logged || gate != RT_AGENT_WAIT_BUSY)
 					rt_agent_log(RT_LOG_NOTICE, "%s/%d: due (%s) but not now: %s; retry in %u s",
 						     d->name, port, why, gate_why, ag->cfg.busy_retry_s);
 				ps->busy_logged = gate == RT_AGENT_WAIT_BUSY;
+				ps->demand = demand && gate == RT_AGENT_WAIT_BUSY;
 				ps->retry_at = now_s() + ag->cfg.busy_retry_s;
 				schedule(ag, ps->retry_at);
 				continue;
@@ -640,6 +644,7 @@ static void pass(struct agent *ag, bool on_demand)
 				} else {
 					calibrated++;
 					ps->retry_at = 0;
+					ps->demand = false;
 				}
 			}
 		}
