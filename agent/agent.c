@@ -234,7 +234,8 @@ static const struct rt_store_run_summary *last_run(const struct rt_store_run_sum
 	const struct rt_store_run_summary *best = NULL;
 
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(v[i].device, dev) && v[i].port_num == port && (!best || v[i].started_ns >= best->started_ns))
+		if (!strcmp(v[i].device, dev) && v[i].port_num == port &&
+		    (!best || v[i].started_ns >= best->started_ns))
 			best = &v[i];
 	return best;
 }
@@ -268,7 +269,9 @@ static int calibrate_port(struct agent *ag, const char *dev, int port, const cha
 		rt_agent_log(RT_LOG_ERR, "%s/%d: calibration %s after %.1f s (%s %d)", dev, port,
 			     ag->stop ? "interrupted" : "failed", (double)(mono_ms() - t0) / 1e3,
 			     status >= 0 && WIFSIGNALED(status) ? "signal" : "exit",
-			     status < 0 ? -1 : WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+			     status < 0		   ? -1
+			     : WIFSIGNALED(status) ? WTERMSIG(status)
+						   : WEXITSTATUS(status));
 		return EIO;
 	}
 	rt_agent_log(RT_LOG_INFO, "%s/%d: calibrated in %.1f s (budget %u s)", dev, port,
@@ -283,7 +286,8 @@ static int calibrate_port(struct agent *ag, const char *dev, int port, const cha
 	argv[argc] = NULL;
 	status = run_child(ag, argv);
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		rt_agent_log(RT_LOG_ERR, "%s/%d: tune failed (status %d)", dev, port, status);
+		rt_agent_log(RT_LOG_ERR, "%s/%d: tune failed (exit %d)", dev, port,
+			     status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		return EIO;
 	}
 	return 0;
@@ -292,8 +296,8 @@ static int calibrate_port(struct agent *ag, const char *dev, int port, const cha
 /* Re-tunes device's newest complete run for app (its histograms were just imported). */
 static int tune_app(struct agent *ag, const char *dev, const char *app)
 {
-	char *argv[] = { (char *)"rtune", (char *)"tune", (char *)"-d", (char *)dev, (char *)"--app", (char *)app,
-			 (char *)"--db", ag->store_path, NULL };
+	char *argv[] = { (char *)"rtune", (char *)"tune", (char *)"-d",	  (char *)dev, (char *)"--app",
+			 (char *)app,	  (char *)"--db", ag->store_path, NULL };
 	int status = run_child(ag, argv);
 
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -323,7 +327,9 @@ static void decision_of(const struct rt_profile_entry *e, struct rt_agent_decisi
 	d->inline_confidence = e->inline_confidence;
 	d->signal_confidence = e->signal_confidence;
 	snprintf(d->inline_verdict, sizeof(d->inline_verdict), "%s",
-		 e->inline_threshold == 0 ? "never" : e->inline_threshold >= e->max_inline_data ? "always" : "threshold");
+		 e->inline_threshold == 0		     ? "never"
+		 : e->inline_threshold >= e->max_inline_data ? "always"
+							     : "threshold");
 	snprintf(d->run_id, sizeof(d->run_id), "%s", e->run_id);
 	d->measured_at = e->measured_at;
 	d->numa_node = e->numa_node;
@@ -415,7 +421,7 @@ static int publish(struct agent *ag, struct rt_store *st, const char *why_now)
 		const struct rt_profile_entry *pe;
 		const struct rt_store_pin *pin;
 		const struct rt_store_run_summary *lr;
-		char why[512];
+		char why[512], was[48];
 		unsigned mask;
 
 		decision_of(&v[i], d);
@@ -432,10 +438,10 @@ static int publish(struct agent *ag, struct rt_store *st, const char *why_now)
 				snprintf(d->hw_class, sizeof(d->hw_class), "%04x:%04x:%s", devs[k].vendor_id,
 					 devs[k].vendor_part_id, devs[k].fw_ver);
 		if ((lr = last_run(runs, n_runs, d->device, d->port))) {
-			d->last_cal_result = lr->status == RT_RUN_COMPLETE	  ? RT_AGENT_CAL_OK
+			d->last_cal_result = lr->status == RT_RUN_COMPLETE	? RT_AGENT_CAL_OK
 					     : lr->status == RT_RUN_INTERRUPTED ? RT_AGENT_CAL_INTERRUPTED
-					     : lr->status == RT_RUN_FAILED	  ? RT_AGENT_CAL_FAILED
-										  : RT_AGENT_CAL_NONE;
+					     : lr->status == RT_RUN_FAILED	? RT_AGENT_CAL_FAILED
+										: RT_AGENT_CAL_NONE;
 			if (lr->ended_ns > lr->started_ns)
 				d->last_cal_duration_s = (double)(lr->ended_ns - lr->started_ns) / 1e9;
 			d->last_cal_at = lr->ended_ns / 1000000000;
@@ -452,7 +458,10 @@ static int publish(struct agent *ag, struct rt_store *st, const char *why_now)
 		d->age_s = now_s() > d->measured_at ? now_s() - d->measured_at : 0;
 		entry_apply(&v[i], d, why);
 		snprintf(d->change, sizeof(d->change), "%s",
-			 !pe ? "first" : (mask & 3) ? why_now : pin ? "pinned" : "unchanged");
+			 !pe	      ? "first"
+			 : (mask & 3) ? why_now
+			 : pin	      ? "pinned"
+				      : "unchanged");
 		snprintf(d->change_reason, sizeof(d->change_reason), "%s", why[0] ? why : why_now);
 		if (!pe || (mask & 3)) {
 			struct rt_store_publication *r = &rec[n_rec++];
@@ -465,20 +474,25 @@ static int publish(struct agent *ag, struct rt_store *st, const char *why_now)
 			r->inline_threshold = d->inline_threshold;
 			r->signal_interval = d->signal_interval;
 			snprintf(r->change, sizeof(r->change), "%s", d->change);
-			snprintf(r->reason, sizeof(r->reason), "%s%s%s", why_now, why[0] ? "; " : "", why);
+			snprintf(r->reason, sizeof(r->reason), "%s%s%s%s%s%s", d->change,
+				 strcmp(d->change, why_now) ? " (pass: " : "",
+				 strcmp(d->change, why_now) ? why_now : "", strcmp(d->change, why_now) ? ")" : "",
+				 why[0] ? "; " : "", why);
 			r->dry_run = ag->dry_run;
+			if (pe)
+				snprintf(was, sizeof(was), " (was %u, %u)", pe->inline_threshold, pe->signal_interval);
+			else
+				was[0] = '\0';
 			rt_agent_log(RT_LOG_NOTICE,
-				     "%s%s/%d %s/%s%s%s: inline_threshold %u (%s) signal_interval %u (%s)%s%s%s: %s",
+				     "%s%s/%d %s/%s%s%s: inline_threshold %u (%s) signal_interval %u (%s)%s: %s",
 				     ag->dry_run ? "dry run: would publish " : "publish ", d->device, d->port,
 				     rt_profile_opcode_name(d->opcode), rt_profile_qp_type_name(d->qp_type),
 				     d->app[0] ? " app " : "", d->app, d->inline_threshold,
 				     rt_profile_confidence_name(d->inline_confidence), d->signal_interval,
-				     rt_profile_confidence_name(d->signal_confidence), pe ? " (was " : "",
-				     pe ? (pe->inline_threshold != d->inline_threshold ? "changed" : "same threshold") : "",
-				     pe ? ")" : "", r->reason);
+				     rt_profile_confidence_name(d->signal_confidence), was, r->reason);
 		} else if (why[0]) {
-			rt_agent_log(RT_LOG_INFO, "%s/%d %s/%s: %s", d->device, d->port, rt_profile_opcode_name(d->opcode),
-				     rt_profile_qp_type_name(d->qp_type), why);
+			rt_agent_log(RT_LOG_INFO, "%s/%d %s/%s: %s", d->device, d->port,
+				     rt_profile_opcode_name(d->opcode), rt_profile_qp_type_name(d->qp_type), why);
 		}
 	}
 	if ((rc = rt_store_profile_document(st, &node, sig, v, n, &text, &len, &err))) {
@@ -628,8 +642,8 @@ static void pass(struct agent *ag, bool on_demand)
 			}
 			ps->busy_logged = false;
 			if (ag->dry_run) {
-				rt_agent_log(RT_LOG_NOTICE, "dry run: would calibrate %s/%d (%s; %s)", d->name, port, why,
-					     gate_why);
+				rt_agent_log(RT_LOG_NOTICE, "dry run: would calibrate %s/%d (%s; %s)", d->name, port,
+					     why, gate_why);
 				continue;
 			}
 			snprintf(why_now, sizeof(why_now), "%s", rt_agent_trigger_name(trig));

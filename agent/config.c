@@ -191,7 +191,8 @@ int rt_agent_pin_parse(int argc, char *const *argv, struct rt_store_pin *p, stru
 			p->signal_interval = v;
 		else
 			return rt_error_set(err, EINVAL,
-					    "'%s' is not inline_threshold=0..65536 or signal_interval=1..65536", argv[i]);
+					    "'%s' is not inline_threshold=0..65536 or signal_interval=1..65536",
+					    argv[i]);
 	}
 	return 0;
 }
@@ -292,13 +293,15 @@ static int apply(struct rt_agent_config *c, const char *key, char *val, char *wh
 			return snprintf(why, len, "calibrate_args: more than %d words", RT_AGENT_MAX_ARGS), EINVAL;
 		c->n_calibrate_args = 0;
 		for (int i = 0; i < n; i++) {
-			static const char *const refused[] = { "--db", "--no-store", "--out", "--json", "-d", "--ib-dev",
-							       "-i", "--ib-port", "--budget", "--peer" };
+			static const char *const refused[] = { "--db",	   "--no-store", "--out", "--json",
+							       "-d",	   "--ib-dev",	 "-i",	  "--ib-port",
+							       "--budget", "--peer" };
 
 			for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++)
 				if (!strncmp(w[i], refused[k], strlen(refused[k])) &&
 				    (!w[i][strlen(refused[k])] || w[i][strlen(refused[k])] == '='))
-					return snprintf(why, len, "calibrate_args: '%s' is set by the agent itself", w[i]),
+					return snprintf(why, len, "calibrate_args: '%s' is set by the agent itself",
+							w[i]),
 					       EINVAL;
 			if (strlen(w[i]) >= sizeof(c->calibrate_args[0]))
 				return snprintf(why, len, "calibrate_args: '%s' is too long", w[i]), EINVAL;

@@ -32,10 +32,10 @@ struct rt_agent_config {
 	uint32_t budget_s;			    /* calibration budget per device/port (rtune calibrate --budget) */
 	char calibrate_args[RT_AGENT_MAX_ARGS][64]; /* extra `rtune calibrate` arguments */
 	size_t n_calibrate_args;
-	uint64_t max_age_s;	/* re-calibrate a profile older than this; 0 = never for age */
-	uint32_t busy_retry_s;	/* a busy device is looked at again after this */
-	uint32_t rescan_s;	/* safety-net rescan of the devices even without an event */
-	bool require_idle;	/* calibrate only when no other process holds QPs on the device */
+	uint64_t max_age_s;    /* re-calibrate a profile older than this; 0 = never for age */
+	uint32_t busy_retry_s; /* a busy device is looked at again after this */
+	uint32_t rescan_s;     /* safety-net rescan of the devices even without an event */
+	bool require_idle;     /* calibrate only when no other process holds QPs on the device */
 	struct rt_agent_window quiet[RT_AGENT_MAX_WINDOWS]; /* never calibrate then (except on demand) */
 	size_t n_quiet;
 	struct rt_agent_window hours[RT_AGENT_MAX_WINDOWS]; /* calibrate even a busy device then */

@@ -35,8 +35,7 @@ static void add_why(char *why, size_t len, const char *what, const char *a, cons
 		snprintf(why + n, len - n, "%s%s %s -> %s", n ? "; " : "", what, a[0] ? a : "?", b[0] ? b : "?");
 }
 
-bool rt_agent_facts_differ(const struct rt_agent_facts *stored, const struct rt_agent_facts *now, char *why,
-			   size_t len)
+bool rt_agent_facts_differ(const struct rt_agent_facts *stored, const struct rt_agent_facts *now, char *why, size_t len)
 {
 	char a[32], b[32];
 
@@ -108,8 +107,8 @@ const char *rt_agent_gate_name(enum rt_agent_gate g)
 	return (unsigned)g < sizeof(names) / sizeof(names[0]) ? names[g] : "unknown";
 }
 
-enum rt_agent_gate rt_agent_may_calibrate(const struct rt_agent_config *c, const struct rt_agent_facts *f,
-					  int busy_qps, int minute, bool on_demand, char *why, size_t len)
+enum rt_agent_gate rt_agent_may_calibrate(const struct rt_agent_config *c, const struct rt_agent_facts *f, int busy_qps,
+					  int minute, bool on_demand, char *why, size_t len)
 {
 	bool in_hours = rt_agent_in_window(c->hours, c->n_hours, minute);
 
@@ -175,7 +174,8 @@ unsigned rt_agent_guard(struct rt_agent_decision *d, const struct rt_agent_decis
 		why[0] = '\0';
 	if (pin && pin->inline_threshold >= 0) {
 		if ((uint32_t)pin->inline_threshold != d->inline_threshold)
-			append(why, len, "inline_threshold pinned to %u (measured %u)", (unsigned)pin->inline_threshold, d->inline_threshold);
+			append(why, len, "inline_threshold pinned to %u (measured %u)", (unsigned)pin->inline_threshold,
+			       d->inline_threshold);
 		d->inline_threshold = (uint32_t)pin->inline_threshold;
 		if (d->max_inline_data < d->inline_threshold)
 			d->max_inline_data = d->inline_threshold;
@@ -184,7 +184,9 @@ unsigned rt_agent_guard(struct rt_agent_decision *d, const struct rt_agent_decis
 		snprintf(d->inline_verdict, sizeof(d->inline_verdict), "pinned");
 	} else if (prev && prev->inline_threshold != d->inline_threshold &&
 		   d->inline_confidence == RT_PROFILE_CONF_LOW && prev->inline_confidence > RT_PROFILE_CONF_LOW) {
-		append(why, len, "inline_threshold kept at %u: the new %u has low confidence, the published one %s", prev->inline_threshold, d->inline_threshold, rt_profile_confidence_name(prev->inline_confidence));
+		append(why, len, "inline_threshold kept at %u: the new %u has low confidence, the published one %s",
+		       prev->inline_threshold, d->inline_threshold,
+		       rt_profile_confidence_name(prev->inline_confidence));
 		d->inline_threshold = prev->inline_threshold;
 		d->max_inline_data = prev->max_inline_data;
 		d->inline_confidence = prev->inline_confidence;
@@ -193,7 +195,8 @@ unsigned rt_agent_guard(struct rt_agent_decision *d, const struct rt_agent_decis
 	}
 	if (pin && pin->signal_interval >= 1) {
 		if ((uint32_t)pin->signal_interval != d->signal_interval)
-			append(why, len, "signal_interval pinned to %u (measured %u)", (unsigned)pin->signal_interval, d->signal_interval);
+			append(why, len, "signal_interval pinned to %u (measured %u)", (unsigned)pin->signal_interval,
+			       d->signal_interval);
 		d->signal_interval = (uint32_t)pin->signal_interval;
 		if (d->sq_depth < d->signal_interval)
 			d->sq_depth = d->signal_interval;
@@ -202,9 +205,10 @@ unsigned rt_agent_guard(struct rt_agent_decision *d, const struct rt_agent_decis
 		d->signal_confidence = RT_PROFILE_CONF_HIGH;
 		d->pinned_signal = true;
 		snprintf(d->signal_verdict, sizeof(d->signal_verdict), "pinned");
-	} else if (prev && prev->signal_interval != d->signal_interval &&
-		   d->signal_confidence == RT_PROFILE_CONF_LOW && prev->signal_confidence > RT_PROFILE_CONF_LOW) {
-		append(why, len, "signal_interval kept at %u: the new %u has low confidence, the published one %s", prev->signal_interval, d->signal_interval, rt_profile_confidence_name(prev->signal_confidence));
+	} else if (prev && prev->signal_interval != d->signal_interval && d->signal_confidence == RT_PROFILE_CONF_LOW &&
+		   prev->signal_confidence > RT_PROFILE_CONF_LOW) {
+		append(why, len, "signal_interval kept at %u: the new %u has low confidence, the published one %s",
+		       prev->signal_interval, d->signal_interval, rt_profile_confidence_name(prev->signal_confidence));
 		d->signal_interval = prev->signal_interval;
 		d->sq_depth = prev->sq_depth;
 		d->cq_depth = prev->cq_depth;

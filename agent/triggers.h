@@ -71,8 +71,8 @@ const char *rt_agent_gate_name(enum rt_agent_gate g);
  * check; inside calibrate_hours a busy device is calibrated anyway (the operator's maintenance window);
  * require_idle=no skips the busy check.
  */
-enum rt_agent_gate rt_agent_may_calibrate(const struct rt_agent_config *c, const struct rt_agent_facts *f,
-					  int busy_qps, int minute, bool on_demand, char *why, size_t len);
+enum rt_agent_gate rt_agent_may_calibrate(const struct rt_agent_config *c, const struct rt_agent_facts *f, int busy_qps,
+					  int minute, bool on_demand, char *why, size_t len);
 
 /*
  * The guards on one decision about to be published. d holds the store's current decision; prev the one published

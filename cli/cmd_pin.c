@@ -110,14 +110,14 @@ int cmd_unpin(int argc, char **argv)
 			words[1] = (char *)w;
 			all_ops = false;
 		} else
-			return rt_cli_usage_error("unpin", "'%s' is not OP/QPT, inline_threshold or signal_interval", w);
+			return rt_cli_usage_error("unpin", "'%s' is not OP/QPT, inline_threshold or signal_interval",
+						  w);
 	}
 	if (rt_agent_pin_parse(3, words, &p, &err))
 		return rt_cli_usage_error("unpin", "%s", err.text);
 	port_given = strchr(words[0], ':') != NULL;
-	if (rt_store_open(db, &st, &err) ||
-	    rt_store_pin_clear(st, p.device, port_given ? p.port : 0, all_ops, p.opcode, p.qp_type, what, &removed,
-			       &err)) {
+	if (rt_store_open(db, &st, &err) || rt_store_pin_clear(st, p.device, port_given ? p.port : 0, all_ops, p.opcode,
+							       p.qp_type, what, &removed, &err)) {
 		rt_cli_error("%s", err.text);
 		rt_store_close(st);
 		return RT_EXIT_FAIL;

@@ -322,11 +322,9 @@ struct rt_store_publication {
 	bool dry_run;
 };
 /* Appends n publications in one transaction (at_ns 0 = now). 0 or an errno + err; nothing stored on failure. */
-int rt_store_publication_add(struct rt_store *st, const struct rt_store_publication *p, size_t n,
-			     struct rt_error *err);
+int rt_store_publication_add(struct rt_store *st, const struct rt_store_publication *p, size_t n, struct rt_error *err);
 /* Every publication, oldest first: *out malloc'd (free()), *n may be 0. */
-int rt_store_publication_list(struct rt_store *st, struct rt_store_publication **out, size_t *n,
-			      struct rt_error *err);
+int rt_store_publication_list(struct rt_store *st, struct rt_store_publication **out, size_t *n, struct rt_error *err);
 
 /* ---- JSON profile v1, env and prometheus exports, import ---------------------------------------------------------- */
 

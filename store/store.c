@@ -116,13 +116,14 @@ static const char migrate_v6[] = "ALTER TABLE profiles ADD COLUMN inline_confide
 
 /* v6 -> v7: operator pins (`rtune pin`: a value no tuning or agent replaces; NULL = that decision not pinned) and the
  * agent's publications (every change `rtune agent` published, with its reason). */
-static const char migrate_v7[] = "CREATE TABLE pins (device TEXT NOT NULL, port INTEGER NOT NULL, opcode TEXT NOT NULL,"
-				 " qp_type TEXT NOT NULL, inline_threshold INTEGER, signal_interval INTEGER,"
-				 " created_ns INTEGER NOT NULL, PRIMARY KEY (device, port, opcode, qp_type));"
-				 "CREATE TABLE agent_publications (id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL,"
-				 " device TEXT NOT NULL, port INTEGER NOT NULL, opcode TEXT NOT NULL, qp_type TEXT NOT NULL,"
-				 " app TEXT NOT NULL, inline_threshold INTEGER NOT NULL, signal_interval INTEGER NOT NULL,"
-				 " change TEXT NOT NULL, reason TEXT NOT NULL, dry_run INTEGER NOT NULL);";
+static const char migrate_v7[] =
+	"CREATE TABLE pins (device TEXT NOT NULL, port INTEGER NOT NULL, opcode TEXT NOT NULL,"
+	" qp_type TEXT NOT NULL, inline_threshold INTEGER, signal_interval INTEGER,"
+	" created_ns INTEGER NOT NULL, PRIMARY KEY (device, port, opcode, qp_type));"
+	"CREATE TABLE agent_publications (id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL,"
+	" device TEXT NOT NULL, port INTEGER NOT NULL, opcode TEXT NOT NULL, qp_type TEXT NOT NULL,"
+	" app TEXT NOT NULL, inline_threshold INTEGER NOT NULL, signal_interval INTEGER NOT NULL,"
+	" change TEXT NOT NULL, reason TEXT NOT NULL, dry_run INTEGER NOT NULL);";
 
 static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3, migrate_v4,
 								 migrate_v5, migrate_v6, migrate_v7 };

@@ -57,12 +57,13 @@ int rt_store_pin_set(struct rt_store *st, const struct rt_store_pin *p, struct r
 				    (long long)p->signal_interval);
 	if ((rc = rt_store_begin(st, err)))
 		return rc;
-	s = prep(st,
-		 "INSERT INTO pins (device, port, opcode, qp_type, inline_threshold, signal_interval, created_ns)"
-		 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (device, port, opcode, qp_type) DO UPDATE SET"
-		 " inline_threshold = coalesce(excluded.inline_threshold, inline_threshold),"
-		 " signal_interval = coalesce(excluded.signal_interval, signal_interval), created_ns = excluded.created_ns",
-		 "store a pin", err);
+	s = prep(
+		st,
+		"INSERT INTO pins (device, port, opcode, qp_type, inline_threshold, signal_interval, created_ns)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (device, port, opcode, qp_type) DO UPDATE SET"
+		" inline_threshold = coalesce(excluded.inline_threshold, inline_threshold),"
+		" signal_interval = coalesce(excluded.signal_interval, signal_interval), created_ns = excluded.created_ns",
+		"store a pin", err);
 	if (!s) {
 		rt_store_rollback(st);
 		return EIO;
@@ -115,8 +116,8 @@ int rt_store_pin_clear(struct rt_store *st, const char *device, int port, bool a
 		return rc;
 	}
 	changed = sqlite3_changes(st->db);
-	if (!(s = prep(st, "DELETE FROM pins WHERE inline_threshold IS NULL AND signal_interval IS NULL", "remove a pin",
-		       err)) ||
+	if (!(s = prep(st, "DELETE FROM pins WHERE inline_threshold IS NULL AND signal_interval IS NULL",
+		       "remove a pin", err)) ||
 	    (rc = step_done(st, s, "remove a pin", err))) {
 		rt_store_rollback(st);
 		return rc ? rc : EIO;
@@ -136,10 +137,11 @@ int rt_store_pin_clear(struct rt_store *st, const char *device, int port, bool a
 
 int rt_store_pin_list(struct rt_store *st, struct rt_store_pin **out, size_t *n, struct rt_error *err)
 {
-	sqlite3_stmt *s = prep(st,
-			       "SELECT device, port, opcode, qp_type, coalesce(inline_threshold, -1),"
-			       " coalesce(signal_interval, -1), created_ns FROM pins ORDER BY device, port, opcode, qp_type",
-			       "list pins", err);
+	sqlite3_stmt *s =
+		prep(st,
+		     "SELECT device, port, opcode, qp_type, coalesce(inline_threshold, -1),"
+		     " coalesce(signal_interval, -1), created_ns FROM pins ORDER BY device, port, opcode, qp_type",
+		     "list pins", err);
 	struct rt_store_pin *v = NULL;
 	size_t len = 0, cap = 0;
 	int step;
@@ -167,9 +169,9 @@ int rt_store_pin_list(struct rt_store *st, struct rt_store_pin **out, size_t *n,
 		snprintf(p->device, sizeof(p->device), "%s", (const char *)sqlite3_column_text(s, 0));
 		p->port = sqlite3_column_int(s, 1);
 		p->opcode = strcmp((const char *)sqlite3_column_text(s, 2), "write") == 0 ? RT_PROFILE_OP_WRITE
-											 : RT_PROFILE_OP_SEND;
-		p->qp_type =
-			strcmp((const char *)sqlite3_column_text(s, 3), "ud") == 0 ? RT_PROFILE_QPT_UD : RT_PROFILE_QPT_RC;
+											  : RT_PROFILE_OP_SEND;
+		p->qp_type = strcmp((const char *)sqlite3_column_text(s, 3), "ud") == 0 ? RT_PROFILE_QPT_UD
+											: RT_PROFILE_QPT_RC;
 		p->inline_threshold = sqlite3_column_int64(s, 4);
 		p->signal_interval = sqlite3_column_int64(s, 5);
 		p->created_ns = sqlite3_column_int64(s, 6);
@@ -186,8 +188,7 @@ int rt_store_pin_list(struct rt_store *st, struct rt_store_pin **out, size_t *n,
 	return 0;
 }
 
-int rt_store_publication_add(struct rt_store *st, const struct rt_store_publication *p, size_t n,
-			     struct rt_error *err)
+int rt_store_publication_add(struct rt_store *st, const struct rt_store_publication *p, size_t n, struct rt_error *err)
 {
 	int rc;
 
@@ -225,8 +226,7 @@ int rt_store_publication_add(struct rt_store *st, const struct rt_store_publicat
 	return rc;
 }
 
-int rt_store_publication_list(struct rt_store *st, struct rt_store_publication **out, size_t *n,
-			      struct rt_error *err)
+int rt_store_publication_list(struct rt_store *st, struct rt_store_publication **out, size_t *n, struct rt_error *err)
 {
 	sqlite3_stmt *s = prep(st,
 			       "SELECT at_ns, device, port, opcode, qp_type, app, inline_threshold, signal_interval,"
@@ -260,9 +260,9 @@ int rt_store_publication_list(struct rt_store *st, struct rt_store_publication *
 		snprintf(p->device, sizeof(p->device), "%s", (const char *)sqlite3_column_text(s, 1));
 		p->port = sqlite3_column_int(s, 2);
 		p->opcode = strcmp((const char *)sqlite3_column_text(s, 3), "write") == 0 ? RT_PROFILE_OP_WRITE
-											 : RT_PROFILE_OP_SEND;
-		p->qp_type =
-			strcmp((const char *)sqlite3_column_text(s, 4), "ud") == 0 ? RT_PROFILE_QPT_UD : RT_PROFILE_QPT_RC;
+											  : RT_PROFILE_OP_SEND;
+		p->qp_type = strcmp((const char *)sqlite3_column_text(s, 4), "ud") == 0 ? RT_PROFILE_QPT_UD
+											: RT_PROFILE_QPT_RC;
 		snprintf(p->app, sizeof(p->app), "%s", (const char *)sqlite3_column_text(s, 5));
 		p->inline_threshold = (uint32_t)sqlite3_column_int64(s, 6);
 		p->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);

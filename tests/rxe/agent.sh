@@ -24,6 +24,8 @@ rm -rf "$w"
 mkdir -p "$w/spool" "$w/pub"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# on every exit: the agent's log (what a failure needs)
+trap 'echo "--- agent log"; cat "$log" 2>/dev/null | tail -n 80' EXIT
 check() { python3 "$src/tests/rxe/agent_check.py" "$lib" "$@"; }
 log=$w/agent.log
 db=$w/s.db
@@ -82,7 +84,7 @@ RTUNE_PROBE_OUT=$w/spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc
 srv=$!
 sleep 1.5
 RTUNE_PROBE_OUT=$w/spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
-	127.0.0.1 > "$w/pp-cli.log" 2>&1 || fail "ibv_rc_pingpong client failed: $(tail -n 2 "$w/pp-cli.log")"
+	"${RTUNE_VM_ADDR:-127.0.0.1}" > "$w/pp-cli.log" 2>&1 || fail "ibv_rc_pingpong client failed: $(tail -n 2 "$w/pp-cli.log")"
 wait "$srv" || fail "ibv_rc_pingpong server failed"
 wait_log "re-tuned for application 'ibv_rc_pingpong'" 60 || fail "no re-tune for ibv_rc_pingpong"
 wait_log "published" 30 || fail "not published after the re-tune"
@@ -105,10 +107,11 @@ check "$prof" rxe0 1 send rc signal_interval=7 || fail "the pin did not survive 
 
 echo "== 4. a hardware fact changes: rxe0's netdev MTU"
 set_mark
-mtu_before=$(cat /sys/class/infiniband/rxe0/ports/1/active_mtu 2>/dev/null || true)
+mtu_of() { ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2; exit}'; }
+mtu_before=$(mtu_of)
 netdev=$(rdma link show rxe0/1 | grep -o 'netdev [^ ]*' | awk '{print $2}')
 ip link set "$netdev" mtu 4500 || fail "cannot set the MTU of $netdev"
-echo "rxe0 on $netdev: active_mtu $mtu_before -> $(cat /sys/class/infiniband/rxe0/ports/1/active_mtu 2>/dev/null)"
+echo "rxe0 on $netdev: active_mtu $mtu_before -> $(mtu_of)"
 wait_log "rxe0/1: calibrating (hardware changed" 60 || fail "no re-calibration after the MTU change"
 wait_log "rxe0/1: calibrated in" 120 || fail "the re-calibration did not finish"
 wait_log "published" 60 || fail "not published after the MTU change"
@@ -137,7 +140,8 @@ wait_log "published" 60
 kill -USR1 "$agent"
 wait_log "rxe0/1: calibrating" 30 || fail "no calibration after SIGUSR1"
 sleep 2
-child=$(pgrep -P "$agent" -f "calibrate" | head -n 1)
+child=$(pgrep -P "$agent" | head -n 1)
+ps -o pid,args -p "${child:-1}" | tail -n 1
 echo "killing agent $agent and its calibration ${child:-?} with SIGKILL"
 kill -9 "$agent" ${child:+"$child"}
 wait "$agent" 2>/dev/null
@@ -190,7 +194,5 @@ kill -TERM "$agent"
 wait "$agent"
 echo "--- publications recorded in the store"
 sqlite3 "$db" "SELECT device, port, opcode, qp_type, app, inline_threshold, signal_interval, change, reason FROM agent_publications" | tail -n 8
-echo "--- agent log (last 15 lines)"
-tail -n 15 "$log"
 [ "$fails" = 0 ] && echo "agent: all checks passed" || echo "agent: $fails check(s) failed"
 exit $((fails > 0))

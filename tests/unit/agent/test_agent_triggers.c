@@ -225,24 +225,23 @@ static void test_pins_in_store(void **state)
 	assert_null(rt_agent_pin_find(v, n, "rxe0", 2, RT_PROFILE_OP_WRITE, RT_PROFILE_QPT_RC));
 	free(v);
 	/* clearing one field keeps the other; clearing the last field removes the pin */
-	assert_int_equal(rt_store_pin_clear(st, "rxe0", 0, false, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC, 'i', &removed,
-					    &err),
-			 0);
+	assert_int_equal(
+		rt_store_pin_clear(st, "rxe0", 0, false, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC, 'i', &removed, &err),
+		0);
 	assert_int_equal(rt_store_pin_list(st, &v, &n, &err), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(v[0].inline_threshold, -1);
 	assert_int_equal(v[0].signal_interval, 16);
 	free(v);
-	assert_int_equal(rt_store_pin_clear(st, "rxe0", 1, true, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC, 'b', &removed,
-					    &err),
-			 0);
+	assert_int_equal(
+		rt_store_pin_clear(st, "rxe0", 1, true, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC, 'b', &removed, &err), 0);
 	assert_int_equal(removed, 2);
 	assert_int_equal(rt_store_pin_list(st, &v, &n, &err), 0);
 	assert_int_equal(n, 0);
 	free(v);
-	assert_int_equal(rt_store_pin_clear(st, "rxe0", 0, true, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC, 'b', &removed,
-					    &err),
-			 ENOENT);
+	assert_int_equal(
+		rt_store_pin_clear(st, "rxe0", 0, true, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC, 'b', &removed, &err),
+		ENOENT);
 	rt_store_close(st);
 	unlink(path);
 	rmdir(dir);
