@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -150,6 +151,11 @@ static int run_child(struct agent *ag, char *const *argv)
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (getppid() == 1)
 			_exit(127);
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		/* the children's reports go to stdout: the journal gets their errors (stderr) and the agent's lines */
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO);
 		sigprocmask(SIG_SETMASK, &ag->old_mask, NULL);
 		execv(ag->exe, argv);
 		_exit(127);

@@ -19,7 +19,8 @@ rtune=$B/cli/rtune
 lib=$B/store/librtune.so
 probe=$B/probe/preload/librtune_probe.so
 src=${RTUNE_SRC_DIR:-$(pwd)}
-w=/tmp/agent-test
+# in the build tree, so the agent's log survives a guest that times out
+w=$B/rxe-agent-test
 rm -rf "$w"
 mkdir -p "$w/spool" "$w/pub"
 fails=0
@@ -82,7 +83,7 @@ set_mark
 RTUNE_PROBE_OUT=$w/spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
 	> "$w/pp-srv.log" 2>&1 &
 srv=$!
-sleep 1.5
+for _ in $(seq 1 300); do ss -ltn 2>/dev/null | grep -q ":18515 " && break; sleep 0.1; done
 RTUNE_PROBE_OUT=$w/spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
 	"${RTUNE_VM_ADDR:-127.0.0.1}" > "$w/pp-cli.log" 2>&1 || fail "ibv_rc_pingpong client failed: $(tail -n 2 "$w/pp-cli.log")"
 wait "$srv" || fail "ibv_rc_pingpong server failed"
@@ -122,7 +123,7 @@ echo "== 5. busy: another process holds a QP on rxe0"
 set_mark
 timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -p 18600 > "$w/busy.log" 2>&1 &
 holder=$!
-sleep 1.5
+for _ in $(seq 1 300); do ss -ltn 2>/dev/null | grep -q ":18600 " && break; sleep 0.1; done
 rdma resource show qp link rxe0/1 2>/dev/null | grep -v "pid 0 " | head -n 3
 kill -USR1 "$agent"
 wait_log "rxe0/1: due (calibration asked for) but not now: busy" 30 || fail "a busy rxe0 was not deferred as busy"
