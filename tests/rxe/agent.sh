@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# rxe tier for `rtune agent` in one guest (docs/agent.md), budgets kept small (5 s per calibration):
+# rxe tier for `rtune agent` in one guest (docs/agent.md), budgets kept small (10 s per calibration, 3 sizes, send/rc):
 #  1. the agent starts (config file, pin stored first), calibrates rxe0 within its budget, publishes the profile and
 #     librtune loads it, with the pinned signal_interval;
 #  2. ibv_rc_pingpong (client and server) run under the probe with RTUNE_PROBE_OUT in the spool -> imported, the
@@ -36,8 +36,8 @@ cat > "$w/agent.conf" <<CONF
 store = $db
 spool = $w/spool
 publish_profile = $prof
-budget = 5s
-calibrate_args = --quick --ops send,write --qp-type rc
+budget = 10s
+calibrate_args = --quick --ops send --qp-type rc --sizes 8,64,256
 busy_retry = 3s
 max_profile_age = 7d
 rescan = 10m
@@ -68,9 +68,9 @@ wait_log "published" 60 || fail "nothing published"
 t1=$(date +%s.%N)
 grep "rxe0/1: calibrat" "$log"
 cal_s=$(grep -o "rxe0/1: calibrated in [0-9.]*" "$log" | head -1 | awk '{print $4}')
-echo "figure: agent start -> rxe0 published: $(echo "$t1 - $t0" | bc) s (calibration ${cal_s:-?} s, budget 5 s)"
-# the engine keeps its budget; device set-up and the store are on top: allow 3 s of them under TCG
-awk -v c="${cal_s:-999}" 'BEGIN{exit !(c <= 8)}' || fail "calibration took ${cal_s:-?} s for a budget of 5 s"
+echo "figure: agent start -> rxe0 published: $(echo "$t1 - $t0" | bc) s (calibration ${cal_s:-?} s, budget 10 s)"
+# the engine keeps its budget for measuring; device set-up, the store and the tuning come on top (seconds under TCG)
+awk -v c="${cal_s:-999}" 'BEGIN{exit !(c <= 20)}' || fail "calibration took ${cal_s:-?} s for a budget of 10 s"
 check "$prof" rxe0 1 send rc signal_interval=7 || fail "librtune does not load the published profile with the pin"
 RTUNE_PROFILE=$prof python3 -c "
 import ctypes; L=ctypes.CDLL('$lib'); p=ctypes.c_void_p(); e=ctypes.create_string_buffer(4096)
