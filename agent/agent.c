@@ -47,6 +47,7 @@ struct port_state {
 	int64_t retry_at; /* busy / quiet / failed: not before this (realtime s), 0 = whenever due */
 	bool busy_logged; /* the busy line was told for the current wait */
 	bool demand;	  /* asked for on demand but deferred (busy): still on demand at the retry */
+	unsigned failed;  /* calibrations or tunings failed in a row: the retry backs off (busy_retry * 2^failed) */
 };
 
 struct agent {
@@ -565,6 +566,7 @@ static void pass(struct agent *ag, bool on_demand)
 	size_t n_prof = 0, n_stored = 0;
 	int n_devs = 0, calibrated = 0, retuned = 0;
 
+	rt_agent_log(RT_LOG_DEBUG, "pass%s", on_demand ? " (on demand)" : "");
 	ag->next_pass_at = 0;
 	schedule(ag, now_s() + ag->cfg.rescan_s);
 	if (rt_store_open(ag->store_path[0] ? ag->store_path : NULL, &st, &err)) {
@@ -658,12 +660,20 @@ static void pass(struct agent *ag, bool on_demand)
 
 				snprintf(both, sizeof(both), "%s; %s", why, gate_why);
 				if (calibrate_port(ag, d->name, port, both)) {
+					int64_t wait = (int64_t)ag->cfg.busy_retry_s
+						       << (ps->failed < 6 ? ps->failed : 6);
+
 					ag->failures++;
-					ps->retry_at = now_s() + ag->cfg.busy_retry_s;
+					ps->failed++;
+					ps->retry_at = now_s() + wait;
+					rt_agent_log(RT_LOG_WARNING,
+						     "%s/%d: %u failure%s in a row: next attempt in %lld s", d->name,
+						     port, ps->failed, ps->failed == 1 ? "" : "s", (long long)wait);
 					schedule(ag, ps->retry_at);
 				} else {
 					calibrated++;
 					ps->retry_at = 0;
+					ps->failed = 0;
 					ps->demand = false;
 				}
 			}
@@ -832,7 +842,7 @@ int rt_agent_run(const struct rt_agent_opts *o)
 		    ((pfd[2].revents & POLLIN) && rt_agent_events_drain(ag->rfd, 0))) {
 			/* let the device settle (GIDs, netdev attach) before looking */
 			rt_agent_log(RT_LOG_DEBUG, "device or link event: rescan in 1 s");
-			ag->next_pass_at = now_s() + 1;
+			schedule(ag, now_s() + 1); /* never later: a stream of events must not postpone the pass */
 		}
 		if (pfd[3].revents & POLLIN) {
 			char buf[4096];

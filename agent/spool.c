@@ -110,7 +110,9 @@ int rt_agent_spool_import(struct rt_store *st, const char *dir, int64_t now_s, s
 		if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
 			continue;
 		/* the probe rewrites its file in place until its process exits */
-		if ((kill((pid_t)pid, 0) == 0 || errno == EPERM) || sb.st_mtime > now_s - 2) {
+		/* ... and a file modified in the last 2 s may be a recycled pid's (a clock far off: not "recent") */
+		if ((kill((pid_t)pid, 0) == 0 || errno == EPERM) ||
+		    (sb.st_mtime > now_s - 2 && sb.st_mtime <= now_s + 1)) {
 			res->pending++;
 			continue;
 		}
