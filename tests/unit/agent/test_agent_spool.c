@@ -78,8 +78,8 @@ static void test_import(void **state)
 	snprintf(p_other, sizeof(p_other), "%s/notes.json", dir);
 	snprintf(doc, sizeof(doc), probe_doc, gone);
 	write_file(p_done, doc, old);
-	write_file(p_live, doc, old);		 /* its writer (this process) is alive */
-	write_file(p_new, doc, time(NULL) + 10); /* modified "now": may still be written */
+	write_file(p_live, doc, old);	    /* its writer (this process) is alive */
+	write_file(p_new, doc, time(NULL)); /* modified just now: may be a recycled pid's, still written */
 	write_file(p_bad, "{\"schema\": {\"name\": \"rtune-probe\", \"version\": \"1.0\"}, \"qps\": [{", old);
 	write_file(p_other, "not a probe file", old);
 	assert_int_equal(rt_store_open(db, &st, &err), 0);
