@@ -26,9 +26,10 @@ mkdir -p "$w/spool" "$w/pub"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # on every exit: the agent's log (what a failure needs)
-trap 'echo "--- agent log"; cat "$log" 2>/dev/null | tail -n 80' EXIT
+trap 'echo "--- agent log"; cat "$log" 2>/dev/null | tail -n 80; cp "$log" "$w/agent.log" 2>/dev/null' EXIT
 check() { python3 "$src/tests/rxe/agent_check.py" "$lib" "$@"; }
-log=$w/agent.log
+# the log on the guest's tmpfs: the agent and its children append to it, which 9p does not keep atomic (lines lost)
+log=/tmp/rtune-agent-test.log
 db=$w/s.db
 prof=$w/pub/profile.json
 cat > "$w/agent.conf" <<CONF
