@@ -31,6 +31,9 @@ int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_pin(int argc, char **argv);
+int cmd_unpin(int argc, char **argv);
 
 /* Prints "rtune: <message>\n" on stderr. */
 void rt_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -8,6 +8,7 @@
  * SEND/RDMA WRITE WRs).
  */
 #include "cli.h"
+#include "spool.h"
 #include "rt_out.h"
 #include "rt_probe_reader.h"
 #include "rt_store.h"
@@ -202,36 +203,12 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
 		return RT_EXIT_FAIL;
 	}
 	rt_store_local_node(&node);
-	for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
-		for (int op = 0; op < RT_OP__COUNT; op++) {
-			struct rt_store_histogram h = { 0 };
-			struct rt_probe_op_summary o;
-			struct rt_probe_class_queue q;
-
-			if (!rt_probe_summary_class_queue(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &q))
-				continue;
-			snprintf(h.app, sizeof(h.app), "%s", app);
-			h.op = (enum rt_opcode)op;
-			h.qpt = (enum rt_qp_type)qpt;
-			h.messages = o.wrs;
-			h.bytes = o.bytes;
-			h.inline_count = o.inline_wrs;
-			h.signaled_count = o.signaled_wrs;
-			h.sq_full_enomem = q.sq_full;
-			memcpy(h.buckets, o.hist, sizeof(h.buckets));
-			memcpy(h.bucket_max, o.hist_max, sizeof(h.bucket_max));
-			h.post_calls = q.post_calls;
-			memcpy(h.batch, q.batch, sizeof(h.batch));
-			memcpy(h.batch_max, q.batch_max, sizeof(h.batch_max));
-			h.max_send_wr = q.max_send_wr;
-			ret = rt_store_put_histogram(st, &node, &h, &err);
-			if (ret) {
-				rt_cli_error("%s", err.text);
-				rt_store_close(st);
-				return RT_EXIT_FAIL;
-			}
-			stored++;
-		}
+	ret = rt_agent_store_probe_summary(st, &node, app, sum, &stored, &err);
+	if (ret) {
+		rt_cli_error("%s", err.text);
+		rt_store_close(st);
+		return RT_EXIT_FAIL;
+	}
 	if (stored)
 		fprintf(stderr,
 			"rtune probe: stored %d histogram%s of '%s' in '%s' (SEND and RDMA WRITE on RC and UD QPs)\n",

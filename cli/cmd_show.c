@@ -152,6 +152,59 @@ static json_t *all_reasons_json(const struct rt_store_reason *all, size_t n_all)
 	return a;
 }
 
+/* True when pin p is of device (NULL: any). */
+static bool pin_wanted(const struct rt_store_pin *p, const char *device)
+{
+	return !device || !strcmp(device, p->device);
+}
+
+/* The operator's pins (`rtune pin`): the agent publishes them instead of the measured values. */
+static void print_pins(struct rt_store *st, const char *device)
+{
+	struct rt_store_pin *v = NULL;
+	size_t n = 0, shown = 0;
+
+	if (rt_store_pin_list(st, &v, &n, NULL))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!pin_wanted(&v[i], device))
+			continue;
+		if (!shown++)
+			printf("pins (rtune pin; published by rtune agent instead of the measured values):\n");
+		printf("  %s port %d %s/%s", v[i].device, v[i].port, rt_profile_opcode_name(v[i].opcode),
+		       rt_profile_qp_type_name(v[i].qp_type));
+		if (v[i].inline_threshold >= 0)
+			printf("  inline_threshold=%lld", (long long)v[i].inline_threshold);
+		if (v[i].signal_interval >= 0)
+			printf("  signal_interval=%lld", (long long)v[i].signal_interval);
+		putchar('\n');
+	}
+	free(v);
+}
+
+static json_t *pins_json(struct rt_store *st, const char *device)
+{
+	struct rt_store_pin *v = NULL;
+	json_t *a = json_array();
+	size_t n = 0;
+
+	if (rt_store_pin_list(st, &v, &n, NULL))
+		return a;
+	for (size_t i = 0; a && i < n; i++) {
+		if (!pin_wanted(&v[i], device))
+			continue;
+		json_array_append_new(
+			a, json_pack("{s:s, s:i, s:s, s:s, s:o, s:o}", "device", v[i].device, "port", v[i].port,
+				     "opcode", rt_profile_opcode_name(v[i].opcode), "qp_type",
+				     rt_profile_qp_type_name(v[i].qp_type), "inline_threshold",
+				     v[i].inline_threshold >= 0 ? json_integer(v[i].inline_threshold) : json_null(),
+				     "signal_interval",
+				     v[i].signal_interval >= 0 ? json_integer(v[i].signal_interval) : json_null()));
+	}
+	free(v);
+	return a;
+}
+
 int cmd_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -198,6 +251,9 @@ int cmd_show(int argc, char **argv)
 		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.0",
 					"node", rt_store_node_json(&node, sig), "entries");
 		json_t *arr = json_object_get(doc, "entries");
+
+		if (doc)
+			json_object_set_new(doc, "pins", pins_json(st, device));
 
 		for (size_t i = 0; doc && i < n; i++) {
 			json_t *e = rt_store_entry_json(&v[i]);
@@ -247,6 +303,10 @@ int cmd_show(int argc, char **argv)
 				       v[i].run_id);
 			}
 		}
+	}
+	if (!json) {
+		putchar('\n');
+		print_pins(st, device);
 	}
 	rc = RT_EXIT_OK;
 out:

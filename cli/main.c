@@ -26,6 +26,9 @@ static const struct rt_cmd commands[] = {
 	{ "probe", cmd_probe, "run an application under the probe and store what it sends" },
 	{ "report", cmd_report,
 	  "fleet report: group nodes by hardware, outliers with causes, drift (text/json/csv/html)" },
+	{ "agent", cmd_agent, "the node service: calibrate when due and idle, learn from the probe, publish" },
+	{ "pin", cmd_pin, "fix a device's inline threshold or signaling interval (the agent never overrides it)" },
+	{ "unpin", cmd_unpin, "remove a pin" },
 };
 
 static void print_help(FILE *f)

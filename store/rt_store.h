@@ -310,6 +310,48 @@ int rt_store_profile_changes(struct rt_store *st, const char *device, struct rt_
 /* Validates one entry (ranges, names, consistency); 0 or EINVAL with the field named in err. */
 int rt_profile_entry_validate(const struct rt_profile_entry *e, struct rt_error *err);
 
+/* ---- operator pins (`rtune pin`) and the agent's publications ------------------------------------------------ */
+
+/* A value the operator fixed for one device/port/opcode/QP type: `rtune agent` publishes it whatever it measures. */
+struct rt_store_pin {
+	char device[64];
+	int port;
+	enum rt_profile_opcode opcode;
+	enum rt_profile_qp_type qp_type;
+	int64_t inline_threshold; /* bytes, -1 = not pinned */
+	int64_t signal_interval;  /* >= 1, -1 = not pinned */
+	int64_t created_ns;	  /* set by rt_store_pin_set() */
+};
+/* Stores p in one transaction: a pinned field (not -1) replaces that field of an existing pin of the same key, -1
+ * keeps it. EINVAL (with the field named) for a threshold outside 0..65536, an interval outside 1..65536, a port outside
+ * 1..255, no device or nothing pinned; nothing stored then. */
+int rt_store_pin_set(struct rt_store *st, const struct rt_store_pin *p, struct rt_error *err);
+/* Removes pins of device (port 0 = every port; all_ops: every opcode/QP type, else only op/qpt); what: 'i' the
+ * inline threshold, 's' the signal interval, 'b' both (a pin left with neither is deleted). *removed (may be NULL):
+ * pins changed. ENOENT (with err) when none matched; nothing changed then. */
+int rt_store_pin_clear(struct rt_store *st, const char *device, int port, bool all_ops, enum rt_profile_opcode op,
+		       enum rt_profile_qp_type qpt, char what, size_t *removed, struct rt_error *err);
+/* Every pin, by device, port, opcode, QP type: *out malloc'd (free()), *n may be 0. */
+int rt_store_pin_list(struct rt_store *st, struct rt_store_pin **out, size_t *n, struct rt_error *err);
+
+/* One change `rtune agent` published (or, dry_run, would have). */
+struct rt_store_publication {
+	int64_t at_ns;
+	char device[64];
+	int port;
+	enum rt_profile_opcode opcode;
+	enum rt_profile_qp_type qp_type;
+	char app[64];
+	uint32_t inline_threshold, signal_interval;
+	char change[20];  /* "first", "hardware_changed", "aged", "app_histogram", "on_demand", "pinned", ... */
+	char reason[256]; /* one line */
+	bool dry_run;
+};
+/* Appends n publications in one transaction (at_ns 0 = now). 0 or an errno + err; nothing stored on failure. */
+int rt_store_publication_add(struct rt_store *st, const struct rt_store_publication *p, size_t n, struct rt_error *err);
+/* Every publication, oldest first: *out malloc'd (free()), *n may be 0. */
+int rt_store_publication_list(struct rt_store *st, struct rt_store_publication **out, size_t *n, struct rt_error *err);
+
 /* ---- JSON profile v1, env and prometheus exports, import ---------------------------------------------------------- */
 
 enum rt_export_format { RT_EXPORT_JSON, RT_EXPORT_ENV, RT_EXPORT_PROMETHEUS };
@@ -323,6 +365,12 @@ int rt_export_format_parse(const char *s, enum rt_export_format *out);
  */
 int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_format fmt, const char *path,
 		    const char *profile_path, struct rt_error *err);
+
+/* The JSON profile document (as `rtune export --format json` writes it) of the entries v[0..n) of node (signature
+ * hw_sig): *text malloc'd (free()), NUL-terminated, *len its length. 0 or ENOMEM + err. */
+int rt_store_profile_document(struct rt_store *st, const struct rt_node_info *node, const char *hw_sig,
+			      const struct rt_profile_entry *v, size_t n, char **text, size_t *len,
+			      struct rt_error *err);
 
 /*
  * Imports one JSON profile document (validated like librtune does) as the profiles of the node it names. Idempotent:

@@ -114,8 +114,16 @@ static const char migrate_v6[] = "ALTER TABLE profiles ADD COLUMN inline_confide
 				 "ALTER TABLE profiles ADD COLUMN signal_verdict TEXT;"
 				 "ALTER TABLE profiles ADD COLUMN hysteresis TEXT;";
 
-/* v6 -> v7: another branch's migration (issue 16 numbering); a no-op here until it is merged in. */
-static const char migrate_v7[] = "SELECT 1;";
+/* v6 -> v7: operator pins (`rtune pin`: a value no tuning or agent replaces; NULL = that decision not pinned) and the
+ * agent's publications (every change `rtune agent` published, with its reason). */
+static const char migrate_v7[] =
+	"CREATE TABLE pins (device TEXT NOT NULL, port INTEGER NOT NULL, opcode TEXT NOT NULL,"
+	" qp_type TEXT NOT NULL, inline_threshold INTEGER, signal_interval INTEGER,"
+	" created_ns INTEGER NOT NULL, PRIMARY KEY (device, port, opcode, qp_type));"
+	"CREATE TABLE agent_publications (id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL,"
+	" device TEXT NOT NULL, port INTEGER NOT NULL, opcode TEXT NOT NULL, qp_type TEXT NOT NULL,"
+	" app TEXT NOT NULL, inline_threshold INTEGER NOT NULL, signal_interval INTEGER NOT NULL,"
+	" change TEXT NOT NULL, reason TEXT NOT NULL, dry_run INTEGER NOT NULL);";
 
 /* v7 -> v8: the rate sweep's load bands other than the small-message one (large messages, post lists), beside
  * rate_points so that every reader of the sweep keeps reading the small band only, and the signaling interval chosen

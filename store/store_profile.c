@@ -1130,6 +1130,29 @@ out:
 	return rc;
 }
 
+int rt_store_profile_document(struct rt_store *st, const struct rt_node_info *node, const char *hw_sig,
+			      const struct rt_profile_entry *v, size_t n, char **text_out, size_t *len_out,
+			      struct rt_error *err)
+{
+	json_t *doc = document(st, node, hw_sig, v, n);
+	char *text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+	size_t len = text ? strlen(text) : 0;
+	char *nl = text ? realloc(text, len + 2) : NULL;
+
+	json_decref(doc);
+	*text_out = NULL;
+	*len_out = 0;
+	if (!nl) {
+		free(text);
+		return rt_error_set(err, ENOMEM, "cannot build the profile document: out of memory");
+	}
+	nl[len] = '\n';
+	nl[len + 1] = '\0';
+	*text_out = nl;
+	*len_out = len + 1;
+	return 0;
+}
+
 /* ---- import ------------------------------------------------------------------------------------------------------ */
 
 /* What a document's "hardware" object says about one device: the fields the store keeps for an imported node. */

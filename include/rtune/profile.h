@@ -41,6 +41,9 @@ extern "C" {
 
 #define RT_PROFILE_MAX_REASONS 8
 
+/* The node's profile where `rtune agent` publishes it and rt_profile_load_env() looks when $RTUNE_PROFILE is unset. */
+#define RT_PROFILE_DEFAULT_PATH "/var/lib/rtune/profile.json"
+
 /* Same values and names ("send"/"write", "rc"/"ud", "low"/"medium"/"high") as the JSON document uses. */
 enum rt_profile_opcode { RT_PROFILE_OP_SEND = 0, RT_PROFILE_OP_WRITE = 1 };
 enum rt_profile_qp_type { RT_PROFILE_QPT_RC = 0, RT_PROFILE_QPT_UD = 1 };
@@ -113,8 +116,9 @@ struct rt_profile;
  */
 int rt_profile_load(const char *path, struct rt_profile **out, struct rt_error *err);
 
-/* As rt_profile_load() on the file named by $RTUNE_PROFILE; ENOENT (and err) when the variable is unset or empty,
- * and always in a set-user-ID/set-group-ID program (secure_getenv). */
+/* As rt_profile_load() on the file named by $RTUNE_PROFILE, or, when the variable is unset or empty (and always in a
+ * set-user-ID/set-group-ID program: secure_getenv), on RT_PROFILE_DEFAULT_PATH; ENOENT (and err) when that is
+ * absent too. */
 int rt_profile_load_env(struct rt_profile **out, struct rt_error *err);
 
 /* As rt_profile_load() on a document in memory (len bytes, need not be NUL-terminated). */

@@ -750,8 +750,13 @@ int rt_profile_load_env(struct rt_profile **out, struct rt_error *err)
 	if (!out)
 		return rt_error_set(err, EINVAL, "profile: no output pointer");
 	*out = NULL;
-	if (!path || !*path)
-		return rt_error_set(err, ENOENT, "RTUNE_PROFILE is not set");
+	if (!path || !*path) {
+		/* the well-known path `rtune agent` publishes to: fixed, so no caller can steer it */
+		if (access(RT_PROFILE_DEFAULT_PATH, F_OK) != 0)
+			return rt_error_set(err, ENOENT, "RTUNE_PROFILE is not set and there is no profile at '%s'",
+					    RT_PROFILE_DEFAULT_PATH);
+		path = RT_PROFILE_DEFAULT_PATH;
+	}
 	return rt_profile_load(path, out, err);
 }
 

@@ -147,7 +147,9 @@ static void test_load_env_and_bad_paths(void **state)
 	(void)state;
 	unsetenv("RTUNE_PROFILE");
 	assert_int_equal(rt_profile_load_env(&p, &err), ENOENT);
-	assert_string_equal(err.text, "RTUNE_PROFILE is not set");
+	if (access(RT_PROFILE_DEFAULT_PATH, F_OK) != 0) /* no agent-published profile on this machine */
+		assert_string_equal(
+			err.text, "RTUNE_PROFILE is not set and there is no profile at '" RT_PROFILE_DEFAULT_PATH "'");
 	setenv("RTUNE_PROFILE", CORPUS_DIR "/valid.json", 1);
 	assert_int_equal(rt_profile_load_env(&p, &err), 0);
 	assert_int_equal(rt_profile_entry_count(p), 2);
