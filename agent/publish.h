@@ -26,15 +26,15 @@
  * Paths are absolute (the config parser refuses relative ones).
  */
 struct rt_agent_publish_targets {
-	char profile[RT_AGENT_PATH_LEN];      /* JSON profile (RT_PROFILE_DEFAULT_PATH unless configured) */
+	char profile[RT_AGENT_PATH_LEN];       /* JSON profile (RT_PROFILE_DEFAULT_PATH unless configured) */
 	char prom_textfile[RT_AGENT_PATH_LEN]; /* node_exporter textfile, e.g. .../textfile_collector/rtune.prom */
 	char nfd_features[RT_AGENT_PATH_LEN];  /* NFD feature file, e.g. /etc/kubernetes/node-feature-discovery/
 						* features.d/rtune */
 	char ucx_conf[RT_AGENT_PATH_LEN];      /* file holding rtune's ucx.conf section (UCX reads /etc/ucx/ucx.conf) */
 	char libfabric_env[RT_AGENT_PATH_LEN]; /* env file for libfabric's verbs provider (FI_VERBS_*) */
 	char nccl_env[RT_AGENT_PATH_LEN];      /* env file for NCCL (NCCL_*) */
-	uint32_t nfd_expiry_s;		       /* NFD feature expiry, seconds after generated_at (0 = target's default) */
-	bool dry_run; /* log what would be written, write nothing (every target honours it) */
+	uint32_t nfd_expiry_s; /* NFD feature expiry, seconds after generated_at (0 = target's default) */
+	bool dry_run;	       /* log what would be written, write nothing (every target honours it) */
 };
 
 /* The outcome of the last calibration of a device/port the agent ran (or found in the store). */
