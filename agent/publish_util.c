@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Helpers shared by the publishing targets: the atomic write with dry-run, the entry a process-wide stack setting
- * comes from, whether a decision is fit to configure a stack with, the host's DMI product name, and the names of the
- * calibration results (declared in agent/publish.h).
+ * comes from, whether a decision is fit to configure a stack with, the host's DMI product name, and (weak) the names
+ * of the calibration results the agent defines.
  */
 #include "publish_util.h"
 
@@ -13,7 +13,11 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *rt_agent_cal_result_name(enum rt_agent_cal_result r)
+/*
+ * The agent defines rt_agent_cal_result_name() (agent/publish.c); this weak copy lets rtune_publish and its tests link
+ * without the agent. The agent's strong definition wins wherever both are linked.
+ */
+__attribute__((weak)) const char *rt_agent_cal_result_name(enum rt_agent_cal_result r)
 {
 	switch (r) {
 	case RT_AGENT_CAL_NONE: return "none";
