@@ -17,9 +17,10 @@ for f in lib/systemd/system/rtune-agent.service lib/udev/rules.d/90-rtune-agent.
 done
 [ -f "$tmp$conf" ] || { echo "not installed: $conf"; exit 1; }
 [ -x "$tmp$bindir/rtune" ] || { echo "not installed: $bindir/rtune"; exit 1; }
-grep -qx "ExecStart=$bindir/rtune agent --config $conf" "$root/lib/systemd/system/rtune-agent.service" ||
-  { echo "unit's ExecStart is not the installed binary and config:"; grep ExecStart "$root/lib/systemd/system/rtune-agent.service"; exit 1; }
-if grep -qE '@[A-Z_]+@' "$root/lib/systemd/system/rtune-agent.service"; then echo "unconfigured @VAR@ left in the unit"; exit 1; fi
+unit=$root/lib/systemd/system/rtune-agent.service
+grep -qx "ExecStart=$bindir/rtune agent --config $conf" "$unit" ||
+  { echo "unit's ExecStart is not the installed binary and config: $(grep ExecStart "$unit")"; exit 1; }
+if grep -qE '@[A-Z_]+@' "$unit"; then echo "unconfigured @VAR@ left in the unit"; exit 1; fi
 grep -q 'SYSTEMD_WANTS}+="rtune-agent.service"' "$root/lib/udev/rules.d/90-rtune-agent.rules"
 echo "# edited by the operator" >> "$tmp$conf"
 DESTDIR=$tmp cmake --install "$build" > /dev/null
