@@ -10,6 +10,7 @@
  */
 #include "publish_util.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,10 +225,17 @@ int rt_agent_publish_prom(const struct rt_agent_publication *pub, const struct r
 			  struct rt_error *err)
 {
 	struct rt_buf b = { 0 };
+	size_t n;
 	int rc;
 
 	if (!t->prom_textfile[0])
 		return 0;
+	n = strlen(t->prom_textfile);
+	/* node_exporter's textfile collector reads only *.prom files (its temporary .X.tmp is ignored for that reason) */
+	if (n < 5 || strcmp(t->prom_textfile + n - 5, ".prom"))
+		return rt_error_set(err, EINVAL,
+				    "cannot write '%s': node_exporter's textfile collector reads only *.prom",
+				    t->prom_textfile);
 	rt_publish_prom_render(pub, &b);
 	rc = rt_publish_write(t->prom_textfile, &b, t->dry_run, err);
 	free(b.p);

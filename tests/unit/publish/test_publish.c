@@ -602,6 +602,13 @@ static void test_write_refused(void **state)
 	(void)state;
 	pub_fixture_init(&f);
 	targets(&t);
+	/* node_exporter would never read it */
+	snprintf(path, sizeof(path), "%s/rtune.txt", dir);
+	snprintf(t.prom_textfile, sizeof(t.prom_textfile), "%s", path);
+	assert_int_equal(rt_agent_publish_prom(&f.pub, &t, &err), EINVAL);
+	assert_non_null(strstr(err.text, "*.prom"));
+	assert_int_equal(stat(path, &st), -1);
+	targets(&t);
 	assert_int_equal(mkdir(t.prom_textfile, 0755), 0);
 	assert_int_not_equal(rt_agent_publish_prom(&f.pub, &t, &err), 0);
 	assert_non_null(strstr(err.text, t.prom_textfile));
