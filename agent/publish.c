@@ -2,13 +2,12 @@
 /*
  * The publication dispatcher: calls every enabled target (a non-empty path in the configuration) in a fixed order,
  * logs each failure as one line and goes on with the others. The Prometheus, NFD and stacks targets are built from
- * publish_prom.c, publish_nfd.c and publish_stacks.c; until those are linked in, weak definitions below return ENOSYS.
+ * publish_prom.c, publish_nfd.c and publish_stacks.c (library rtune_publish, agent/publish/).
  */
 #include "agent_log.h"
 #include "config.h"
 #include "publish.h"
 
-#include <errno.h>
 #include <string.h>
 
 const char *rt_agent_cal_result_name(enum rt_agent_cal_result r)
@@ -17,22 +16,6 @@ const char *rt_agent_cal_result_name(enum rt_agent_cal_result r)
 
 	return (unsigned)r < sizeof(names) / sizeof(names[0]) ? names[r] : "unknown";
 }
-
-/*
- * TEMPORARY (remove at merge with the publish branch, which defines the real targets): weak stand-ins so this branch
- * links. Each refuses with ENOSYS, so an enabled target that is not built in fails loudly, never silently.
- */
-#define RT_AGENT_WEAK_TARGET(fn, what)                                                                                 \
-	__attribute__((weak)) int fn(const struct rt_agent_publication *pub, const struct rt_agent_publish_targets *t, \
-				     struct rt_error *err)                                                             \
-	{                                                                                                              \
-		(void)pub;                                                                                             \
-		(void)t;                                                                                               \
-		return rt_error_set(err, ENOSYS, "%s target not built into this rtune", what);                         \
-	}
-RT_AGENT_WEAK_TARGET(rt_agent_publish_prom, "prometheus")
-RT_AGENT_WEAK_TARGET(rt_agent_publish_nfd, "nfd")
-RT_AGENT_WEAK_TARGET(rt_agent_publish_stacks, "stacks")
 
 int rt_agent_publish_all(const struct rt_agent_publication *pub, const struct rt_agent_config *cfg,
 			 struct rt_error *err)
