@@ -198,7 +198,7 @@ static void test_pins_in_store(void **state)
 	snprintf(path, sizeof(path), "%s/s.db", dir);
 	snprintf(p.device, sizeof(p.device), "rxe0");
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
-	assert_int_equal(rt_store_schema_version(st), 7);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
 	assert_int_equal(rt_store_pin_set(st, &p, &err), 0);
 	p.inline_threshold = -1;
 	p.signal_interval = 16;
