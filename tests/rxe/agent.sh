@@ -22,7 +22,11 @@ src=${RTUNE_SRC_DIR:-$(pwd)}
 # in the build tree, so the agent's log survives a guest that times out
 w=$B/rxe-agent-test
 rm -rf "$w"
-mkdir -p "$w/spool" "$w/pub"
+# the spool on the guest's tmpfs too: inotify reports what this kernel writes, and the agent is woken by it; on the
+# 9p share the probe's files appeared without a wake-up (step 2 then waited for the next device event)
+spool=/tmp/rtune-agent-spool
+rm -rf "$spool"
+mkdir -p "$spool" "$w/pub"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # on every exit: the agent's log (what a failure needs)
@@ -35,7 +39,7 @@ prof=$w/pub/profile.json
 cat > "$w/agent.conf" <<CONF
 # rtune agent test configuration
 store = $db
-spool = $w/spool
+spool = $spool
 publish_profile = $prof
 budget = 10s
 calibrate_args = --quick --ops send --qp-type rc --sizes 8,64,256
@@ -81,17 +85,17 @@ grep -q "inline_threshold pinned\|signal_interval pinned" "$log" || grep -q "pub
 
 echo "== 2. the probe spool: ibv_rc_pingpong under the probe -> re-tuned for it"
 set_mark
-RTUNE_PROBE_OUT=$w/spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
+RTUNE_PROBE_OUT=$spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
 	> "$w/pp-srv.log" 2>&1 &
 srv=$!
 for _ in $(seq 1 300); do ss -ltn 2>/dev/null | grep -q ":18515 " && break; sleep 0.1; done
-RTUNE_PROBE_OUT=$w/spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
+RTUNE_PROBE_OUT=$spool/rtune-probe.%p.json LD_PRELOAD=$probe timeout 60 ibv_rc_pingpong -d rxe0 -g 1 -s 100 -n 500 \
 	"${RTUNE_VM_ADDR:-127.0.0.1}" > "$w/pp-cli.log" 2>&1 || fail "ibv_rc_pingpong client failed: $(tail -n 2 "$w/pp-cli.log")"
 wait "$srv" || fail "ibv_rc_pingpong server failed"
 wait_log "re-tuned for application 'ibv_rc_pingpong'" 60 || fail "no re-tune for ibv_rc_pingpong"
 wait_log "published" 30 || fail "not published after the re-tune"
 grep "spool:" "$log" | tail -n 3
-ls "$w/spool"/rtune-probe.*.json > /dev/null 2>&1 && fail "the spool still holds imported files: $(ls "$w/spool")"
+ls "$spool"/rtune-probe.*.json > /dev/null 2>&1 && fail "the spool still holds imported files: $(ls "$spool")"
 check "$prof" rxe0 1 send rc app=ibv_rc_pingpong signal_interval=7 || fail "rxe0 send/rc not re-tuned for the app"
 
 echo "== 3. a second device: rdma link add rxe1"
