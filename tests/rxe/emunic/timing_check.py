@@ -4,7 +4,8 @@
 # shim with every cost 0 and one with MODEL (KEY=VALUE arguments, the shim's environment), and per size / inline /
 # signaled compares the difference of the minimum post times with the modeled cost of that WR (emumodel.cost_ns):
 # within max(8 %, 2 us) after removing the median overshoot of a spin (under TCG ~1 us, the same for every WR,
-# held to 0..2 us itself; one of 16 timings was 1.8 us above the rest in a run on 2026-12-01). Minimums: a loaded host does not decide. Prints every line; exit 1 when any is off.
+# held to 0..2 us itself; one of 16 timings was 1.8 us above the rest in a run on 2026-12-01). Minimums: a loaded
+# host does not decide. Prints every line; exit 1 when any is off.
 # usage: timing_check.py ZERO.out MODEL.out EMUNIC_X=... ...
 import os
 import sys
