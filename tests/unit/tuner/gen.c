@@ -489,8 +489,9 @@ int corpus_run(uint64_t seed0, size_t n, const struct gen_opts *go, const struct
 			s->n_ok += n_hit;
 			/* GEN_SHOW_MISSES=1: one line per missed N, to see why */
 			if (!n_hit && getenv("GEN_SHOW_MISSES"))
-				fprintf(stderr, "miss seed %llu noise %d: true N %u t_cqe %.1f ns, got %s N %u t_cqe %.1f "
-						"[%.1f, %.1f] t_post %.1f\n",
+				fprintf(stderr,
+					"miss seed %llu noise %d: true N %u t_cqe %.1f ns, got %s N %u t_cqe %.1f "
+					"[%.1f, %.1f] t_post %.1f\n",
 					(unsigned long long)c.seed, (int)c.noise, c.true_n, c.true_t_cqe_ns,
 					res.d[0].signal_verdict == RT_SIGNAL_INDIFFERENT ? "indifferent" : "knee",
 					res.d[0].signal_interval, res.d[0].t_cqe_ns, res.d[0].t_cqe_lo_ns,

@@ -453,8 +453,12 @@ static void test_non_monotone_says_what_it_saw(void **state)
 	run_init(r, 77, 512);
 	for (uint32_t s = 1; s <= 512; s *= 2)
 		for (int inl = 0; inl < 2; inl++)
-			add_point(r, s, inl, 100000 + (inl ? (s == 2 ? 0 : s <= 64 ? -3000 : 3000.0 + 40 * s) : 0), 0.02,
-				  1);
+			add_point(r, s, inl,
+				  100000 + (inl ? (s == 2    ? 0
+						   : s <= 64 ? -3000
+							     : 3000.0 + 40 * s)
+						: 0),
+				  0.02, 1);
 	d = tune(r, &res);
 	for (size_t i = 0; i < d->n_reasons; i++)
 		if (!strcmp(rt_reason_code_name(d->reasons[i].code), "non_monotone"))
