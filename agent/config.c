@@ -123,8 +123,9 @@ static int parse_bool(const char *s, bool *out)
 static int split_words(char *s, char **w, int max)
 {
 	int n = 0;
+	char *save = NULL;
 
-	for (char *t = strtok(s, " \t"); t; t = strtok(NULL, " \t")) {
+	for (char *t = strtok_r(s, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
 		if (n == max)
 			return -1;
 		w[n++] = t;

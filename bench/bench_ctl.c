@@ -74,8 +74,8 @@ int main(void)
 			}
 			qsort(at, SEEDS, sizeof(at[0]), cmp_u64);
 			printf("%-40s %6u %10llu %10llu %7u/%u %8.3f%%\n", models[m].name, starts[s],
-			       (unsigned long long)at[SEEDS / 2], (unsigned long long)at[SEEDS - 1], fails, SEEDS,
-			       100.0 * (double)sampled / ((double)MAX_MSGS * SEEDS));
+			       (unsigned long long)at[SEEDS / 2], (unsigned long long)at[SEEDS - 1], (unsigned)fails,
+			       (unsigned)SEEDS, 100.0 * (double)sampled / ((double)MAX_MSGS * SEEDS));
 		}
 	}
 	/* the common path: sizes outside the watched bands (the controller parked at 192 B) */

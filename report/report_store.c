@@ -111,7 +111,7 @@ static void from_run(const struct rt_run *run, struct rp_entry *e, bool with_cur
 	enum rt_lat_kind kind;
 	uint32_t min_rate_bytes = UINT32_MAX;
 	bool rate_inl = false;
-	struct rt_profile_entry pe; /* only the fields rt_store_measure_entry reads are set */
+	struct rt_profile_entry pe = { 0 }; /* only the fields rt_store_measure_entry reads are set */
 
 	e->cal_cpu_numa = (int16_t)run->env.cpu_numa_node;
 	e->cal_local = run->env.numa_local ? 1 : 0;
