@@ -595,14 +595,22 @@ static int own_address(struct cal *c, struct rt_error *err)
 	for (int k = 0; p && k <= p->gid_count; k++) {
 		/* the default GID first (the pick), then the table in order */
 		int i = k - 1;
-		unsigned x, y;
+		unsigned long x = 0, y = 0;
+		char *end = NULL;
 
 		for (int j = 0; k == 0 && j < p->gid_count; j++)
 			if (p->gids[j].index == p->gid_pick)
 				i = j;
-		if (i >= 0 && strncmp(p->gids[i].gid, "0000:0000:0000:0000:0000:ffff:", 30) == 0 &&
-		    sscanf(p->gids[i].gid + 30, "%4x:%4x", &x, &y) == 2) {
-			snprintf(c->cm_addr, sizeof(c->cm_addr), "%u.%u.%u.%u", x >> 8, x & 255, y >> 8, y & 255);
+		if (i >= 0 && strncmp(p->gids[i].gid, "0000:0000:0000:0000:0000:ffff:", 30) == 0) {
+			/* the IPv4-mapped tail "c0a8:0001" */
+			x = strtoul(p->gids[i].gid + 30, &end, 16);
+			if (end == p->gids[i].gid + 34 && *end == ':')
+				y = strtoul(end + 1, &end, 16);
+			else
+				end = NULL;
+		}
+		if (end && *end == '\0' && x <= 0xffff && y <= 0xffff) {
+			snprintf(c->cm_addr, sizeof(c->cm_addr), "%lu.%lu.%lu.%lu", x >> 8, x & 255, y >> 8, y & 255);
 			return 0;
 		}
 	}

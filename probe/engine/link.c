@@ -598,7 +598,7 @@ int rt_resp_step(struct rt_resp *r, struct rt_error *err)
 		if (rc)
 			return rc;
 	}
-	rc = resp_reap(ep, false, err);
+	rc = ep->qp ? resp_reap(ep, false, err) : 0; /* no RC QP (EFA-like): nothing posted there */
 	if (!rc && ep->ud_qp)
 		rc = resp_reap(ep, true, err);
 	return rc;

@@ -159,7 +159,7 @@ static void test_flat_device_does_not_drift(void **state)
 		rt_simdev_drive(c, &d, CONVERGE_BUDGET, 4096, 200, &r);
 		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
 		printf("flat seed %llu: final %u B, %llu moves, parked %d\n", (unsigned long long)seed, r.final_bytes,
-		       (unsigned long long)(st.moves_up + st.moves_down), st.parked);
+		       (unsigned long long)st.moves_up + (unsigned long long)st.moves_down, st.parked);
 		assert_int_equal(r.final_bytes, 200);
 		assert_true(st.parked);
 		rt_inline_ctl_free(c);

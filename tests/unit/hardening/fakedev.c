@@ -756,10 +756,11 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	pthread_mutex_lock(&fk_lock);
 	if (fk_fail(V_MODIFY_QP)) {
 		rc = errno;
-	} else if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= fk_pkeys) {
-		rc = EINVAL; /* as a provider refuses an index past the P_Key table */
-	} else if (fk_iwarp && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR && qp->qp_type == IBV_QPT_RC) {
-		rc = EINVAL; /* iWARP: the connection (and RTR/RTS) is the iWARP CM's */
+	} else if (((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= fk_pkeys) ||
+		   (fk_iwarp && (mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR && qp->qp_type == IBV_QPT_RC)) {
+		/* an index past the P_Key table, as a provider refuses it; or iWARP, whose connection (and RTR/RTS) is the
+		   iWARP CM's */
+		rc = EINVAL;
 	} else if (mask & IBV_QP_STATE) {
 		if (fk_qp_log)
 			fprintf(fk_qp_log, "modify_qp qp %u %s state %d pkey_index %d sl %d global %d tclass %d\n",
@@ -1248,6 +1249,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	child->verbs = fk_cm_listener->verbs;
 	child->port_num = 1;
 	child->context = id; /* the connecting id, joined at accept */
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the event queue owns child until rdma_accept/rdma_destroy_id */
 	fk_cm_queue(child, fk_cm_listener, RDMA_CM_EVENT_CONNECT_REQUEST);
 	return 0;
 }

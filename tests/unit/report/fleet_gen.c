@@ -264,7 +264,7 @@ int fg_build(const struct fg_opts *o, struct fg_node **out, size_t *n)
 					t = FG_T_REMOTE_LAT;
 				else if ((slot -= o->remote_lat_nodes) < o->stale_ordinary)
 					t = FG_T_STALE;
-				else if ((slot -= o->stale_ordinary) < o->missing_device &&
+				else if (slot - o->stale_ordinary < o->missing_device &&
 					 (o->mixed_shape ? g % 4 == 3 : o->devices == 2))
 					t = FG_T_MISSING_DEV;
 			}

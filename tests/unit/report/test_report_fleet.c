@@ -567,7 +567,8 @@ static void test_realistic_shape_and_fleet_store(void **state)
 		assert_non_null(strstr(v[i].json, "\n  \"entries\": [\n"));
 		bytes += v[i].len;
 	}
-	assert_true(bytes / n > 4500 && bytes / n < 9000);
+	assert_true(n > 0);
+	assert_true(n > 0 && bytes / n > 4500 && bytes / n < 9000);
 	rf = report_of(v, n);
 	/* import once into a fleet store (the bulk read path: >= 256 nodes), report from it */
 	assert_non_null(mkdtemp(d));
@@ -590,6 +591,8 @@ static void test_realistic_shape_and_fleet_store(void **state)
 			if (!strcmp(rs->groups[gj].id, rf->groups[gi].id))
 				b = &rs->groups[gj].slots[0];
 		assert_non_null(b);
+		if (!b)
+			return;
 		assert_int_equal(b->st[RP_M_LAT].n, a->st[RP_M_LAT].n);
 		assert_true(fabs(b->st[RP_M_LAT].median - a->st[RP_M_LAT].median) < 0.01);
 		assert_true(fabs(b->st[RP_M_MOPS].median - a->st[RP_M_MOPS].median) < 1e-3);
