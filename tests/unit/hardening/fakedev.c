@@ -1249,8 +1249,8 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	child->verbs = fk_cm_listener->verbs;
 	child->port_num = 1;
 	child->context = id; /* the connecting id, joined at accept */
-	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the event queue owns child until rdma_accept/rdma_destroy_id */
 	fk_cm_queue(child, fk_cm_listener, RDMA_CM_EVENT_CONNECT_REQUEST);
+	/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): the event queue owns child until rdma_accept/rdma_destroy_id */
 	return 0;
 }
 
