@@ -412,8 +412,10 @@ static int resp_room(struct rt_ep *ep, bool ud, struct rt_error *err)
 {
 	uint64_t t0 = rt_clock_mono_ns();
 
-	if (!(ud ? ep->ud_qp : ep->qp))
-		return rt_error_set(err, EINVAL, "no %s qp to send on", ud ? "ud" : "rc");
+	if (!(ud ? ep->ud_qp : ep->qp)) {
+		rt_error_set(err, EINVAL, "no %s qp to send on", ud ? "ud" : "rc");
+		return EINVAL;
+	}
 	while ((ud ? ep->ud_sq_out : ep->sq_out) + 1 >= ep->cfg.sq_depth) {
 		int n = rt_ep_poll_send(ep, ud, err);
 
