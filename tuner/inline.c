@@ -643,10 +643,11 @@ static int evidence(struct ia *a)
 
 		if (a->first_loss >= 0 && (ptrdiff_t)i > a->first_loss && q->cls == RT_SIZE_WIN)
 			a->nonmono |= 1;
-		if (q->lo > min_hi && !a->nonmono_rise_bytes)
-			a->nonmono_rise_bytes = q->bytes;
-		if (q->lo > min_hi)
+		if (q->lo > min_hi) {
+			if (!(a->nonmono & 2))
+				a->nonmono_rise_bytes = q->bytes; /* the first size where d rose */
 			a->nonmono |= 2;
+		}
 		min_hi = fmin(min_hi, q->hi + q->f);
 	}
 	if (a->in->limits.hardware) {
