@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Checks that libemunic.so spends what its model says (rxe_emulated): reads two emunic_check outputs, one under the
 # shim with every cost 0 and one with MODEL (KEY=VALUE arguments, the shim's environment), and per size / inline /
-# signaled compares the difference of the minimum post times with the modeled cost of that WR (emumodel.cost_ns):
-# within max(8 %, 2 us) after removing the median overshoot of a spin (under TCG ~1 us, the same for every WR,
-# held to 0..2 us itself; one of 16 timings was 1.8 us above the rest in a run on 2026-12-01). Minimums: a loaded
-# host does not decide. Prints every line; exit 1 when any is off.
+# signaled compares the difference of the minimum post times (over every run each file holds) with the modeled cost
+# of that WR (emumodel.cost_ns): within max(8 %, 2 us) after removing the median overshoot of a spin (under TCG
+# ~1 us, the same for every WR, held to 0..2 us itself; one of 16 timings was 1.8 us above the rest in a run on
+# 2026-12-01). Minimums: a loaded host does not decide. Prints every line; exit 1 when any is off.
 # usage: timing_check.py ZERO.out MODEL.out EMUNIC_X=... ...
 import os
 import sys
@@ -20,7 +20,8 @@ def read(path):
     for line in open(path):
         f = line.split()
         if len(f) == 5 and f[0] == "timing":
-            t[(int(f[1]), f[2] == "1", f[3] == "1")] = float(f[4])
+            k = (int(f[1]), f[2] == "1", f[3] == "1")
+            t[k] = min(t.get(k, float("inf")), float(f[4]))  # several runs in one file: the minimum of all
     return t
 
 
