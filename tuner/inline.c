@@ -201,20 +201,25 @@ static inline double at_bin(const struct bin *bn, const double *v)
  * The threshold rule on one curve (d already zero within the floor): prefix gains over the bins; with keep = 1 the
  * largest bin reaching the best gain (sizes that are indifferent after it do not end the range), else the smallest
  * bin keeping `keep` of the best gain (an app's rare large sizes do not inflate the WQE); 0 when the best gain is not
- * positive. Returns the bin index, -1 for "never".
+ * positive. With `harmless` (keep = 1 only) a best gain of 0 also counts: the largest bin before the prefix gain
+ * first falls below 0, i.e. the range where inline does not matter, before a loss. Returns the bin index, -1 for
+ * "never".
  */
-static ptrdiff_t pick_bin(const struct bin *bins, size_t nb, const double *dv, double keep)
+static ptrdiff_t pick_bin(const struct bin *bins, size_t nb, const double *dv, double keep, int harmless)
 {
 	double g = 0, best = 0;
 	ptrdiff_t k = -1;
 
+	harmless = harmless && keep >= 1;
 	for (size_t i = 0; i < nb; i++) {
 		g += bins[i].count * at_bin(&bins[i], dv);
-		if (g > 0 && g >= best) {
+		if ((g > 0 || (harmless && g == 0)) && g >= best) {
 			best = g;
 			k = (ptrdiff_t)i;
 		}
 	}
+	if (harmless && k >= 0)
+		return k;
 	if (!(best > 0))
 		return -1;
 	if (keep >= 1)
@@ -293,10 +298,11 @@ struct ia {
 	size_t nb;
 	int hist;
 	double hist_total;
-	ptrdiff_t tbin;				       /* bin chosen, -1 for never */
-	ptrdiff_t tg;				       /* grid index of the threshold, -1 for never */
-	uint32_t T;				       /* the threshold */
-	double stable;				       /* bootstrap stability of T */
+	ptrdiff_t tbin; /* bin chosen, -1 for never */
+	ptrdiff_t tg;	/* grid index of the threshold, -1 for never */
+	uint32_t T;	/* the threshold */
+	double stable;	/* bootstrap stability of T */
+	int harmless; /* no size up to T gains beyond the floor, but a loss follows: T is where inline does not matter */
 	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
 	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
 };
@@ -525,15 +531,59 @@ static int make_bins(struct ia *a)
 	return 0;
 }
 
-/* The threshold: the best (weighted) gain under the guard, 0 without a win up to it, within the device limit. */
+/*
+ * Whether the "harmless range" rule applies: no app histogram, a significant loss at some size (a crossover) and no
+ * size before it a significant win (harmless_shown() then asks the range to be not worse as a whole). Then inline does not matter below the
+ * loss and the threshold is that range, not "never": a gain about as large as the floor (2 us on a 178 us UD
+ * round trip against a 1.8 us floor) clears it in one run and not the next, and the answer must not flip between 0
+ * and the crossover with it.
+ */
+static int harmless_mode(const struct ia *a)
+{
+	if (a->hist || a->first_loss < 0)
+		return 0;
+	for (ptrdiff_t i = 0; i < a->first_loss; i++)
+		if (a->pr[i].cls == RT_SIZE_WIN)
+			return 0;
+	return 1;
+}
+
+/*
+ * Whether the sizes up to the harmless threshold are shown not worse together: their mean d's lower confidence bound
+ * (each size's CI as its standard error) above minus the mean floor. One inconclusive size alone (a 1 B outlier
+ * before losses from 2 B) is no range where inline does not matter.
+ */
+static int harmless_shown(const struct ia *a)
+{
+	double sum_d = 0, sum_var = 0, sum_f = 0;
+	size_t n = 0;
+
+	for (ptrdiff_t i = 0; i <= a->tg && (size_t)i < a->np; i++, n++) {
+		const struct pair *q = &a->pr[i];
+		double se = (q->hi - q->lo) / (2 * a->t->z_ci);
+
+		sum_d += q->d;
+		sum_var += se * se;
+		sum_f += q->f;
+	}
+	return n && (sum_d - a->t->z_ci * sqrt(sum_var)) / (double)n > -sum_f / (double)n;
+}
+
+/* The threshold: the best (weighted) gain under the guard, 0 without a win up to it (unless the harmless range
+   applies), within the device limit. */
 static void choose_threshold(struct ia *a)
 {
 	int dev_max = a->in->limits.max_inline[a->d->qpt];
 
-	a->tbin = pick_bin(a->bins, a->nb, a->dv, a->hist ? a->o->hist_gain_keep : 1.0);
+	a->harmless = harmless_mode(a);
+	a->tbin = pick_bin(a->bins, a->nb, a->dv, a->hist ? a->o->hist_gain_keep : 1.0, a->harmless);
 	a->T = a->tbin < 0 ? 0 : a->bins[a->tbin].hi;
 	a->tg = grid_index(a->pr, a->np, a->T);
-	if (a->T) {
+	if (a->harmless && a->T && !harmless_shown(a))
+		a->T = 0, a->tbin = -1, a->tg = -1;
+	if (!a->T)
+		a->harmless = 0;
+	if (a->T && !a->harmless) {
 		int win = 0;
 
 		for (ptrdiff_t i = 0; i <= (a->tg < 0 ? 0 : a->tg); i++)
@@ -587,7 +637,7 @@ static int stability(struct ia *a)
 						bsel[b] = (ptrdiff_t)k;
 			} else {
 				for (size_t b = 0; b < B; b++)
-					if (pref[b] > 0 && pref[b] >= best[b]) {
+					if ((pref[b] > 0 || (a->harmless && pref[b] == 0)) && pref[b] >= best[b]) {
 						best[b] = pref[b];
 						if (keep >= 1)
 							bsel[b] = (ptrdiff_t)k;
@@ -598,7 +648,7 @@ static int stability(struct ia *a)
 	for (size_t b = 0; b < B; b++) {
 		ptrdiff_t g = bsel[b] < 0 ? -1 : a->bins[bsel[b]].gidx;
 
-		if (bsel[b] >= 0 && a->firstwin[b] > (g < 0 ? 0 : g))
+		if (bsel[b] >= 0 && !a->harmless && a->firstwin[b] > (g < 0 ? 0 : g))
 			g = -1; /* no size up to it beats the floor in this replicate: never */
 		ok += (g > a->tg ? g - a->tg : a->tg - g) <= 1;
 	}
@@ -745,7 +795,16 @@ static void explain_threshold(struct ia *a)
 		const char *how = pr[0].a.s && pr[0].b.s ? "bootstrapped from raw samples + Mann-Whitney"
 							 : "from the points' medians/CIs";
 
-		if (nx)
+		if (a->harmless)
+			rt__reason(
+				r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
+				"inline up to %u B, where it does not matter: no size up to it gains beyond the noise "
+				"floor (best d %.1f ns at %u B, CI %.1f..%.1f, floor %.1f ns), and inline is a "
+				"significant loss from %u B (%.1f ns; %s, CI %s); any threshold up to %u B is as good, "
+				"none above it",
+				a->T, pr[bi].d, pr[bi].bytes, pr[bi].lo, pr[bi].hi, pr[bi].f, pr[a->first_loss].bytes,
+				pr[a->first_loss].d, kind_label(a->d->kind), how, a->T);
+		else if (nx)
 			rt__reason(
 				r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
 				"inline up to %u B: at %u B inline saves %.1f ns (%.0f%% CI %.1f..%.1f, %s), at %u B "
@@ -877,7 +936,8 @@ static int explain_quality(struct ia *a)
 			conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	if (a->np < MIN_PAIRS || a->insufficient || a->implaus)
 		conf = RT_CONF_LOW;
-	if (a->nonmono || a->multiknee || a->rank_disagree || a->n_invalid)
+	/* a threshold where inline does not matter has no gain to show: medium at best */
+	if (a->nonmono || a->multiknee || a->rank_disagree || a->n_invalid || a->harmless)
 		conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	d->inline_confidence = conf;
 	return 0;

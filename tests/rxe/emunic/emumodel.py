@@ -85,12 +85,16 @@ def planted_threshold(m, sizes_pts):
         a = adv_ns(m, s)
         cls = "win" if a > floor else "loss" if a < -floor else "indifferent"
         classes.append((s, cls))
+    lost = False
     for s, cls in classes:
         if cls == "loss":
+            lost = True
             break
         won = won or cls == "win"
         thr = s
-    return (thr if won else 0), classes
+    # no size gaining beyond the floor: "never", unless a loss ends the range (inline does not matter in it: the
+    # tuner's harmless range)
+    return (thr if won or lost else 0), classes
 
 
 def grid_steps(sizes, a, b):

@@ -216,7 +216,7 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 
 		/* the inline range: from the smallest size while inline is not worse by more than the practical floor
 		   (the tuner's default max(1 % of the non-inline latency, 20 ns)); "never" without a size gaining more
-		   than the floor */
+		   than the floor, unless a loss ends the range (then inline does not matter in it: the range) */
 		for (uint32_t i = 0; i < ng; i++) {
 			double dd = true_d(&m, grid[i]), f = fmax(0.01 * (m.b0 + m.cn * grid[i]), 20);
 
@@ -228,7 +228,7 @@ static int make_lat(struct rt_rng *r, const struct gen_opts *o, struct gen_case 
 				c->true_threshold = grid[i];
 			}
 		}
-		if (!won)
+		if (!won && open) /* no gain and no loss: "never"; no gain before a loss: the harmless range */
 			c->true_threshold = 0;
 	}
 
