@@ -356,7 +356,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 	bool ud = c->rate_ud;
 	uint32_t depth = ep->cfg.sq_depth, since = 0, *sq_out = ud ? &ep->ud_sq_out : &ep->sq_out;
 	uint64_t t0, cpu0, last_progress, k0, k1, post_ticks = 0, reap_ticks = 0;
-	bool stop_posting = false;
+	bool stop_posting = false, time_up = false;
 	unsigned long spins = 0;
 	int rc;
 
@@ -377,11 +377,19 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 
 			if (c->post_list > 1) {
 				uint64_t before = ep->sq_out;
+				uint32_t k = c->post_list;
 
+				/* A list the provider took only in part (ENOMEM at its k-th WR, as a queue full
+				 * mid-list) leaves the signaling position off the list grid: since is then never 0
+				 * between lists, so neither could the run stop on a signaled WR (it posted forever) nor,
+				 * with no signaled WR in flight and no room for a whole list, could the queue drain.
+				 * Then, and when the time is up, the list ends at the next signaled WR. */
+				if (time_up || (ep->sq_out + k > depth && ep->sq_out == since))
+					k = k < n_sig - since ? k : n_sig - since;
 				/* a whole list or nothing: a real batching sender waits for room for its batch */
-				if (ep->sq_out + c->post_list > depth)
+				if (ep->sq_out + k > depth)
 					break;
-				rc = rt_ep_post_list(ep, op, size, inl, c->post_list, n_sig, &since);
+				rc = rt_ep_post_list(ep, op, size, inl, k, n_sig, &since);
 				post_ticks += raw_ticks() - a;
 				out->msgs += ep->sq_out - before;
 				if (rc == ENOMEM) {
@@ -389,9 +397,10 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 					break;
 				}
 				if (rc)
-					return rt_error_set(err, rc, "ibv_post_send of a %u-WR list failed: %s",
-							    c->post_list, strerror(rc));
-				if ((double)(rt_clock_mono_ns() - t0) >= duration_ns && since == 0)
+					return rt_error_set(err, rc, "ibv_post_send of a %u-WR list failed: %s", k,
+							    strerror(rc));
+				time_up = time_up || (double)(rt_clock_mono_ns() - t0) >= duration_ns;
+				if (time_up && since == 0)
 					stop_posting = true;
 				continue;
 			}

@@ -33,7 +33,9 @@
  * refuses RC QPs with EOPNOTSUPP (EFA: UD and SRD only). RT_FAKEDEV_NO_INLINE_WRITE=1 accepts max_inline_data at
  * creation but refuses IBV_SEND_INLINE on RDMA WRITE at ibv_post_send (EINVAL). RT_FAKEDEV_INLINE_ENOMEM_ABOVE=N makes
  * an inline post of more than N bytes fail with ENOMEM whatever the queue's fill (mlx5 returns ENOMEM for an inline
- * size above what the QP's WQE can hold). RT_FAKEDEV_RNR_EVERY=K counts every K-th RC SEND as RNR-NAKed once (the
+ * size above what the QP's WQE can hold). RT_FAKEDEV_LIST_ENOMEM_FIRST=1 takes a list of more than 4 WRs posted on an
+ * empty send queue only up to its 4th WR when those 4 are unsignaled, and fails it there with ENOMEM, *bad naming the
+ * 5th (a send queue that filled mid-list; the report's "list_partial N" counts them). RT_FAKEDEV_RNR_EVERY=K counts every K-th RC SEND as RNR-NAKed once (the
  * responder fell behind) in the port's hw counter rnr_nak_retry_err, which RT_FAKEDEV_HW_COUNTERS=DIR (the port's
  * hw_counters directory of a fake sysfs tree) receives as a file; RT_FAKEDEV_RNR_EXC=1 instead completes the K-th
  * SEND, when signaled, with IBV_WC_RNR_RETRY_EXC_ERR (an RC QP whose rnr_retry is finite).
@@ -133,6 +135,8 @@ static int fk_inline_refusal = EINVAL;
 static int fk_pkeys = 1;				       /* RT_FAKEDEV_PKEYS: the port's P_Key table length */
 static FILE *fk_qp_log;					       /* RT_FAKEDEV_QP_LOG: one line per ibv_modify_qp */
 static unsigned long fk_list_max, fk_list_calls, fk_large_wrs; /* post lists and large WRs, for the report */
+static unsigned long fk_list_partial;			       /* lists taken in part (RT_FAKEDEV_LIST_ENOMEM_FIRST) */
+static bool fk_list_enomem_first;
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
 static long fk_live;
@@ -196,6 +200,7 @@ __attribute__((constructor)) static void fk_init(void)
 	v = getenv("RT_FAKEDEV_INLINE_ENOMEM_ABOVE");
 	if (v && *v)
 		fk_inline_enomem_above = (uint32_t)strtoul(v, NULL, 10);
+	fk_list_enomem_first = (v = getenv("RT_FAKEDEV_LIST_ENOMEM_FIRST")) && *v == '1';
 	v = getenv("RT_FAKEDEV_RNR_EVERY");
 	if (v && *v)
 		fk_rnr_every = strtoul(v, NULL, 10);
@@ -252,7 +257,8 @@ __attribute__((destructor)) static void fk_fini(void)
 	for (int i = 0; i < V__COUNT; i++)
 		fprintf(f, "%s %lu\n", fk_names[i], fk_calls[i]);
 	fprintf(f, "live %ld\n", fk_live);
-	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\n", fk_list_max, fk_list_calls, fk_large_wrs);
+	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\nlist_partial %lu\n", fk_list_max,
+		fk_list_calls, fk_large_wrs, fk_list_partial);
 	fclose(f);
 }
 
@@ -890,6 +896,8 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 	struct fk_qp *q = (struct fk_qp *)qp;
 	int rc = 0;
 
+	const struct ibv_send_wr *cut = NULL; /* the WR of a list at which RT_FAKEDEV_LIST_ENOMEM_EVERY fails it */
+
 	pthread_mutex_lock(&fk_lock);
 	{
 		unsigned long k = 0, big = 0;
@@ -901,6 +909,14 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		fk_list_max = k > fk_list_max ? k : fk_list_max;
 		fk_list_calls += k > 1;
 		fk_large_wrs += big;
+		/* a queue full mid-list: the first list on an empty send queue is taken up to its 4th WR when those
+		   are unsignaled, then ENOMEM */
+		if (k > 4 && fk_list_enomem_first && q->sq_used == 0) {
+			cut = wr;
+			for (int i = 0; i < 4 && cut; i++)
+				cut = (cut->send_flags & IBV_SEND_SIGNALED) || q->sig_all ? NULL : cut->next;
+			fk_list_partial += cut != NULL;
+		}
 	}
 	if (fk_fail(V_POST_SEND)) {
 		rc = errno;
@@ -913,6 +929,11 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 		uint32_t len = 0;
 		bool sig = q->sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 
+		if (wr == cut) {
+			rc = ENOMEM;
+			*bad = wr;
+			break;
+		}
 		for (int i = 0; i < wr->num_sge; i++)
 			len += wr->sg_list[i].length;
 		bool bad_wr = qp->state != IBV_QPS_RTS || wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_sge ||

@@ -5,7 +5,8 @@
 # ibv_post_send reach the device: its post-list counters), reports them under "rate_bands" (the small band's "rate"
 # keeps only small single-WR points), stores them in band_rate_points (schema 8) and a signaling interval per band in
 # signal_bands; --large-sizes none --post-list 1 measures neither; --app NAME takes the post list from the app's
-# probed histogram (app_fill's batchy posts lists of 64; rcapp one WR per call); bad values are usage errors (exit 2).
+# probed histogram (app_fill's batchy posts lists of 64; rcapp one WR per call); a device taking lists only in part
+# (RT_FAKEDEV_LIST_ENOMEM_FIRST) does not hang the band; bad values are usage errors (exit 2).
 set -uo pipefail
 rtune=$1 shim=$2 app_fill=$3
 tmp=$(mktemp -d)
@@ -66,6 +67,19 @@ if [ $rc -ne 0 ]; then bad "unbanded run: exit $rc: $(head -c 300 "$tmp/err")"; 
     ok "--large-sizes none --post-list 1: one WR per call, no large WR, no band" ||
     bad "unbanded: post_list_max $(rep post_list_max), large_wrs $(rep large_wrs)"
 fi
+
+# a device that takes lists only in part (ENOMEM mid-list, as a send queue filling up): the signaling position then
+# leaves the list grid, and the rate loop must still end on a signaled WR and drain (before: at N >= 8 it posted
+# forever)
+rm -f "$tmp/rep"
+timeout 60 env RT_FAKEDEV_REPORT="$tmp/rep" RT_FAKEDEV_LIST_ENOMEM_FIRST=1 LD_PRELOAD="$shim" "$rtune" calibrate \
+  -d fake0 --quick --budget 2 --sizes 1,8 --ops write --qp-type rc --large-sizes none --db "$tmp/db" \
+  --out "$tmp/json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(rep list_partial)" -gt 0 ] &&
+  python3 -c "import json,sys; sys.exit(not any(p.get('band') == 'post_list' and p['mops'] > 0 for p in json.load(open(sys.argv[1]))['rate_bands']))" "$tmp/json" &&
+  ok "lists taken in part ($(rep list_partial)): the post-list band still ends and is measured" ||
+  bad "lists taken in part: exit $rc, list_partial $(rep list_partial): $(head -c 300 "$tmp/err")"
 
 "$app_fill" "$tmp/db" 1 >/dev/null || bad "app_fill failed"
 cal --app batchy --large-sizes none
