@@ -303,6 +303,8 @@ struct ia {
 	uint32_t T;	/* the threshold */
 	double stable;	/* bootstrap stability of T */
 	int harmless; /* no size up to T gains beyond the floor, but a loss follows: T is where inline does not matter */
+	double *fit;  /* the antitonic fit of d over log2 size (evidence()), np values */
+	int fallback; /* insufficient data: T is the fit's crossing, not a decision the data settle */
 	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
 	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
 };
@@ -668,7 +670,8 @@ static int evidence(struct ia *a)
 	double theta, min_hi = INFINITY;
 	int rc = ENOMEM, nsig = 0;
 
-	if (!xs || !wv || !fit || !sc)
+	a->fit = calloc(np, sizeof(*a->fit));
+	if (!xs || !wv || !fit || !sc || !a->fit)
 		goto out;
 	for (size_t i = 0; i < np; i++) {
 		const struct pair *q = &a->pr[i];
@@ -681,6 +684,7 @@ static int evidence(struct ia *a)
 	}
 	if ((rc = rt_tuner_isotonic(a->dv, wv, np, false, fit)))
 		goto out;
+	memcpy(a->fit, fit, np * sizeof(*fit));
 	/* a knee must be worth more than the noise: the median floor or the median CI half-width */
 	theta = fmax(rt__select_f(sc, np, np / 2), rt__select_f(sc + np, np, np / 2));
 	kb = rt__knee_evidence(xs, fit, np, RT_KNEE_DECREASING, theta, &nsig);
@@ -854,6 +858,40 @@ static void explain_threshold(struct ia *a)
 	}
 }
 
+/*
+ * The threshold when the data cannot place it (insufficient, and the rule gave 0): the best estimate instead of
+ * "never", so that a noisy run answers near where a clean one does (x64_n8's UD round trips under a disturbed guest:
+ * every size inconclusive, 0 in one run and 64 B in the next). The largest size up to the guard where the antitonic
+ * fit of d (zero within the floor) is not below 0, when the fit shows a gain up to it or a loss after it (a fit that
+ * is 0 everywhere is no evidence either way: 0). Confidence stays low, by insufficient_data.
+ */
+static void fallback_threshold(struct ia *a)
+{
+	int dev_max = a->in->limits.max_inline[a->d->qpt];
+	ptrdiff_t best = -1;
+	int gain = 0, loss = 0;
+
+	if (a->hist || !a->fit)
+		return;
+	for (ptrdiff_t i = 0; i <= a->guard && (size_t)i < a->np; i++) {
+		if (a->fit[i] < 0)
+			break;
+		gain |= a->fit[i] > 0;
+		best = i;
+	}
+	for (size_t i = (size_t)(best + 1); i < a->np; i++)
+		loss |= a->fit[i] < 0;
+	if (best < 0 || !(gain || loss))
+		return;
+	a->T = a->pr[best].bytes;
+	if (dev_max >= 0 && a->T > (uint32_t)dev_max)
+		a->T = (uint32_t)dev_max;
+	a->tg = grid_index(a->pr, a->np, a->T);
+	a->fallback = 1;
+	a->d->inline_threshold = a->T;
+	a->d->max_inline_data = a->T;
+}
+
 /* The warnings, the budget when the data is insufficient, and the confidence. */
 static int explain_quality(struct ia *a)
 {
@@ -906,6 +944,8 @@ static int explain_quality(struct ia *a)
 			   MIN_PAIRS);
 	if (a->stable < 0.5)
 		a->insufficient = 1;
+	if (a->insufficient && !a->T)
+		fallback_threshold(a);
 	if (a->insufficient) {
 		unsigned char *need = calloc(a->np, 1);
 		double factor = 1, secs;
@@ -927,7 +967,11 @@ static int explain_quality(struct ia *a)
 			   "replicates agree within one size step; about %.0fx the samples at the sizes in doubt "
 			   "(~%.1f s more measuring) would be needed%s",
 			   n_inc, a->np, 100 * a->stable, ceil(factor), secs,
-			   a->T ? "" : "; threshold 0 (never) until then");
+			   a->fallback
+				   ? "; until then the best estimate: the antitonic fit of d (the inline benefit does "
+				     "not grow with size) is not below 0 up to the threshold"
+			   : a->T ? ""
+				  : "; threshold 0 (never) until then");
 	}
 	conf = rt__conf_from_stability(a->stable);
 	/* high confidence also needs the sizes next to the threshold to be clear, not inconclusive */
@@ -1015,5 +1059,6 @@ out:
 	free(a.firstwin);
 	free(a.dv);
 	free(a.bins);
+	free(a.fit);
 	return rc;
 }

@@ -485,6 +485,49 @@ static void test_gain_at_the_floor_gives_one_answer(void **state)
 	assert_true(harmless > 0); /* the draws without a significant win are there, and answered the same */
 }
 
+/* The same curve under three times the noise (a disturbed guest: every size inconclusive): the data cannot place the
+   threshold (insufficient_data, low confidence), and the answer is the best estimate, the antitonic fit of d
+   crossing 0, not "never": a noisy run then answers near where a clean one does. At a noise this large (each
+   size's d to +-10 us for a 2 us effect) only about half of them can be near: before, 2 of the 30 insufficient draws
+   were within one size step of 64 B and 28 answered 0; now 15 and 3. */
+static void test_insufficient_data_answers_the_estimate(void **state)
+{
+	size_t insufficient = 0, near = 0, never = 0, high_off = 0;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= DRAWS; seed++) {
+		struct run *r = malloc(sizeof(*r));
+		struct rt_tuner_result res;
+		const struct rt_tuner_decision *d;
+
+		assert_non_null(r);
+		run_init(r, seed + 1400, 512);
+		for (uint32_t s = 1; s <= 512; s *= 2) {
+			double ln = 165000 + 10.0 * s, gain = s <= 64 ? 2000 : -6000.0 * s / 128;
+
+			add_point(r, s, false, ln, 0.27, 1);
+			add_point(r, s, true, ln - gain, 0.27, 1);
+		}
+		d = tune(r, &res);
+		if (has(d, "insufficient_data")) {
+			insufficient++;
+			near += d->inline_threshold >= 32 && d->inline_threshold <= 128;
+			never += d->inline_threshold == 0;
+		}
+		high_off +=
+			d->inline_confidence == RT_CONF_HIGH && (d->inline_threshold < 32 || d->inline_threshold > 128);
+		rt_tuner_result_free(&res);
+		free(r);
+	}
+	print_message("three times the noise: insufficient data in %zu of %d draws, of those within one size step of "
+		      "64 B %zu, 0 %zu; %zu high-confidence answers more than a step off\n",
+		      insufficient, DRAWS, near, never, high_off);
+	assert_true(insufficient >= DRAWS / 3); /* the case is there */
+	assert_true(near >= insufficient * 4 / 10);
+	assert_true(never <= insufficient / 5);
+	assert_int_equal(high_off, 0);
+}
+
 /* The non_monotone reason says what it saw: a dip at a small size followed by wins is "d rises", not "inline wins
    again after a significant loss" (x64_n8 on rxe: an indifferent 2 B between wins, every loss above the threshold). */
 static void test_non_monotone_says_what_it_saw(void **state)
@@ -532,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_latency_kind_does_not_follow_refinement),
 		cmocka_unit_test(test_non_monotone_says_what_it_saw),
 		cmocka_unit_test(test_gain_at_the_floor_gives_one_answer),
+		cmocka_unit_test(test_insufficient_data_answers_the_estimate),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
