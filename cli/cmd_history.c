@@ -3,7 +3,8 @@
  * `rtune history [DEVICE]`: every calibration run in the store, oldest first, with its effective status (a run left
  * "running" by a process that died is shown as interrupted), its point counts and the decision stored after it, plus
  * the drift: where a run really changed a device's inline threshold or signal interval, from what to what and why
- * (the hysteresis of `rtune tune`), and where it was only added as evidence of the decision that stayed.
+ * (the hysteresis of `rtune tune`), and where it was only added as evidence of the decision that stayed; then every
+ * change `rtune agent` published (or would have, --dry-run is not recorded), with the trigger and the reason.
  */
 #include "cli.h"
 #include "rt_store.h"
@@ -21,7 +22,8 @@ static const char usage[] =
 	"List the calibration runs in the store (oldest first) with their status, points and the decision stored\n"
 	"after each (send/RC inline threshold and signal interval), and the drift of each device between runs: a\n"
 	"decision a run changed (from, to, why), or the decision a run was added to as evidence without a change.\n"
-	"A run whose process died before finishing shows as interrupted.\n"
+	"A run whose process died before finishing shows as interrupted. Then every change 'rtune agent' published,\n"
+	"oldest first: when, where, the values, what triggered it and why.\n"
 	"\n"
 	"  DEVICE          only this device (name or node GUID)\n"
 	"  --db PATH       store to read (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
@@ -101,6 +103,65 @@ static void drift_text(const struct rt_store_tuned *t, char *buf, size_t len)
 			 e->signal_interval, t->sig.action, t->sig.why);
 }
 
+/* Whether publication p is of the device filter: no filter, its name, or the name of a run the filter selected (a
+   node GUID given as DEVICE selects runs; publications name the device). */
+static bool pub_wanted(const struct rt_store_publication *p, const char *device, const struct rt_store_run_summary *v,
+		       size_t n)
+{
+	if (!device || !strcmp(p->device, device))
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].device, p->device))
+			return true;
+	return false;
+}
+
+/* The agent's publications as a JSON array (empty on a store older than schema 7, which has none). */
+static json_t *pubs_json(const struct rt_store_publication *pb, size_t n_pb, const char *device,
+			 const struct rt_store_run_summary *v, size_t n)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n_pb; i++) {
+		const struct rt_store_publication *p = &pb[i];
+		char when[32];
+
+		if (!pub_wanted(p, device, v, n))
+			continue;
+		fmt_time(p->at_ns, when, sizeof(when));
+		json_array_append_new(
+			a, json_pack("{s:s, s:I, s:s, s:i, s:s, s:s, s:o, s:I, s:I, s:s, s:s, s:b}", "at", when,
+				     "at_ns", (json_int_t)p->at_ns, "device", p->device, "port", p->port, "opcode",
+				     rt_profile_opcode_name(p->opcode), "qp_type", rt_profile_qp_type_name(p->qp_type),
+				     "app", p->app[0] ? json_string(p->app) : json_null(), "inline_threshold",
+				     (json_int_t)p->inline_threshold, "signal_interval", (json_int_t)p->signal_interval,
+				     "change", p->change, "reason", p->reason, "dry_run", p->dry_run));
+	}
+	return a;
+}
+
+/* The agent's publications as text, after the runs; nothing when there are none. */
+static void pubs_text(const struct rt_store_publication *pb, size_t n_pb, const char *device,
+		      const struct rt_store_run_summary *v, size_t n)
+{
+	size_t shown = 0;
+
+	for (size_t i = 0; i < n_pb; i++) {
+		const struct rt_store_publication *p = &pb[i];
+		char when[32];
+
+		if (!pub_wanted(p, device, v, n))
+			continue;
+		if (!shown++)
+			printf("\nagent publications (rtune agent, oldest first):\n");
+		fmt_time(p->at_ns, when, sizeof(when));
+		printf("  %s %s/%d %s/%s%s%s: inline_threshold %" PRIu32 " B, N %" PRIu32 " (%s%s): %s\n", when,
+		       p->device, p->port, rt_profile_opcode_name(p->opcode), rt_profile_qp_type_name(p->qp_type),
+		       p->app[0] ? " app " : "", p->app, p->inline_threshold, p->signal_interval, p->change,
+		       p->dry_run ? ", dry run" : "", p->reason);
+	}
+}
+
 /* One decision's hysteresis record as JSON. */
 static json_t *change_json(const struct rt_store_change *c, uint32_t value, uint32_t runs, const char *since)
 {
@@ -121,10 +182,11 @@ int cmd_history(int argc, char **argv)
 	const char *db = NULL, *device = NULL;
 	struct rt_store_run_summary *v = NULL;
 	struct rt_store_tuned *chg = NULL;
+	struct rt_store_publication *pb = NULL;
 	struct rt_store *st = NULL;
 	struct rt_error err;
 	bool json = false;
-	size_t n = 0, n_chg = 0;
+	size_t n = 0, n_chg = 0, n_pb = 0;
 	int c, rc = RT_EXIT_FAIL;
 
 	while ((c = rt_cli_getopt("history", argc, argv, "h", opts)) != -1) {
@@ -147,9 +209,13 @@ int cmd_history(int argc, char **argv)
 		rt_cli_error("%s", err.text);
 		goto out;
 	}
+	if (rt_store_publication_list(st, &pb, &n_pb, NULL)) { /* a store older than schema 7 has none */
+		pb = NULL;
+		n_pb = 0;
+	}
 	if (json) {
 		json_t *doc = json_pack("{s:{s:s, s:s}, s:s, s:[]}", "schema", "name", "rtune-history", "version",
-					"1.0", "store", rt_store_path(st), "runs");
+					"1.1", "store", rt_store_path(st), "runs");
 		json_t *arr = json_object_get(doc, "runs");
 
 		for (size_t i = 0; doc && i < n; i++) {
@@ -192,6 +258,8 @@ int cmd_history(int argc, char **argv)
 				json_object_set_new(r, "drift", json_null());
 			json_array_append_new(arr, r);
 		}
+		if (doc)
+			json_object_set_new(doc, "publications", pubs_json(pb, n_pb, device, v, n));
 		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
 			json_decref(doc);
 			rt_cli_error("cannot print the history");
@@ -205,6 +273,7 @@ int cmd_history(int argc, char **argv)
 	if (n == 0) {
 		printf("no runs%s%s%s in %s\n", device ? " of '" : "", device ? device : "", device ? "'" : "",
 		       rt_store_path(st));
+		pubs_text(pb, n_pb, device, v, n);
 		rc = RT_EXIT_OK;
 		goto out;
 	}
@@ -232,10 +301,12 @@ int cmd_history(int argc, char **argv)
 		       r->hostname, r->device, r->port_num, rt_run_status_name(r->status), r->n_lat, r->n_rate, thr, ni,
 		       drift);
 	}
+	pubs_text(pb, n_pb, device, v, n);
 	rc = RT_EXIT_OK;
 out:
 	free(v);
 	free(chg);
+	free(pb);
 	rt_store_close(st);
 	return rc;
 }

@@ -62,6 +62,18 @@ check "the published profile has the stored threshold" test "$(field "$prof" sen
 check "the publication is logged with its reason" grep -q "publish fakeNIC0/1 send/rc: inline_threshold 128 (high).*first" "$tmp/a1.log"
 check "the publication is recorded in the store" test "$(sqlite3 "$db" "SELECT count(*) FROM agent_publications WHERE device = 'fakeNIC0' AND change = 'first'")" = 2
 check "the published file is mode 0644" test "$(stat -c %a "$prof")" = 644
+"$rtune" history --db "$db" > "$tmp/hist.txt" 2>&1
+check "rtune history lists the publication" grep -q "^  [0-9-]* [0-9:]*Z fakeNIC0/1 send/rc: inline_threshold 128 B, N [0-9]* (first): " "$tmp/hist.txt"
+"$rtune" history fakeNIC0 --db "$db" --json > "$tmp/hist.json"
+check "rtune history --json lists the publications of the device" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = [x for x in d['publications'] if x['device'] == 'fakeNIC0' and x['change'] == 'first']
+assert d['schema']['version'] == '1.1' and len(p) == 2 and not any(x['dry_run'] for x in p), d['publications']
+assert {x['opcode'] for x in p} == {'send', 'write'} and p[0]['reason'] and p[0]['at_ns'] > 0, p" "$tmp/hist.json"
+"$rtune" history nosuchdev --db "$db" --json > "$tmp/hist2.json"
+check "rtune history of another device lists none" python3 -c "
+import json, sys; sys.exit(len(json.load(open(sys.argv[1]))['publications']) != 0)" "$tmp/hist2.json"
 
 "$rtune" pin fakeNIC0:1 send/rc inline_threshold=64 --db "$db" > /dev/null || bad "rtune pin"
 "$rtune" show --db "$db" > "$tmp/show.txt" 2>&1
