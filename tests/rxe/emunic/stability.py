@@ -108,7 +108,13 @@ def main():
                   "%d/%d within one step; high-confidence answers off by > 1 step: %d" % (
                       op, qpt, mode, mode_n, k, 100.0 * mode_n / k,
                       ",".join("%d" % v for v, _, _ in thr), spread, e_mode, ok, k, hi_off))
-            met = ok >= 0.9 * k and mode_n >= 0.9 * k and hi_off == 0
+            # the same answer: plain rxe0 the same threshold (issue 14: "the same threshold in at least 9 of 10");
+            # a model within one grid step of the planted one and of the modal one (the grids differ from run to
+            # run where calibrate refined: 80 B is the step between 64 B and 128 B on one run's grid)
+            near_mode = sum(em.grid_steps(g, v, mode) <= 1 for v, _, g in thr)
+            if m:
+                print("   %s/%s threshold: %d/%d within one step of the modal %d B" % (op, qpt, near_mode, k, mode))
+            met = ok >= 0.9 * k and (near_mode if m else mode_n) >= 0.9 * k and hi_off == 0
             # signaling
             ncnt = collections.Counter(a for a, _ in nans)
             nmode, nmode_n = ncnt.most_common(1)[0]
