@@ -73,7 +73,7 @@ fi
 # forever)
 rm -f "$tmp/rep"
 timeout 60 env RT_FAKEDEV_REPORT="$tmp/rep" RT_FAKEDEV_LIST_ENOMEM_FIRST=1 LD_PRELOAD="$shim" "$rtune" calibrate \
-  -d fake0 --quick --budget 2 --sizes 1,8 --ops write --qp-type rc --large-sizes none --db "$tmp/db" \
+  -d fake0 --quick --budget 6 --sizes 1,8 --ops write --qp-type rc --large-sizes none --db "$tmp/db" \
   --out "$tmp/json" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 0 ] && [ "$(rep list_partial)" -gt 0 ] &&
