@@ -232,8 +232,7 @@ static void print_ctls(const struct rt_store_inline_ctl *v, size_t n)
 		if (!i || strcmp(c->app, v[i - 1].app)) {
 			char when[32];
 
-			printf("  %s, imported %s\n", c->app,
-			       fmt_when(c->created_ns / 1000000000, false, when));
+			printf("  %s, imported %s\n", c->app, fmt_when(c->created_ns / 1000000000, false, when));
 			shown = 0;
 		}
 		if (shown++ == CTL_TEXT_QPS) {
@@ -270,16 +269,11 @@ static json_t *ctl_json(const struct rt_store_inline_ctl *c)
 		const char *key;
 		uint64_t v;
 	} f[] = {
-		{ "start_bytes", c->start_bytes },
-		{ "threshold_bytes", c->threshold_bytes },
-		{ "min_bytes", c->min_bytes },
-		{ "max_bytes", c->max_bytes },
-		{ "samples", c->samples },
-		{ "explored", c->explored },
-		{ "dropped", c->dropped },
-		{ "rounds", c->rounds },
-		{ "moves_up", c->moves_up },
-		{ "moves_down", c->moves_down },
+		{ "start_bytes", c->start_bytes }, { "threshold_bytes", c->threshold_bytes },
+		{ "min_bytes", c->min_bytes },	   { "max_bytes", c->max_bytes },
+		{ "samples", c->samples },	   { "explored", c->explored },
+		{ "dropped", c->dropped },	   { "rounds", c->rounds },
+		{ "moves_up", c->moves_up },	   { "moves_down", c->moves_down },
 		{ "reverts", c->reverts },
 	};
 
@@ -294,11 +288,11 @@ static json_t *ctl_json(const struct rt_store_inline_ctl *c)
 	for (unsigned k = 0; k < c->n_moves; k++) {
 		const struct rt_inline_ctl_move *m = &c->moves[k];
 
-		json_array_append_new(moves, json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "at_sample",
-						       (json_int_t)m->at_sample, "from_bytes", (json_int_t)m->from_bytes,
-						       "to_bytes", (json_int_t)m->to_bytes, "inline_ns",
-						       (json_int_t)m->inline_ns, "noinline_ns", (json_int_t)m->noinline_ns,
-						       "revert", m->revert));
+		json_array_append_new(moves,
+				      json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "at_sample", (json_int_t)m->at_sample,
+						"from_bytes", (json_int_t)m->from_bytes, "to_bytes",
+						(json_int_t)m->to_bytes, "inline_ns", (json_int_t)m->inline_ns,
+						"noinline_ns", (json_int_t)m->noinline_ns, "revert", m->revert));
 	}
 	json_object_set_new(o, "moves", moves);
 	return o;

@@ -41,18 +41,18 @@ static void bind_ctl(sqlite3_stmt *s, int64_t node_id, const struct rt_store_inl
 }
 
 /* Inserts c[0..n) and their moves inside the caller's transaction; on failure the caller rolls back. */
-static int put_ctls(struct rt_store *st, int64_t node_id, struct rt_store_inline_ctl *c, size_t n,
-		    struct rt_error *err)
+static int put_ctls(struct rt_store *st, int64_t node_id, struct rt_store_inline_ctl *c, size_t n, struct rt_error *err)
 {
 	sqlite3_stmt *s = NULL, *m = NULL;
 	int64_t now = rt_store_now_ns();
 	int rc = 0;
 
-	if (sqlite3_prepare_v2(st->db,
-			       "INSERT INTO inline_ctl(node_id, app, device, qp_type, qp_num, pid, created_ns, busy,"
-			       " start_bytes, threshold_bytes, min_bytes, max_bytes, parked, samples, explored, dropped,"
-			       " rounds, moves_up, moves_down, reverts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-			       -1, &s, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "INSERT INTO inline_ctl(node_id, app, device, qp_type, qp_num, pid, created_ns, busy,"
+		    " start_bytes, threshold_bytes, min_bytes, max_bytes, parked, samples, explored, dropped,"
+		    " rounds, moves_up, moves_down, reverts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		    -1, &s, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(st->db,
 			       "INSERT INTO inline_ctl_moves(ctl_id, seq, at_sample, from_bytes, to_bytes, inline_ns,"
 			       " noinline_ns, revert) VALUES(?,?,?,?,?,?,?,?)",

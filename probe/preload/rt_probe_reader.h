@@ -2,7 +2,8 @@
 /*
  * Reader of the probe's per-process JSON (format "rtune-probe", version 1, docs/probe.md): parses one file into a
  * summary with, per QP and per opcode, the counts and the message-size histogram on the shared bucket scheme
- * (rt_hist.h) with the largest size sent per bucket, per QP the post-list batches, merges the files of several
+ * (rt_hist.h) with the largest size sent per bucket, per QP the post-list batches and apply mode's adaptive inline
+ * controller ("inline_ctl": its state and last moves), merges the files of several
  * processes, and folds them into the store's (opcode, QP type) classes.
  * Used by `rtune probe` and the store's import; jansson lives here, never in the preloaded probe.
  */
