@@ -105,4 +105,22 @@ grep -qF "mlx5_0 rc qp 31: threshold 96 B from 32 B" "$tmp/show" && ! grep -q "q
 [ "$(q "SELECT count(*) FROM inline_ctl WHERE app = 'kv'")" = 4 ] && ok "the earlier run's rows are kept" ||
   bad "earlier rows lost"
 
+# an app with 10 controlled QPs: the text shows 8 and counts the rest, --json has all 10
+python3 - "$fixtures/probe_inline_ctl.json" "$tmp/many.json" <<'PY'
+import copy, json, sys
+d = json.load(open(sys.argv[1]))
+q = d["qps"][0]
+d["qps"] = [dict(copy.deepcopy(q), id=i, qp_num=100 + i) for i in range(10)]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+probe many "$tmp/many.json"
+"$rtune" show --db "$db" >"$tmp/show" 2>"$tmp/err"
+"$rtune" show --db "$db" --json >"$tmp/show.json" 2>>"$tmp/err"
+[ "$(grep -c "^    mlx5_0 rc qp 10[0-9]: threshold 128 B" "$tmp/show")" = 8 ] &&
+  grep -qxF "    and 2 more QPs (rtune show --json)" "$tmp/show" &&
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+[a] = [a for a in d["inline_ctl"] if a["app"] == "many"]
+assert [q["qp_num"] for q in a["qps"]] == list(range(100, 110)), a' "$tmp/show.json" &&
+  ok "10 QPs: 8 lines and '2 more' in the text, all 10 in --json" || { bad "10 QPs"; cat "$tmp/show" "$tmp/err"; }
+
 [ $fails = 0 ] && echo "all ok" || { echo "$fails failed"; exit 1; }
