@@ -6,6 +6,7 @@
 #include "spool.h"
 #include "agent_log.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,12 +15,75 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/*
+ * The adaptive inline controllers of sum's QPs (apply mode, "inline_ctl") as store rows of app, stamped created_ns;
+ * none for a file without them. 0 or an errno + err (nothing stored).
+ */
+static int store_ctls(struct rt_store *st, const struct rt_node_info *node, const char *app,
+		      const struct rt_probe_summary *sum, int64_t created_ns, struct rt_error *err)
+{
+	struct rt_store_inline_ctl *v;
+	size_t n = 0;
+	int rc;
+
+	for (size_t i = 0; i < sum->n_qps; i++)
+		n += sum->qps[i].ctl.present;
+	if (!n)
+		return 0;
+	if (!(v = calloc(n, sizeof(*v))))
+		return rt_error_set(err, ENOMEM, "out of memory");
+	n = 0;
+	for (size_t i = 0; i < sum->n_qps; i++) {
+		const struct rt_probe_qp_summary *q = &sum->qps[i];
+		const struct rt_probe_ctl_summary *c = &q->ctl;
+		struct rt_store_inline_ctl *r = &v[n];
+		size_t k;
+
+		if (!c->present)
+			continue;
+		n++;
+		snprintf(r->app, sizeof(r->app), "%s", app);
+		snprintf(r->device, sizeof(r->device), "%s", q->device[0] ? q->device : "unknown");
+		for (k = 0; k < sizeof(r->qp_type) - 1 && q->qp_type[k]; k++)
+			r->qp_type[k] = (char)tolower((unsigned char)q->qp_type[k]);
+		if (!k)
+			snprintf(r->qp_type, sizeof(r->qp_type), "unknown");
+		r->qp_num = q->qp_num;
+		r->pid = q->pid;
+		r->created_ns = created_ns;
+		r->busy = c->busy;
+		r->parked = c->parked;
+		r->start_bytes = c->start_bytes;
+		r->threshold_bytes = c->threshold_bytes;
+		r->min_bytes = c->min_bytes;
+		r->max_bytes = c->max_bytes;
+		r->samples = c->samples;
+		r->explored = c->explored;
+		r->dropped = c->dropped;
+		r->rounds = c->rounds;
+		r->moves_up = c->moves_up;
+		r->moves_down = c->moves_down;
+		r->reverts = c->reverts;
+		r->n_moves = c->n_moves;
+		memcpy(r->moves, c->moves, sizeof(r->moves));
+	}
+	rc = rt_store_put_inline_ctl(st, node, v, n, err);
+	free(v);
+	return rc;
+}
 
 int rt_agent_store_probe_summary(struct rt_store *st, const struct rt_node_info *node, const char *app,
 				 const struct rt_probe_summary *sum, int *stored, struct rt_error *err)
 {
+	struct timespec ts;
+	int64_t now_ns;
 	int n = 0, rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 
 	for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++)
 		for (int op = 0; op < RT_OP__COUNT; op++) {
@@ -30,6 +94,7 @@ int rt_agent_store_probe_summary(struct rt_store *st, const struct rt_node_info 
 			if (!rt_probe_summary_class_queue(sum, (enum rt_opcode)op, (enum rt_qp_type)qpt, &o, &q))
 				continue;
 			snprintf(h.app, sizeof(h.app), "%s", app);
+			h.created_ns = now_ns; /* one import: its histograms and controllers share the time */
 			h.op = (enum rt_opcode)op;
 			h.qpt = (enum rt_qp_type)qpt;
 			h.messages = o.wrs;
@@ -52,7 +117,7 @@ int rt_agent_store_probe_summary(struct rt_store *st, const struct rt_node_info 
 		}
 	if (stored)
 		*stored = n;
-	return 0;
+	return store_ctls(st, node, app, sum, now_ns, err);
 }
 
 void rt_agent_app_name(const struct rt_probe_summary *sum, char out[64])

@@ -23,8 +23,10 @@ struct rt_agent_spool_result {
 };
 
 /*
- * Stores every (opcode, QP type) class of sum as a histogram of app on node (what `rtune probe` stores).
- * *stored (may be NULL) receives the number of histograms. 0 or an errno + err (the classes before stay stored).
+ * Stores every (opcode, QP type) class of sum as a histogram of app on node (what `rtune probe` stores), then the
+ * adaptive inline controller of each QP that had one (apply mode; rt_store_put_inline_ctl, all in one transaction),
+ * stamped with the histograms' time. *stored (may be NULL) receives the number of histograms. 0 or an errno + err
+ * (the classes before stay stored).
  */
 int rt_agent_store_probe_summary(struct rt_store *st, const struct rt_node_info *node, const char *app,
 				 const struct rt_probe_summary *sum, int *stored, struct rt_error *err);

@@ -5,7 +5,7 @@
  * per QP type its QPs and SQ-full ENOMEM), stores the SEND and RDMA WRITE message-size histograms as the application's
  * (`rtune tune --app NAME`) and exits with the application's status, like a shell: the application's standard output
  * stays the application's. With --apply the probe also applies a profile (raises max_inline_data, inlines small
- * SEND/RDMA WRITE WRs).
+ * SEND/RDMA WRITE WRs); with RTUNE_APPLY_ADAPTIVE=1 each QP's inline controller, its moves included, is stored too.
  */
 #include "cli.h"
 #include "spool.h"
@@ -196,6 +196,7 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
 	struct rt_node_info node;
 	struct rt_error err = { 0 };
 	int ret, stored = 0;
+	size_t n_ctl = 0;
 
 	ret = rt_store_open(db, &st, &err);
 	if (ret) {
@@ -213,6 +214,11 @@ static int store_histograms(const char *db, const char *app, const struct rt_pro
 		fprintf(stderr,
 			"rtune probe: stored %d histogram%s of '%s' in '%s' (SEND and RDMA WRITE on RC and UD QPs)\n",
 			stored, stored == 1 ? "" : "s", app, rt_store_path(st));
+	for (size_t i = 0; i < sum->n_qps; i++)
+		n_ctl += sum->qps[i].ctl.present;
+	if (n_ctl)
+		fprintf(stderr, "rtune probe: stored the adaptive inline controller of %zu QP%s of '%s' (rtune show)\n",
+			n_ctl, n_ctl == 1 ? "" : "s", app);
 	rt_store_close(st);
 	return RT_EXIT_OK;
 }

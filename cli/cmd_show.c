@@ -2,7 +2,8 @@
 /*
  * `rtune show [DEVICE]`: the current profile of a node (per device/port/opcode/QP type: inline threshold, max inline,
  * signal interval, queue depths, CQ moderation, confidence and reasons) and the curves behind it, read from the
- * calibration run each entry came from. --json prints the same as one document.
+ * calibration run each entry came from, and each application's adaptive inline controllers as its latest
+ * `rtune probe --apply` run left them. --json prints the same as one document.
  */
 #include "cli.h"
 #include "rt_store.h"
@@ -21,7 +22,7 @@ static const char usage[] =
 	"Show the current profile (the latest decision per device, port, opcode and QP type) with its confidence and\n"
 	"reasons, and the measured curves behind it: latency vs message size inline and not, message rate vs"
 	" signaling\n"
-	"interval N.\n"
+	"interval N; and per application the adaptive inline threshold of its latest 'rtune probe --apply' run.\n"
 	"\n"
 	"  DEVICE          only this device (name or node GUID)\n"
 	"  --db PATH       store to read (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
@@ -32,15 +33,22 @@ static const char usage[] =
 	"\n"
 	"exit codes: 0 ok, 1 failure (no store, no profile), 2 usage\n";
 
-static void print_when(int64_t t)
+/* Formats t (seconds since the epoch) in UTC into buf, ISO 8601 ("T") or for reading (" "); returns buf. */
+static const char *fmt_when(int64_t t, bool iso, char buf[32])
 {
-	char buf[32];
 	time_t tt = (time_t)t;
 	struct tm tm;
 
 	gmtime_r(&tt, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%SZ", &tm);
-	fputs(buf, stdout);
+	strftime(buf, 32, iso ? "%Y-%m-%dT%H:%M:%SZ" : "%Y-%m-%d %H:%M:%SZ", &tm);
+	return buf;
+}
+
+static void print_when(int64_t t)
+{
+	char buf[32];
+
+	fputs(fmt_when(t, false, buf), stdout);
 }
 
 static const struct rt_run *sort_run;
@@ -205,6 +213,110 @@ static json_t *pins_json(struct rt_store *st, const char *device)
 	return a;
 }
 
+/* At most this many QPs of one application in the text; the rest is counted (--json lists them all). */
+#define CTL_TEXT_QPS 8
+
+/*
+ * The adaptive inline controllers of each application's latest `rtune probe --apply` import (RTUNE_APPLY_ADAPTIVE=1):
+ * one line per QP, where its threshold is, from where, its moves and reverts. Nothing when the store has none.
+ */
+static void print_ctls(const struct rt_store_inline_ctl *v, size_t n)
+{
+	size_t shown = 0;
+
+	if (n)
+		printf("adaptive inline threshold (each app's latest rtune probe --apply run):\n");
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_store_inline_ctl *c = &v[i];
+
+		if (!i || strcmp(c->app, v[i - 1].app)) {
+			char when[32];
+
+			printf("  %s, imported %s\n", c->app, fmt_when(c->created_ns / 1000000000, false, when));
+			shown = 0;
+		}
+		if (shown++ == CTL_TEXT_QPS) {
+			size_t more = 1;
+
+			while (i + more < n && !strcmp(v[i + more].app, c->app))
+				more++;
+			printf("    and %zu more QP%s (rtune show --json)\n", more, more == 1 ? "" : "s");
+			i += more - 1;
+			continue;
+		}
+		printf("    %s %s qp %" PRIu32 ": ", c->device, c->qp_type, c->qp_num);
+		if (c->busy) {
+			printf("not read (the controller was busy when the probe wrote its file)\n");
+			continue;
+		}
+		printf("threshold %" PRIu32 " B from %" PRIu32 " B, %" PRIu64 " move%s (%" PRIu64 " up, %" PRIu64
+		       " down), %" PRIu64 " revert%s%s\n",
+		       c->threshold_bytes, c->start_bytes, c->moves_up + c->moves_down,
+		       c->moves_up + c->moves_down == 1 ? "" : "s", c->moves_up, c->moves_down, c->reverts,
+		       c->reverts == 1 ? "" : "s", c->parked ? ", parked" : "");
+	}
+	if (n)
+		putchar('\n');
+}
+
+/* The controller c as JSON ("moves": its last moves, oldest first; the figures null when it was busy). */
+static json_t *ctl_json(const struct rt_store_inline_ctl *c)
+{
+	json_t *o = json_pack("{s:s, s:s, s:I, s:I, s:b}", "device", c->device, "qp_type", c->qp_type, "qp_num",
+			      (json_int_t)c->qp_num, "pid", (json_int_t)c->pid, "busy", c->busy);
+	json_t *moves = json_array();
+	const struct {
+		const char *key;
+		uint64_t v;
+	} f[] = {
+		{ "start_bytes", c->start_bytes }, { "threshold_bytes", c->threshold_bytes },
+		{ "min_bytes", c->min_bytes },	   { "max_bytes", c->max_bytes },
+		{ "samples", c->samples },	   { "explored", c->explored },
+		{ "dropped", c->dropped },	   { "rounds", c->rounds },
+		{ "moves_up", c->moves_up },	   { "moves_down", c->moves_down },
+		{ "reverts", c->reverts },
+	};
+
+	if (!o || !moves) {
+		json_decref(o);
+		json_decref(moves);
+		return NULL;
+	}
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+		json_object_set_new(o, f[k].key, c->busy ? json_null() : json_integer((json_int_t)f[k].v));
+	json_object_set_new(o, "parked", c->busy ? json_null() : json_boolean(c->parked));
+	for (unsigned k = 0; k < c->n_moves; k++) {
+		const struct rt_inline_ctl_move *m = &c->moves[k];
+
+		json_array_append_new(moves,
+				      json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "at_sample", (json_int_t)m->at_sample,
+						"from_bytes", (json_int_t)m->from_bytes, "to_bytes",
+						(json_int_t)m->to_bytes, "inline_ns", (json_int_t)m->inline_ns,
+						"noinline_ns", (json_int_t)m->noinline_ns, "revert", m->revert));
+	}
+	json_object_set_new(o, "moves", moves);
+	return o;
+}
+
+/* Per application, its latest import's controllers: [{app, imported_at, imported_ns, qps: [ctl_json...]}]. */
+static json_t *ctls_json(const struct rt_store_inline_ctl *v, size_t n)
+{
+	json_t *a = json_array(), *qps = NULL;
+
+	for (size_t i = 0; a && i < n; i++) {
+		if (!i || strcmp(v[i].app, v[i - 1].app)) {
+			char when[32];
+
+			qps = json_array();
+			json_array_append_new(a, json_pack("{s:s, s:s, s:I, s:o}", "app", v[i].app, "imported_at",
+							   fmt_when(v[i].created_ns / 1000000000, true, when),
+							   "imported_ns", (json_int_t)v[i].created_ns, "qps", qps));
+		}
+		json_array_append_new(qps, ctl_json(&v[i]));
+	}
+	return a;
+}
+
 int cmd_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -216,6 +328,8 @@ int cmd_show(int argc, char **argv)
 	};
 	const char *db = NULL, *node_key = NULL, *device = NULL;
 	struct rt_profile_entry *v = NULL;
+	struct rt_store_inline_ctl *ctl = NULL;
+	size_t n_ctl = 0;
 	struct rt_node_info node;
 	struct rt_store *st = NULL;
 	struct rt_error err;
@@ -247,13 +361,19 @@ int cmd_show(int argc, char **argv)
 	}
 	char nkey[RT_STORE_NODE_KEY_LEN];
 
+	if (rt_store_get_inline_ctl(st, rt_store_node_key(&node, nkey), device, &ctl, &n_ctl, &err)) {
+		rt_cli_error("%s", err.text);
+		goto out;
+	}
 	if (json) {
-		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.0",
+		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.1",
 					"node", rt_store_node_json(&node, sig), "entries");
 		json_t *arr = json_object_get(doc, "entries");
 
 		if (doc)
 			json_object_set_new(doc, "pins", pins_json(st, device));
+		if (doc)
+			json_object_set_new(doc, "inline_ctl", ctls_json(ctl, n_ctl));
 
 		for (size_t i = 0; doc && i < n; i++) {
 			json_t *e = rt_store_entry_json(&v[i]);
@@ -306,11 +426,13 @@ int cmd_show(int argc, char **argv)
 	}
 	if (!json) {
 		putchar('\n');
+		print_ctls(ctl, n_ctl);
 		print_pins(st, device);
 	}
 	rc = RT_EXIT_OK;
 out:
 	free(v);
+	free(ctl);
 	rt_store_close(st);
 	return rc;
 }

@@ -25,7 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	for (size_t i = 0; i < s->n_qps; i++)
-		sink += strnlen(s->qps[i].device, sizeof(s->qps[i].device)) + s->qps[i].op[RT_PROBE_OP_SEND].wrs;
+		sink += strnlen(s->qps[i].device, sizeof(s->qps[i].device)) + s->qps[i].op[RT_PROBE_OP_SEND].wrs +
+			s->qps[i].ctl.threshold_bytes +
+			(s->qps[i].ctl.n_moves ? s->qps[i].ctl.moves[s->qps[i].ctl.n_moves - 1].to_bytes : 0);
 	sink += rt_probe_summary_class(s, RT_OP_SEND, RT_QPT_RC, &cls, &sq_full);
 	sink += rt_probe_summary_class(s, RT_OP_WRITE, RT_QPT_UD, &cls, NULL);
 	/* merge: a second parse of the same bytes (what `rtune probe` does for an app's several processes) */

@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 8
+#define RT_STORE_SCHEMA_VERSION 9
 
 struct rt_store;
 
@@ -212,6 +212,45 @@ int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node,
 /* The most recent histogram of app for op/qpt into out; ENOENT when there is none. */
 int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode op, enum rt_qp_type qpt,
 			   struct rt_store_histogram *out, struct rt_error *err);
+
+/* ---- the probe's adaptive inline controllers (schema v9) --------------------------------------------------------- */
+
+/*
+ * One QP's adaptive inline controller as `rtune probe` (or the agent's spool) imported it from the probe's file
+ * ("inline_ctl", docs/probe.md): per application, device, QP type and QP, where the threshold started and ended, its
+ * evidence and its last moves. The rows of one import share created_ns with that import's histograms.
+ */
+struct rt_store_inline_ctl {
+	int64_t id; /* set by put */
+	char app[RT_NAME_LEN];
+	char device[64];
+	char qp_type[16]; /* as the probe names it, lower case: "rc", "ud", "uc", "xrc_send", ... */
+	uint32_t qp_num;
+	int64_t pid;	    /* of the process that had the QP */
+	int64_t created_ns; /* when imported; 0 = now */
+	bool busy;	    /* the probe could not read the controller: no figures below */
+	bool parked;
+	uint32_t start_bytes, threshold_bytes, min_bytes, max_bytes;
+	uint64_t samples, explored, dropped, rounds, moves_up, moves_down, reverts;
+	unsigned n_moves; /* the last moves, oldest first (<= RT_INLINE_CTL_MOVES) */
+	struct rt_inline_ctl_move moves[RT_INLINE_CTL_MOVES];
+};
+
+/*
+ * Stores the n controllers c[0..n) of node (with their moves) in one transaction and sets each c[i].id; on failure
+ * nothing is stored. EINVAL for a controller without application, device or QP type, or with more moves than kept.
+ */
+int rt_store_put_inline_ctl(struct rt_store *st, const struct rt_node_info *node, struct rt_store_inline_ctl *c,
+			    size_t n, struct rt_error *err);
+
+/*
+ * The controllers of each application's latest import (its rows with the newest created_ns) into *out (malloc'd,
+ * free(); *n may be 0), ordered by application, device, QP type and QP number. node_key (rt_store_node_key(); NULL:
+ * every node) and device (a device name; NULL: all) filter. A store without the table (read-only, older schema)
+ * gives none.
+ */
+int rt_store_get_inline_ctl(struct rt_store *st, const char *node_key, const char *device,
+			    struct rt_store_inline_ctl **out, size_t *n, struct rt_error *err);
 
 /* ---- profiles ------------------------------------------------------------------------------------------------- */
 

@@ -139,8 +139,25 @@ static const char migrate_v8[] =
 	" post_list INTEGER NOT NULL, signal_interval INTEGER NOT NULL, verdict TEXT, confidence TEXT,"
 	" PRIMARY KEY(run_id, band, op, qpt));";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3, migrate_v4,
-								 migrate_v5, migrate_v6, migrate_v7, migrate_v8 };
+/* v8 -> v9: the adaptive inline controller of each QP the probe ran in apply mode (`rtune probe`, the agent's spool):
+ * per application, device, QP type and QP of one import (created_ns, shared with that import's histograms; pid: the
+ * process), where its threshold started and ended, its evidence and counts, and its last moves. No rows in older
+ * stores: their imports did not keep it. */
+static const char migrate_v9[] =
+	"CREATE TABLE inline_ctl(id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE"
+	" CASCADE, app TEXT NOT NULL, device TEXT NOT NULL, qp_type TEXT NOT NULL, qp_num INTEGER NOT NULL,"
+	" pid INTEGER NOT NULL, created_ns INTEGER NOT NULL, busy INTEGER NOT NULL, start_bytes INTEGER,"
+	" threshold_bytes INTEGER, min_bytes INTEGER, max_bytes INTEGER, parked INTEGER, samples INTEGER,"
+	" explored INTEGER, dropped INTEGER, rounds INTEGER, moves_up INTEGER, moves_down INTEGER, reverts INTEGER);"
+	"CREATE INDEX inline_ctl_app ON inline_ctl(node_id, app, created_ns);"
+	"CREATE TABLE inline_ctl_moves(ctl_id INTEGER NOT NULL REFERENCES inline_ctl(id) ON DELETE CASCADE,"
+	" seq INTEGER NOT NULL, at_sample INTEGER NOT NULL, from_bytes INTEGER NOT NULL, to_bytes INTEGER NOT NULL,"
+	" inline_ns INTEGER NOT NULL, noinline_ns INTEGER NOT NULL, revert INTEGER NOT NULL,"
+	" PRIMARY KEY(ctl_id, seq));";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3,
+								 migrate_v4, migrate_v5, migrate_v6,
+								 migrate_v7, migrate_v8, migrate_v9 };
 
 int64_t rt_store_now_ns(void)
 {

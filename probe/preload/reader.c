@@ -136,6 +136,62 @@ static uint64_t sum_values(json_t *obj)
 	return s;
 }
 
+/*
+ * Reads a QP's "inline_ctl" into c (absent: c->present false, an older probe or no controller). {"busy": true} is a
+ * controller the probe could not read. Of more than RT_INLINE_CTL_MOVES moves the last ones are kept. EINVAL when it
+ * or its moves are not objects, or a move lacks its sizes.
+ */
+static int read_ctl(json_t *j, struct rt_probe_ctl_summary *c, struct rt_error *err)
+{
+	json_t *moves, *m;
+	size_t i, n, skip;
+
+	if (!j)
+		return 0;
+	if (!json_is_object(j))
+		return rt_error_set(err, EINVAL, "probe file: 'inline_ctl' is not an object");
+	c->present = true;
+	if (json_is_true(json_object_get(j, "busy"))) {
+		c->busy = true;
+		return 0;
+	}
+	c->start_bytes = (uint32_t)u64_of(j, "start");
+	c->threshold_bytes = (uint32_t)u64_of(j, "threshold");
+	c->min_bytes = (uint32_t)u64_of(j, "min");
+	c->max_bytes = (uint32_t)u64_of(j, "max");
+	c->parked = json_is_true(json_object_get(j, "parked"));
+	c->samples = u64_of(j, "samples");
+	c->explored = u64_of(j, "explored");
+	c->dropped = u64_of(j, "dropped");
+	c->rounds = u64_of(j, "rounds");
+	c->moves_up = u64_of(j, "moves_up");
+	c->moves_down = u64_of(j, "moves_down");
+	c->reverts = u64_of(j, "reverts");
+	moves = json_object_get(j, "moves");
+	if (moves && !json_is_array(moves))
+		return rt_error_set(err, EINVAL, "probe file: 'inline_ctl.moves' is not an array");
+	n = json_array_size(moves);
+	skip = n > RT_INLINE_CTL_MOVES ? n - RT_INLINE_CTL_MOVES : 0;
+	json_array_foreach(moves, i, m)
+	{
+		struct rt_inline_ctl_move *mv;
+
+		if (!json_is_object(m) || !json_is_integer(json_object_get(m, "from")) ||
+		    !json_is_integer(json_object_get(m, "to")))
+			return rt_error_set(err, EINVAL, "probe file: bad entry %zu in 'inline_ctl.moves'", i);
+		if (i < skip)
+			continue;
+		mv = &c->moves[c->n_moves++];
+		mv->at_sample = u64_of(m, "at_sample");
+		mv->from_bytes = (uint32_t)u64_of(m, "from");
+		mv->to_bytes = (uint32_t)u64_of(m, "to");
+		mv->inline_ns = u64_of(m, "inline_ns");
+		mv->noinline_ns = u64_of(m, "noinline_ns");
+		mv->revert = json_is_true(json_object_get(m, "revert"));
+	}
+	return 0;
+}
+
 static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *err)
 {
 	json_t *e = json_object_get(j, "errors"), *a = json_object_get(j, "apply"), *l = json_object_get(j, "latency");
@@ -174,6 +230,8 @@ static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *er
 	if (json_is_object(json_object_get(j, "wc_errors")))
 		q->wc_errors = sum_values(json_object_get(j, "wc_errors"));
 	if ((ret = read_batch(json_object_get(j, "wrs_per_post"), q, err)))
+		return ret;
+	if ((ret = read_ctl(json_object_get(j, "inline_ctl"), &q->ctl, err)))
 		return ret;
 	return read_ops(json_object_get(j, "ops"), q->op, err);
 }
@@ -237,6 +295,7 @@ int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, 
 		ret = read_qp(v, &s->qps[i], err);
 		if (ret)
 			goto out;
+		s->qps[i].pid = s->pid;
 		s->n_qps++;
 	}
 out:

@@ -2,7 +2,8 @@
 /*
  * Reader of the probe's per-process JSON (format "rtune-probe", version 1, docs/probe.md): parses one file into a
  * summary with, per QP and per opcode, the counts and the message-size histogram on the shared bucket scheme
- * (rt_hist.h) with the largest size sent per bucket, per QP the post-list batches, merges the files of several
+ * (rt_hist.h) with the largest size sent per bucket, per QP the post-list batches and apply mode's adaptive inline
+ * controller ("inline_ctl": its state and last moves), merges the files of several
  * processes, and folds them into the store's (opcode, QP type) classes.
  * Used by `rtune probe` and the store's import; jansson lives here, never in the preloaded probe.
  */
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include <rtune/error.h>
+#include <rtune/profile.h>
 
 #include "rt_hist.h"
 #include "rt_model.h"
@@ -44,6 +46,20 @@ struct rt_probe_op_summary {
 					       of a probe that did not record it) */
 };
 
+/*
+ * A QP's adaptive inline controller as the probe wrote it ("inline_ctl", apply mode with RTUNE_APPLY_ADAPTIVE=1):
+ * where the threshold started and is, its evidence, its moves and the last RT_INLINE_CTL_MOVES of them, oldest first.
+ */
+struct rt_probe_ctl_summary {
+	bool present; /* the QP had a controller (the file has "inline_ctl") */
+	bool busy;    /* the probe found the controller held throughout and wrote {"busy": true}: no figures */
+	bool parked;
+	uint32_t start_bytes, threshold_bytes, min_bytes, max_bytes;
+	uint64_t samples, explored, dropped, rounds, moves_up, moves_down, reverts;
+	unsigned n_moves;
+	struct rt_inline_ctl_move moves[RT_INLINE_CTL_MOVES];
+};
+
 struct rt_probe_qp_summary {
 	char device[64];
 	char qp_type[16]; /* "RC", "UD", ... as the probe wrote it */
@@ -57,6 +73,8 @@ struct rt_probe_qp_summary {
 	uint64_t lat_samples, lat_sum_ns, lat_min_ns, lat_max_ns;
 	uint64_t wc_errors; /* error completions, all statuses */
 	struct rt_probe_op_summary op[RT_PROBE_OP__COUNT];
+	long pid; /* of the process whose file held the QP */
+	struct rt_probe_ctl_summary ctl;
 };
 
 struct rt_probe_summary {

@@ -3,7 +3,8 @@
  * The probe spool import: a finished file (its process gone, not modified in the last 2 s) becomes the
  * application's histograms in the store (named by the exe's basename) and is removed; a file whose writer still
  * runs, or that is too new, stays; a file that does not parse is renamed *.bad and never retried; other names are
- * ignored; an unreadable spool is one error naming it.
+ * ignored; an unreadable spool is one error naming it. A file with apply mode's "inline_ctl" also leaves its
+ * controller in the store.
  */
 #include "spool.h"
 
@@ -94,6 +95,15 @@ static void test_import(void **state)
 	assert_int_equal(h.messages, 1000);
 	assert_int_equal(h.bytes, 64000);
 	assert_int_equal(h.max_send_wr, 128);
+	{
+		struct rt_store_inline_ctl *v = NULL;
+		size_t n = 1;
+
+		/* a file without "inline_ctl" (no adaptive apply mode): no controller stored */
+		assert_int_equal(rt_store_get_inline_ctl(st, NULL, NULL, &v, &n, &err), 0);
+		assert_int_equal(n, 0);
+		free(v);
+	}
 	assert_int_equal(stat(p_done, &sb), -1); /* imported files are removed */
 	assert_int_equal(stat(p_live, &sb), 0);
 	assert_int_equal(stat(p_new, &sb), 0);
@@ -117,10 +127,73 @@ static void test_import(void **state)
 	rt_store_close(st);
 }
 
+/* A spool file of apply mode's adaptive threshold: the agent's import stores the QP's controller and its move. */
+static void test_import_inline_ctl(void **state)
+{
+	char dir[] = "/tmp/rtune-agent-spool.XXXXXX", db[256], path[256], doc[8192], *at;
+	struct rt_agent_spool_result res;
+	struct rt_store_inline_ctl *v = NULL;
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	size_t n = 0, head;
+	long gone = dead_pid();
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/s.db", dir);
+	snprintf(path, sizeof(path), "%s/rtune-probe.%ld.json", dir, gone);
+	snprintf(doc, sizeof(doc), probe_doc, gone);
+	/* the QP's "inline_ctl" goes where the writer puts it, before "ops" */
+	at = strstr(doc, " \"ops\"");
+	assert_non_null(at);
+	head = (size_t)(at - doc);
+	{
+		char tail[4096];
+
+		snprintf(tail, sizeof(tail), "%s", at);
+		snprintf(
+			doc + head, sizeof(doc) - head,
+			" \"inline_ctl\": {\"start\": 32, \"threshold\": 64, \"min\": 0, \"max\": 64,"
+			" \"parked\": false, \"samples\": 40, \"explored\": 4, \"dropped\": 0, \"rounds\": 5,"
+			" \"moves_up\": 1, \"moves_down\": 0, \"reverts\": 0, \"moves\": [{\"at_sample\": 16,"
+			" \"from\": 32, \"to\": 64, \"inline_ns\": 900, \"noinline_ns\": 1100, \"revert\": false}]},%s",
+			tail);
+	}
+	write_file(path, doc, time(NULL) - 60);
+	assert_int_equal(rt_store_open(db, &st, &err), 0);
+	assert_int_equal(rt_agent_spool_import(st, dir, time(NULL), &res, &err), 0);
+	assert_int_equal(res.imported, 1);
+	assert_int_equal(rt_store_get_inline_ctl(st, NULL, NULL, &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].app, "kvstore");
+	assert_string_equal(v[0].device, "rxe0");
+	assert_string_equal(v[0].qp_type, "rc");
+	assert_int_equal(v[0].qp_num, 17);
+	assert_int_equal(v[0].pid, gone);
+	assert_int_equal(v[0].start_bytes, 32);
+	assert_int_equal(v[0].threshold_bytes, 64);
+	assert_int_equal(v[0].moves_up, 1);
+	assert_int_equal(v[0].n_moves, 1);
+	assert_int_equal(v[0].moves[0].at_sample, 16);
+	assert_int_equal(v[0].moves[0].from_bytes, 32);
+	assert_int_equal(v[0].moves[0].to_bytes, 64);
+	assert_int_equal(v[0].moves[0].inline_ns, 900);
+	assert_int_equal(v[0].moves[0].noinline_ns, 1100);
+	free(v);
+	rt_store_close(st);
+	unlink(db);
+	snprintf(path, sizeof(path), "%s-wal", db);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s-shm", db);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_import),
+		cmocka_unit_test(test_import_inline_ctl),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

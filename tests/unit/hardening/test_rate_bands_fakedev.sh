@@ -46,7 +46,7 @@ PY
   nj=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rate_bands']))" "$tmp/json")
   nr=$(sqlite3 "$tmp/db" "SELECT count(*) FROM rate_points WHERE run_id = $run")
   njr=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['rate']))" "$tmp/json")
-  [ "$nb" = "$nj" ] && [ "$nr" = "$njr" ] && [ "$(sqlite3 "$tmp/db" 'PRAGMA user_version')" = 8 ] &&
+  [ "$nb" = "$nj" ] && [ "$nr" = "$njr" ] && [ "$(sqlite3 "$tmp/db" 'PRAGMA user_version')" -ge 8 ] &&
     ok "stored: $nb band points apart from the $nr small-band points (schema 8)" ||
     bad "stored band points $nb (JSON $nj), rate points $nr (JSON $njr)"
   sb=$(sqlite3 "$tmp/db" "SELECT band || ':' || post_list || ':' || msg_bytes_lo || '-' || msg_bytes_hi || ':N=' || signal_interval FROM signal_bands WHERE run_id = $run AND op = 'write' ORDER BY band" | tr '\n' ' ')

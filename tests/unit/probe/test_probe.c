@@ -592,6 +592,42 @@ static void test_apply_adaptive(void **state)
 	assert_int_equal(json_integer_value(json_object_get(ctl, "start")), 32);
 	assert_true(abs(band_of((uint32_t)thr) - band_of(128)) <= 1);
 	assert_true(json_array_size(json_object_get(ctl, "moves")) > 0);
+	{
+		/* what the reader (`rtune probe`'s import) gets from the writer's document: every figure and move */
+		struct rt_probe_summary *sum = NULL;
+		const struct rt_probe_ctl_summary *rc = NULL;
+		struct rt_error err;
+		json_t *moves = json_object_get(ctl, "moves");
+
+		assert_int_equal(rt_probe_render_json(false, &doc, &len), 0);
+		assert_int_equal(rt_probe_parse(doc, len, &sum, &err), 0);
+		free(doc);
+		for (size_t i = 0; i < sum->n_qps; i++)
+			if (sum->qps[i].qp_num == qp->qp_num)
+				rc = &sum->qps[i].ctl;
+		assert_non_null(rc);
+		assert_true(rc->present && !rc->busy);
+		assert_int_equal(rc->start_bytes, 32);
+		assert_int_equal(rc->threshold_bytes, thr);
+		assert_int_equal(rc->max_bytes, json_integer_value(json_object_get(ctl, "max")));
+		assert_int_equal(rc->samples, json_integer_value(json_object_get(ctl, "samples")));
+		assert_int_equal(rc->moves_up, json_integer_value(json_object_get(ctl, "moves_up")));
+		assert_int_equal(rc->moves_down, json_integer_value(json_object_get(ctl, "moves_down")));
+		assert_int_equal(rc->reverts, json_integer_value(json_object_get(ctl, "reverts")));
+		assert_int_equal(rc->n_moves, json_array_size(moves));
+		for (unsigned k = 0; k < rc->n_moves; k++) {
+			json_t *m = json_array_get(moves, k);
+
+			assert_int_equal(rc->moves[k].at_sample, json_integer_value(json_object_get(m, "at_sample")));
+			assert_int_equal(rc->moves[k].from_bytes, json_integer_value(json_object_get(m, "from")));
+			assert_int_equal(rc->moves[k].to_bytes, json_integer_value(json_object_get(m, "to")));
+			assert_int_equal(rc->moves[k].inline_ns, json_integer_value(json_object_get(m, "inline_ns")));
+			assert_int_equal(rc->moves[k].noinline_ns,
+					 json_integer_value(json_object_get(m, "noinline_ns")));
+			assert_int_equal(rc->moves[k].revert, json_is_true(json_object_get(m, "revert")));
+		}
+		rt_probe_summary_free(sum);
+	}
 	json_decref(root);
 	assert_int_equal(rt_probe_destroy_cq(cq), 0);
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
@@ -1405,6 +1441,68 @@ static void test_preload_app(void **state)
 	assert_int_equal(rmdir(dir), 0); /* no probe file was written */
 }
 
+/*
+ * A QP's "inline_ctl" as the reader takes it: the figures, the last RT_INLINE_CTL_MOVES of more moves (oldest first),
+ * {"busy": true} as present without figures, a QP without it as no controller (an older probe); a move without its
+ * sizes, or inline_ctl not an object, is refused.
+ */
+static void test_reader_inline_ctl(void **state)
+{
+	char doc[4096], bad[512];
+	struct rt_probe_summary *s = NULL;
+	struct rt_error err;
+	int n;
+
+	(void)state;
+	n = snprintf(doc, sizeof(doc),
+		     "{\"schema\":{\"name\":\"rtune-probe\",\"version\":\"1.1\"},\"pid\":77,\"qps\":["
+		     "{\"qp_num\":1,\"qp_type\":\"RC\",\"inline_ctl\":{\"start\":32,\"threshold\":96,\"min\":8,"
+		     "\"max\":200,\"parked\":true,\"samples\":50,\"explored\":5,\"dropped\":1,\"rounds\":6,"
+		     "\"moves_up\":7,\"moves_down\":3,\"reverts\":2,\"moves\":[");
+	for (int k = 1; k <= 10; k++)
+		n += snprintf(doc + n, sizeof(doc) - (size_t)n,
+			      "%s{\"at_sample\":%d,\"from\":%d,\"to\":%d,\"inline_ns\":%d,\"noinline_ns\":%d,"
+			      "\"revert\":%s}",
+			      k > 1 ? "," : "", k * 10, k, k + 1, 1000 + k, 2000 + k, k == 10 ? "true" : "false");
+	snprintf(doc + n, sizeof(doc) - (size_t)n,
+		 "]}},{\"qp_num\":2,\"qp_type\":\"UD\",\"inline_ctl\":{\"busy\":true}},{\"qp_num\":3}]}");
+	assert_int_equal(rt_probe_parse(doc, strlen(doc), &s, &err), 0);
+	assert_int_equal(s->n_qps, 3);
+	{
+		const struct rt_probe_ctl_summary *c = &s->qps[0].ctl;
+
+		assert_true(c->present && !c->busy && c->parked);
+		assert_int_equal(c->start_bytes, 32);
+		assert_int_equal(c->threshold_bytes, 96);
+		assert_int_equal(c->min_bytes, 8);
+		assert_int_equal(c->max_bytes, 200);
+		assert_int_equal(c->samples + c->explored + c->dropped + c->rounds, 62);
+		assert_int_equal(c->moves_up * 100 + c->moves_down * 10 + c->reverts, 732);
+		assert_int_equal(c->n_moves, RT_INLINE_CTL_MOVES);
+		for (unsigned k = 0; k < RT_INLINE_CTL_MOVES; k++) { /* moves 3..10 */
+			assert_int_equal(c->moves[k].at_sample, (k + 3) * 10);
+			assert_int_equal(c->moves[k].from_bytes, k + 3);
+			assert_int_equal(c->moves[k].to_bytes, k + 4);
+			assert_int_equal(c->moves[k].inline_ns, 1003 + k);
+			assert_int_equal(c->moves[k].noinline_ns, 2003 + k);
+			assert_int_equal(c->moves[k].revert, k == RT_INLINE_CTL_MOVES - 1);
+		}
+	}
+	assert_int_equal(s->qps[0].pid, 77);
+	assert_true(s->qps[1].ctl.present && s->qps[1].ctl.busy);
+	assert_int_equal(s->qps[1].ctl.threshold_bytes + s->qps[1].ctl.n_moves, 0);
+	assert_false(s->qps[2].ctl.present);
+	rt_probe_summary_free(s);
+
+	snprintf(bad, sizeof(bad),
+		 "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":[{\"inline_ctl\":{\"moves\":[{\"to\":4}]}}]}");
+	assert_int_equal(rt_probe_parse(bad, strlen(bad), &s, &err), EINVAL);
+	assert_non_null(strstr(err.text, "inline_ctl.moves"));
+	snprintf(bad, sizeof(bad), "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":[{\"inline_ctl\":3}]}");
+	assert_int_equal(rt_probe_parse(bad, strlen(bad), &s, &err), EINVAL);
+	assert_non_null(strstr(err.text, "'inline_ctl' is not an object"));
+}
+
 static void test_reader_rejects(void **state)
 {
 	struct rt_probe_summary *s;
@@ -1442,6 +1540,7 @@ int main(void)
 		cmocka_unit_test(test_apply_mode),
 		cmocka_unit_test(test_apply_profile),
 		cmocka_unit_test(test_apply_adaptive),
+		cmocka_unit_test(test_reader_inline_ctl),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
 		cmocka_unit_test(test_threads),

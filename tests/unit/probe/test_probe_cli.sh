@@ -5,7 +5,8 @@
 # stderr); the summary names every opcode class it used, RDMA READ and atomics included, with exact counts; --out
 # replaces an existing regular file atomically and '-' writes the JSON to standard output after the application's;
 # rtune probe exits with the application's status (128+N for a signal, 127/126 for a command not found / not
-# executable), and 1 only when the application succeeded and rtune failed after it.
+# executable), and 1 only when the application succeeded and rtune failed after it; with --apply and
+# RTUNE_APPLY_ADAPTIVE=1 the QPs' inline controllers in the probe's file are what the store keeps.
 set -uo pipefail
 rtune=$1 fakedev=$2 app=$3
 tmp=$(mktemp -d)
@@ -84,6 +85,44 @@ probe --no-store -- true
 probe --no-store --out "$tmp/no-dir/x.json" -- "$app" ops 1
 [ $rc = 1 ] && grep -q "^rtune: cannot write '$tmp/no-dir/x.json'" "$tmp/err" && ok "unwritable --out: 1, named" ||
   { bad "unwritable --out gave $rc"; cat "$tmp/err"; }
+
+# apply mode with the adaptive threshold (RTUNE_APPLY_ADAPTIVE=1) through the real preload: every QP's controller in
+# the --out file is in the store, figure for figure and move for move (fakedev has no cost model, so its controllers
+# may not move; the fixture test test_probe_ctl_store checks moves)
+python3 - "$tmp/apply.json" <<'PY'
+import json, sys
+e = {"device": "fake0", "guid": None, "port": 1, "opcode": "send", "qp_type": "rc", "inline_threshold": 64,
+     "max_inline_data": 200, "signal_interval": 16, "sq_depth": 128, "cq_depth": 128, "cq_moderation": None,
+     "numa_node": -1, "cpus": "0", "confidence": "medium", "reasons": [{"code": "hand_written", "text": "test"}],
+     "measured_at": "2026-12-01T12:00:00Z", "run_id": "6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab", "app": None}
+json.dump({"schema": {"name": "rtune-profile", "version": "1.2"}, "rtune_version": "0.1.0",
+           "node": {"hostname": "x", "machine_id": "", "cpu_count": 2, "numa_nodes": 1}, "entries": [e]},
+          open(sys.argv[1], "w"))
+PY
+RTUNE_APPLY_ADAPTIVE=1 probe --db "$db" --name adaptive --apply "$tmp/apply.json" --out "$tmp/adaptive.json" -- \
+  "$app" threads 1
+[ $rc = 0 ] && grep -qF "rtune probe: stored the adaptive inline controller of 2 QPs of 'adaptive'" "$tmp/err" &&
+  ok "apply adaptive: rtune probe stored both QPs' controllers" || { bad "apply adaptive: rc $rc"; cat "$tmp/err"; }
+python3 - "$tmp/adaptive.json" "$db" <<'PY' && ok "apply adaptive: the store holds the file's controllers exactly" ||
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+c = sqlite3.connect(sys.argv[2])
+want = sorted((q["qp_num"], q["inline_ctl"]) for q in d["qps"] if "inline_ctl" in q)
+assert len(want) == 2 and all(w["start"] == 64 and w["max"] == 200 for _, w in want), want
+got = c.execute("SELECT id, qp_num, start_bytes, threshold_bytes, min_bytes, max_bytes, parked, samples, explored,"
+                " dropped, rounds, moves_up, moves_down, reverts FROM inline_ctl WHERE app = 'adaptive'"
+                " ORDER BY qp_num").fetchall()
+assert len(got) == len(want), got
+for (num, w), g in zip(want, got):
+    assert g[1:] == (num, w["start"], w["threshold"], w["min"], w["max"], int(w["parked"]), w["samples"],
+                     w["explored"], w["dropped"], w["rounds"], w["moves_up"], w["moves_down"], w["reverts"]), (w, g)
+    moves = c.execute("SELECT at_sample, from_bytes, to_bytes, inline_ns, noinline_ns, revert FROM inline_ctl_moves"
+                      " WHERE ctl_id = ? ORDER BY seq", (g[0],)).fetchall()
+    assert moves == [(m["at_sample"], m["from"], m["to"], m["inline_ns"], m["noinline_ns"], int(m["revert"]))
+                     for m in w["moves"]], (moves, w["moves"])
+assert sum(w["samples"] for _, w in want) > 0, want
+PY
+  bad "apply adaptive: store and file differ"
 
 [ "$fails" = 0 ] || { echo "FAIL: $fails check(s)"; exit 1; }
 echo "PASS: rtune probe"

@@ -43,7 +43,7 @@ static void test_bands_roundtrip(void **state)
 
 	(void)state;
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
-	assert_int_equal(rt_store_schema_version(st), 8);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
 	tu_run(&run, "host-a", "mlx5_0", 0, 0);
 	assert_int_equal(rt_store_run_begin(st, &run, &err), 0);
 	tu_run(&pts, "host-a", "mlx5_0", 2, 4);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of opening the store: creation (mode, schema version, WAL), migration from a hand-built v1 store with data
- * in it, and the files the store must refuse without changing a byte: not a database, another program's SQLite
+ * in it and from a schema 8 store (then the probe's inline controllers, schema 9, round-trip), and the files the store must refuse without changing a byte: not a database, another program's SQLite
  * database, a newer schema, a symlink; and what a read-only open (rt_store_open_existing) must neither create nor
  * convert: a missing path, an empty file, a database without tables. Also the default path resolution every command
  * shares.
@@ -290,6 +290,139 @@ static void test_migrate_from_v3(void **state)
 		1);
 }
 
+/* A controller of app on device/qpt qp_num as an import would store it, with n_moves moves. */
+static void mk_ctl(struct rt_store_inline_ctl *c, const char *app, const char *device, uint32_t qp_num,
+		   int64_t created_ns, unsigned n_moves)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->app, sizeof(c->app), "%s", app);
+	snprintf(c->device, sizeof(c->device), "%s", device);
+	snprintf(c->qp_type, sizeof(c->qp_type), "rc");
+	c->qp_num = qp_num;
+	c->pid = 4242;
+	c->created_ns = created_ns;
+	c->start_bytes = 32;
+	c->threshold_bytes = 128;
+	c->min_bytes = 0;
+	c->max_bytes = 256;
+	c->parked = true;
+	c->samples = 900;
+	c->explored = 90;
+	c->dropped = 3;
+	c->rounds = 12;
+	c->moves_up = n_moves ? n_moves - 1 : 0;
+	c->moves_down = n_moves ? 1 : 0;
+	c->reverts = n_moves ? 1 : 0;
+	c->n_moves = n_moves;
+	for (unsigned k = 0; k < n_moves; k++)
+		c->moves[k] = (struct rt_inline_ctl_move){ .at_sample = 100 * (k + 1),
+							   .from_bytes = 32u << k,
+							   .to_bytes = 64u << k,
+							   .inline_ns = 1000 + k,
+							   .noinline_ns = 1200 + k,
+							   .revert = k == n_moves - 1 };
+}
+
+/*
+ * A schema 8 store (the layout before the controllers' tables) holding a histogram: migrated to the current schema,
+ * the histogram kept; the probe's controllers then round-trip with their moves, a read gives each application's
+ * latest import only, filtered by node and device; a busy controller keeps no figures; a controller without an
+ * application is refused with nothing stored.
+ */
+static void test_migrate_from_v8(void **state)
+{
+	char path[1200], key[RT_STORE_NODE_KEY_LEN];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct rt_store_histogram h, back;
+	struct rt_store_inline_ctl c[4], *v = NULL;
+	struct rt_node_info node, other;
+	size_t n = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/v8.db", dir);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	memset(&h, 0, sizeof(h));
+	snprintf(h.app, sizeof(h.app), "kv");
+	h.messages = 7;
+	h.buckets[rt_hist_bucket(64)] = 7;
+	tu_node(&node, "host-a");
+	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
+	rt_store_close(st);
+	/* schema 8 is the current layout without v9's two tables */
+	sql(path, "PRAGMA journal_mode=DELETE; DROP TABLE inline_ctl_moves; DROP TABLE inline_ctl;"
+		  " PRAGMA user_version = 8;");
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'inline_ctl%'"), 0);
+
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
+	assert_int_equal(rt_store_check(st, &err), 0);
+	assert_int_equal(rt_store_get_histogram(st, "kv", RT_OP_SEND, RT_QPT_RC, &back, &err), 0);
+	assert_int_equal(back.messages, 7);
+	assert_int_equal(rt_store_get_inline_ctl(st, NULL, NULL, &v, &n, &err), 0);
+	assert_int_equal(n, 0); /* a migrated store has no controllers: none invented */
+	free(v);
+
+	/* an older import of kv (one QP), then a newer one (two QPs, one of them busy), and another node's app */
+	mk_ctl(&c[0], "kv", "mlx5_0", 17, 1000, 2);
+	assert_int_equal(rt_store_put_inline_ctl(st, &node, c, 1, &err), 0);
+	mk_ctl(&c[0], "kv", "mlx5_0", 21, 2000, RT_INLINE_CTL_MOVES);
+	mk_ctl(&c[1], "kv", "mlx5_1", 22, 2000, 0);
+	c[1].busy = true;
+	assert_int_equal(rt_store_put_inline_ctl(st, &node, c, 2, &err), 0);
+	assert_true(c[0].id > 0 && c[1].id > c[0].id);
+	tu_node(&other, "host-b");
+	mk_ctl(&c[2], "db", "mlx5_0", 5, 500, 1);
+	assert_int_equal(rt_store_put_inline_ctl(st, &other, &c[2], 1, &err), 0);
+	mk_ctl(&c[3], "", "mlx5_0", 6, 3000, 1);
+	assert_int_equal(rt_store_put_inline_ctl(st, &node, &c[2], 2, &err), EINVAL); /* c[3] has no app */
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM inline_ctl"), 4);
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM inline_ctl_moves"), 2 + RT_INLINE_CTL_MOVES + 1);
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM inline_ctl WHERE busy = 1 AND samples IS NULL"), 1);
+
+	assert_int_equal(rt_store_get_inline_ctl(st, rt_store_node_key(&node, key), NULL, &v, &n, &err), 0);
+	assert_int_equal(n, 2); /* kv's latest import only: QPs 21 and 22, not 17 */
+	assert_string_equal(v[0].app, "kv");
+	assert_int_equal(v[0].qp_num, 21);
+	assert_int_equal(v[0].created_ns, 2000);
+	assert_int_equal(v[0].start_bytes, 32);
+	assert_int_equal(v[0].threshold_bytes, 128);
+	assert_int_equal(v[0].max_bytes, 256);
+	assert_true(v[0].parked);
+	assert_int_equal(v[0].samples, 900);
+	assert_int_equal(v[0].explored, 90);
+	assert_int_equal(v[0].dropped, 3);
+	assert_int_equal(v[0].rounds, 12);
+	assert_int_equal(v[0].moves_up, RT_INLINE_CTL_MOVES - 1);
+	assert_int_equal(v[0].moves_down, 1);
+	assert_int_equal(v[0].reverts, 1);
+	assert_int_equal(v[0].pid, 4242);
+	assert_string_equal(v[0].qp_type, "rc");
+	assert_int_equal(v[0].n_moves, RT_INLINE_CTL_MOVES);
+	for (unsigned k = 0; k < RT_INLINE_CTL_MOVES; k++) {
+		assert_int_equal(v[0].moves[k].at_sample, 100 * (k + 1));
+		assert_int_equal(v[0].moves[k].from_bytes, 32u << k);
+		assert_int_equal(v[0].moves[k].to_bytes, 64u << k);
+		assert_int_equal(v[0].moves[k].inline_ns, 1000 + k);
+		assert_int_equal(v[0].moves[k].noinline_ns, 1200 + k);
+		assert_int_equal(v[0].moves[k].revert, k == RT_INLINE_CTL_MOVES - 1);
+	}
+	assert_int_equal(v[1].qp_num, 22);
+	assert_true(v[1].busy);
+	assert_int_equal(v[1].threshold_bytes + v[1].samples + v[1].n_moves, 0);
+	free(v);
+	assert_int_equal(rt_store_get_inline_ctl(st, rt_store_node_key(&node, key), "mlx5_1", &v, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].qp_num, 22);
+	free(v);
+	assert_int_equal(rt_store_get_inline_ctl(st, NULL, NULL, &v, &n, &err), 0);
+	assert_int_equal(n, 3); /* every node: db on host-b too */
+	assert_string_equal(v[0].app, "db");
+	assert_int_equal(v[0].n_moves, 1);
+	free(v);
+	rt_store_close(st);
+}
+
 /* Opening with open (rt_store_open or rt_store_open_existing) must fail with msg and leave the file byte-for-byte as
  * it was, without -wal/-shm/-journal side files. */
 static void expect_refused_by(int (*open)(const char *, struct rt_store **, struct rt_error *), const char *path,
@@ -400,9 +533,11 @@ static void test_newer_schema(void **state)
 	snprintf(path, sizeof(path), "%s/newer.db", dir);
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	rt_store_close(st);
-	sql(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version = 9; CREATE TABLE future(x);");
-	snprintf(msg, sizeof(msg), "schema version 9 is newer than this rtune supports (%d); upgrade rtune",
-		 RT_STORE_SCHEMA_VERSION);
+	snprintf(msg, sizeof(msg), "PRAGMA journal_mode=DELETE; PRAGMA user_version = %d; CREATE TABLE future(x);",
+		 RT_STORE_SCHEMA_VERSION + 1);
+	sql(path, msg);
+	snprintf(msg, sizeof(msg), "schema version %d is newer than this rtune supports (%d); upgrade rtune",
+		 RT_STORE_SCHEMA_VERSION + 1, RT_STORE_SCHEMA_VERSION);
 	expect_refused(path, EPROTONOSUPPORT, msg);
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name = 'future'"), 1);
 }
@@ -464,6 +599,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_from_v8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_never_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_sqlite_database, setup, teardown),
