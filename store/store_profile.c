@@ -1322,7 +1322,7 @@ static int dump_append(struct rt_buf *b, const json_t *j);
 static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 {
 	json_t *a = json_array();
-	
+
 	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++) {
 		/* built directly (json_pack parses its format string for every reason); the texts are valid UTF-8 (from
 		 * a parsed document, cut by librtune at a character boundary), so NULL here is out of memory */
@@ -1542,7 +1542,7 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 			return rc;
 	}
 	if ((rc = insert_entries(st, node_id, p->entries, NULL, p->n_entries, pr->reasons, pr->cal,
-				  (const char *const *)pr->extra, &cnt, err)))
+				 (const char *const *)pr->extra, &cnt, err)))
 		return rc;
 	*added = cnt;
 	*skipped = p->n_entries - cnt;

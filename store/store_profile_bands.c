@@ -74,11 +74,12 @@ static int row_extra(struct rt_store *st, const struct rt_profile_entry *e, cons
 
 	*text = NULL;
 	snprintf(path, sizeof(path), "$.%s", member);
-	if (sqlite3_prepare_v2(st->db,
-			       "SELECT signal_interval, CASE WHEN json_valid(hysteresis) THEN json_extract(hysteresis, ?6)"
-			       " END FROM profiles WHERE run_uuid = ?1 AND device = ?2 AND port = ?3 AND op = ?4"
-			       " AND qpt = ?5 ORDER BY id DESC LIMIT 1",
-			       -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(
+		    st->db,
+		    "SELECT signal_interval, CASE WHEN json_valid(hysteresis) THEN json_extract(hysteresis, ?6)"
+		    " END FROM profiles WHERE run_uuid = ?1 AND device = ?2 AND port = ?3 AND op = ?4"
+		    " AND qpt = ?5 ORDER BY id DESC LIMIT 1",
+		    -1, &s, NULL) != SQLITE_OK)
 		return EIO;
 	sqlite3_bind_text(s, 1, e->run_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, e->device, -1, SQLITE_STATIC);

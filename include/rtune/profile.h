@@ -252,11 +252,11 @@ struct rt_profile_skip {
 	char device[64];
 	int port;
 	enum rt_profile_skip_kind kind;
-	char what[32];	   /* as calibrate named it: "inline write/rc", "rc", "write", "cq moderation", ... */
-	int opcode;	   /* enum rt_profile_opcode it concerns, -1 = every opcode */
-	int qp_type;	   /* enum rt_profile_qp_type it concerns, -1 = every QP type */
-	char reason[256];  /* one human line: what the device refused */
-	char run_id[40];   /* the calibration run that skipped it, "" when unknown */
+	char what[32];	  /* as calibrate named it: "inline write/rc", "rc", "write", "cq moderation", ... */
+	int opcode;	  /* enum rt_profile_opcode it concerns, -1 = every opcode */
+	int qp_type;	  /* enum rt_profile_qp_type it concerns, -1 = every QP type */
+	char reason[256]; /* one human line: what the device refused */
+	char run_id[40];  /* the calibration run that skipped it, "" when unknown */
 };
 
 /* Skipped measurements of the document, in document order; skip_at returns NULL past the end. */

@@ -1039,8 +1039,7 @@ size_t rt_profile_band_count(const struct rt_profile *p, const struct rt_profile
 	return i < 0 ? 0 : p->band_n[i];
 }
 
-const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, const struct rt_profile_entry *e,
-						 size_t k)
+const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, const struct rt_profile_entry *e, size_t k)
 {
 	ptrdiff_t i = entry_index(p, e);
 
@@ -1088,7 +1087,8 @@ const struct rt_profile_skip *rt_profile_entry_skip(const struct rt_profile *p, 
 	for (size_t k = 0; p && e && k < p->n_skips; k++) {
 		const struct rt_profile_skip *s = &p->skips[k];
 
-		if (strcmp(s->device, e->device) || s->port != e->port || (s->opcode >= 0 && s->opcode != (int)e->opcode) ||
+		if (strcmp(s->device, e->device) || s->port != e->port ||
+		    (s->opcode >= 0 && s->opcode != (int)e->opcode) ||
 		    (s->qp_type >= 0 && s->qp_type != (int)e->qp_type))
 			continue;
 		if (i-- == 0)
