@@ -231,9 +231,9 @@ const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, con
 						 size_t i);
 /*
  * The signal interval to use for WRs of msg_bytes posted post_list at a time (0 and 1 both mean one WR per
- * ibv_post_send): the post-list band with the largest post_list not above post_list whose msg_bytes_hi is at least
- * msg_bytes, else (one WR per call, or no such band) the large band with the largest msg_bytes_lo not above msg_bytes,
- * else the entry's own signal_interval (the small-message sweep). Never 0. NULL p or e: 1.
+ * ibv_post_send): for a large message (msg_bytes at least a large band's msg_bytes_lo) that band's N (the one with the
+ * largest such msg_bytes_lo), in a list or not; else, for lists, the post-list band with the largest post_list not
+ * above post_list; else the entry's own signal_interval (the small-message sweep). Never 0. NULL p or e: 1.
  */
 uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct rt_profile_entry *e,
 					uint32_t msg_bytes, uint32_t post_list);

@@ -1057,17 +1057,18 @@ uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct
 	for (size_t k = 0; k < n; k++) {
 		const struct rt_profile_band *b = rt_profile_band_at(p, e, k);
 
-		if (b->kind == RT_PROFILE_BAND_POST_LIST && post_list >= b->post_list && msg_bytes <= b->msg_bytes_hi &&
+		if (b->kind == RT_PROFILE_BAND_POST_LIST && post_list >= b->post_list &&
 		    (!list || b->post_list > list->post_list))
 			list = b;
 		else if (b->kind == RT_PROFILE_BAND_LARGE && msg_bytes >= b->msg_bytes_lo &&
 			 (!large || b->msg_bytes_lo > large->msg_bytes_lo))
 			large = b;
 	}
-	if (list)
-		return list->signal_interval;
+	/* a large message is the large band's, one at a time or in a list (the list band measured small messages) */
 	if (large)
 		return large->signal_interval;
+	if (list)
+		return list->signal_interval;
 	return e->signal_interval ? e->signal_interval : 1;
 }
 

@@ -169,6 +169,7 @@ static void test_librtune_band_n_and_skips(void **state)
 	assert_int_equal(rt_profile_signal_interval_for(p, w, 2048, 1), 16);
 	assert_int_equal(rt_profile_signal_interval_for(p, w, 64, 4), 16);   /* a shorter list than measured */
 	assert_int_equal(rt_profile_signal_interval_for(p, w, 8192, 8), 32); /* a list of large messages */
+	assert_int_equal(rt_profile_signal_interval_for(p, w, 1024, 8), 8);  /* a list of small ones, any size */
 	assert_int_equal(rt_profile_signal_interval_for(p, s, 65536, 1), 64);
 	assert_int_equal(rt_profile_signal_interval_for(p, s, 64, 8), 16); /* send has no post-list band */
 	/* an entry of another profile has no bands here */
