@@ -10,6 +10,8 @@
 
 #include "rt_store.h"
 
+struct rt_profile;
+
 /*
  * Fills e's schema 1.3 "measured" figures from the calibration run it came from (the run's latency and rate points
  * of e's opcode and QP type): the latency kind (ping-pong when the run has it, else post->completion), the median
@@ -34,5 +36,27 @@ json_t *rt_store_run_json(const struct rt_run *run);
 json_t *rt_store_run_summary_json(const struct rt_store_run_summary *r);
 /* Node identity as in a profile document's "node". */
 json_t *rt_store_node_json(const struct rt_node_info *node, const char *hw_signature);
+
+/* ---- schema 1.4: load bands and skipped measurements (store_profile_bands.c) ---- */
+/* One band as in an entry's "bands": {"kind", "post_list", "msg_bytes_lo", "msg_bytes_hi", "signal_interval",
+ * "verdict", "confidence"} (null for an unknown verdict or confidence). */
+json_t *rt_store_band_json(const struct rt_profile_band *b);
+/* One item of the document's "skipped": {"device", "port", "what", "kind", "opcode", "qp_type", "reason", "run_id"}. */
+json_t *rt_store_skip_json(const struct rt_profile_skip *k);
+/* Fills k's what, reason, kind, opcode and qp_type from one item of a run's params.skipped (the engine's names:
+ * "inline <op>/<qpt>", "<qpt>", "<op>", "cq moderation"; anything else is kind other, every opcode and QP type). */
+void rt_store_skip_from_run(const char *what, const char *reason, struct rt_profile_skip *k);
+/* Entry e's "bands" array: the signal_bands of its run for its opcode and QP type when the store holds the run, else
+ * the bands its imported profile carried; empty when there are none, and when e's signal_interval is not the one
+ * stored for its run (a caller such as the agent replaced it: that N then holds for every message). Never NULL unless
+ * out of memory. */
+json_t *rt_store_entry_bands_json(struct rt_store *st, const struct rt_profile_entry *e);
+/* The document's "skipped" array: per device and port, what the runs behind v[0..n) skipped (from each run's params
+ * when the store holds it, else from what the import kept), newest run first, each measurement once. NULL when out of
+ * memory. */
+json_t *rt_store_skipped_json(struct rt_store *st, const struct rt_profile_entry *v, size_t n);
+/* What the import keeps of entry i of p beyond the public entry: 0 and *out {"bands": [...], "skipped": [...]} (the
+ * skips of its device, port and run), each member only when non-empty, or NULL when neither; ENOMEM. */
+int rt_store_import_extra(const struct rt_profile *p, size_t i, json_t **out);
 
 #endif

@@ -238,8 +238,9 @@ static json_t *change_json(uint32_t runs, const char *since, const char *run_id,
 	return o;
 }
 
-/* The hysteresis column of entry e (t: its tuned record, may be NULL); malloc'd, NULL when out of memory. */
-static char *hysteresis_to_json(const struct rt_profile_entry *e, const struct rt_store_tuned *t)
+/* The hysteresis column of entry e (t: its tuned record, may be NULL; extra: members an import keeps beside it, JSON
+ * object text or NULL); malloc'd, NULL when out of memory. */
+static char *hysteresis_to_json(const struct rt_profile_entry *e, const struct rt_store_tuned *t, const char *extra)
 {
 	json_t *o = json_pack("{s:o, s:o}", "inline",
 			      change_json(e->inline_runs, e->inline_since, e->run_id, t ? &t->inl : NULL), "signal",
@@ -249,6 +250,17 @@ static char *hysteresis_to_json(const struct rt_profile_entry *e, const struct r
 	/* an imported entry's measured evidence (schema 1.3) is kept here: its run is not in this store */
 	if (o && e->has_measured)
 		json_object_set_new(o, "measured", rt_store_measured_json(e));
+	/* and its schema 1.4 "bands" and "skipped" (rt_store_import_extra) */
+	if (o && extra && extra[0]) {
+		json_t *x = json_loads(extra, 0, NULL);
+
+		if (!x || json_object_update(o, x)) {
+			json_decref(x);
+			json_decref(o);
+			return NULL;
+		}
+		json_decref(x);
+	}
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return s;
@@ -287,10 +299,11 @@ static void hysteresis_read(const char *text, struct rt_profile_entry *e, struct
 /* Inserts entries for node_id inside the caller's transaction; counts new rows. tuned when not NULL (then each tuned
  * entry's every reason and hysteresis record are stored), else entries. reasons_json, when not NULL, holds each
  * entry's reasons already serialised (else they are serialised here); cal, when not NULL, where each entry's
- * calibration ran (an imported entry: its run is not in this store). */
+ * calibration ran (an imported entry: its run is not in this store); extra, when not NULL, what an import keeps of
+ * each entry beyond it (its bands and its run's skips, JSON object text, "" for none). */
 static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_profile_entry *entries,
 			  const struct rt_store_tuned *tuned, size_t n, const char *const *reasons_json,
-			  const struct rt_cal *cal, size_t *added, struct rt_error *err)
+			  const struct rt_cal *cal, const char *const *extra, size_t *added, struct rt_error *err)
 {
 	if (!entries && !tuned)
 		return 0;
@@ -319,7 +332,7 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		if (!s)
 			return err ? err->code : EIO;
 		reasons = reasons_json ? reasons_json[i] : (own = t ? tuned_reasons_to_json(t) : reasons_to_json(e));
-		hyst = hysteresis_to_json(e, t);
+		hyst = hysteresis_to_json(e, t, extra ? extra[i] : NULL);
 		if (!reasons || !hyst) {
 			free(own);
 			free(hyst);
@@ -433,7 +446,7 @@ static int put_profile(struct rt_store *st, const struct rt_node_info *node, con
 		return rc;
 	if ((rc = rt_store_node_upsert(st, node, hw_signature, &node_id, NULL, err)) ||
 	    (replace && (rc = delete_superseded(st, node_id, entries, tuned, n, err))) ||
-	    (rc = insert_entries(st, node_id, entries, tuned, n, NULL, NULL, &cnt, err)) ||
+	    (rc = insert_entries(st, node_id, entries, tuned, n, NULL, NULL, NULL, &cnt, err)) ||
 	    (rc = rt_store_commit(st, err))) {
 		rt_store_rollback(st);
 		return rc;
@@ -892,6 +905,11 @@ static json_t *document(struct rt_store *st, const struct rt_node_info *node, co
 
 		if (cal)
 			json_object_set_new(e, "calibration", cal);
+		/* 1.4: the N per load band */
+		if (e && json_object_set_new(e, "bands", rt_store_entry_bands_json(st, &v[i]))) {
+			json_decref(e);
+			e = NULL;
+		}
 		if (!e || json_array_append_new(entries, e)) {
 			json_decref(entries);
 			return NULL;
@@ -903,6 +921,11 @@ static json_t *document(struct rt_store *st, const struct rt_node_info *node, co
 	hw = doc ? hardware_json(st, node) : NULL;
 	if (hw)
 		json_object_set_new(doc, "hardware", hw);
+	/* 1.4: what the runs behind the entries skipped, and why */
+	if (doc && json_object_set_new(doc, "skipped", rt_store_skipped_json(st, v, n))) {
+		json_decref(doc);
+		return NULL;
+	}
 	return doc;
 }
 
@@ -1179,6 +1202,7 @@ struct prepared {
 	struct rt_profile *p;
 	const char **reasons;	 /* [p->n_entries]: each entry's reasons as JSON text */
 	struct rt_cal *cal;	 /* [p->n_entries]: each entry's "calibration" object */
+	const char **extra;	 /* [p->n_entries]: each entry's bands and its run's skips as JSON text, "" for none */
 	struct import_dev *devs; /* [n_devs]: the document's "hardware" devices */
 	size_t n_devs;
 };
@@ -1202,6 +1226,8 @@ struct import_scratch {
 	struct rt_json_arena arena;
 	struct rt_buf reasons; /* the entries' reasons texts, each NUL-terminated */
 	size_t *reason_off;    /* [reason_cap]: where each entry's text starts in reasons */
+	struct rt_buf extra;   /* the entries' extra texts (rt_store_import_extra), each NUL-terminated */
+	size_t *extra_off;     /* [reason_cap]: where each entry's extra text starts */
 	size_t reason_cap;
 	struct import_dev devs[IMPORT_MAX_DEVS];
 };
@@ -1215,6 +1241,8 @@ static void import_scratch_free(void *scratch)
 	free(sc->buf);
 	free(sc->reasons.p);
 	free(sc->reason_off);
+	free(sc->extra.p);
+	free(sc->extra_off);
 	rt_json_arena_end(&sc->arena);
 	free(sc);
 }
@@ -1287,12 +1315,13 @@ static void calibration_from_json(json_t *root, size_t n, struct rt_cal *cal)
 	}
 }
 
+static int dump_append(struct rt_buf *b, const json_t *j);
+
 /* Appends entry e's reasons, as the JSON text the store keeps, and a NUL to b (json_dumpb: no allocation of its own,
  * the array is built in the thread's arena). 0 or ENOMEM. */
 static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 {
 	json_t *a = json_array();
-	size_t need;
 
 	for (unsigned i = 0; a && i < e->n_reasons && i < RT_PROFILE_MAX_REASONS; i++) {
 		/* built directly (json_pack parses its format string for every reason); the texts are valid UTF-8 (from
@@ -1306,11 +1335,31 @@ static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 	}
 	if (!a)
 		return ENOMEM;
+	return dump_append(b, a);
+}
+
+/* Appends the compact JSON text of j and a NUL to b (json_dumpb: no allocation of its own, so j may live in the
+ * thread's arena); j NULL appends an empty text. 0 or ENOMEM. */
+static int dump_append(struct rt_buf *b, const json_t *j)
+{
+	size_t need;
+
 	/* into the room left (a buffer is made first); when the text does not fit, json_dumpb only tells its size: grow
 	 * and dump again */
 	if (!b->p && !(b->p = rt_array_reserve(NULL, 0, &b->cap, 1)))
 		return ENOMEM;
-	need = json_dumpb(a, b->p + b->len, b->cap - b->len, JSON_COMPACT);
+	if (!j) {
+		if (b->len + 1 >= b->cap) {
+			char *n = rt_array_reserve(b->p, b->len + 1, &b->cap, 1);
+
+			if (!n)
+				return ENOMEM;
+			b->p = n;
+		}
+		b->p[b->len++] = '\0';
+		return 0;
+	}
+	need = json_dumpb(j, b->p + b->len, b->cap - b->len, JSON_COMPACT);
 	if (need == 0)
 		return ENOMEM;
 	if (b->len + need >= b->cap) {
@@ -1321,7 +1370,7 @@ static int reasons_append(struct rt_buf *b, const struct rt_profile_entry *e)
 				return ENOMEM;
 			b->p = n;
 		}
-		if (json_dumpb(a, b->p + b->len, b->cap - b->len, JSON_COMPACT) != need)
+		if (json_dumpb(j, b->p + b->len, b->cap - b->len, JSON_COMPACT) != need)
 			return ENOMEM;
 	}
 	b->len += need;
@@ -1361,24 +1410,34 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 			goto out;
 		}
 		sc->reason_off = o;
+		if (!(o = realloc(sc->extra_off, n * sizeof(*o)))) {
+			rc = rt_error_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+		sc->extra_off = o;
 		sc->reason_cap = n;
 	}
 	n_devs = hardware_from_json(json_object_get(root, "hardware"), sc);
 	calibration_from_json(root, n, cal);
 	sc->reasons.len = 0;
+	sc->extra.len = 0;
 	for (size_t i = 0; i < n; i++) {
+		json_t *x = NULL; /* in the arena: no decref needed */
+
 		sc->reason_off[i] = sc->reasons.len;
-		if (reasons_append(&sc->reasons, &p->entries[i])) {
+		sc->extra_off[i] = sc->extra.len;
+		if (reasons_append(&sc->reasons, &p->entries[i]) || rt_store_import_extra(p, i, &x) ||
+		    dump_append(&sc->extra, x)) {
 			rc = rt_error_set(err, ENOMEM, "out of memory");
 			goto out;
 		}
 	}
 	/* one block: struct, reasons pointers, calibrations, devices, texts (each part's alignment divides the sizes
 	 * before it: pointers first, then 4-byte structs, then bytes) */
-	off_cal = sizeof(*pr) + n * sizeof(char *);
+	off_cal = sizeof(*pr) + 2 * n * sizeof(char *);
 	off_devs = off_cal + n * sizeof(struct rt_cal);
 	off_text = off_devs + n_devs * sizeof(struct import_dev);
-	size = off_text + sc->reasons.len;
+	size = off_text + sc->reasons.len + sc->extra.len;
 	if (!(block = malloc(size))) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");
 		goto out;
@@ -1386,6 +1445,7 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 	pr = (struct prepared *)(void *)block;
 	pr->p = p;
 	pr->reasons = (const char **)(void *)(block + sizeof(*pr));
+	pr->extra = pr->reasons + n;
 	pr->cal = (struct rt_cal *)(void *)(block + off_cal);
 	pr->devs = (struct import_dev *)(void *)(block + off_devs);
 	pr->n_devs = n_devs;
@@ -1393,8 +1453,12 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 	memcpy(pr->devs, sc->devs, n_devs * sizeof(*pr->devs));
 	if (sc->reasons.len) /* no entries: nothing (and maybe no buffer) to copy */
 		memcpy(block + off_text, sc->reasons.p, sc->reasons.len);
-	for (size_t i = 0; i < n; i++)
+	if (sc->extra.len)
+		memcpy(block + off_text + sc->reasons.len, sc->extra.p, sc->extra.len);
+	for (size_t i = 0; i < n; i++) {
 		pr->reasons[i] = (const char *)block + off_text + sc->reason_off[i];
+		pr->extra[i] = (const char *)block + off_text + sc->reasons.len + sc->extra_off[i];
+	}
 	p = NULL;
 	*out = pr;
 out:
@@ -1477,7 +1541,8 @@ static int write_rows(struct rt_store *st, const struct prepared *pr, struct rt_
 		if ((rc = rt_store_device_upsert(st, node_id, dev, created, newest_s * 1000000000, &dev_id, err)))
 			return rc;
 	}
-	if ((rc = insert_entries(st, node_id, p->entries, NULL, p->n_entries, pr->reasons, pr->cal, &cnt, err)))
+	if ((rc = insert_entries(st, node_id, p->entries, NULL, p->n_entries, pr->reasons, pr->cal,
+				 (const char *const *)pr->extra, &cnt, err)))
 		return rc;
 	*added = cnt;
 	*skipped = p->n_entries - cnt;

@@ -37,7 +37,7 @@ extern "C" {
 
 #define RT_PROFILE_SCHEMA_NAME "rtune-profile"
 #define RT_PROFILE_SCHEMA_MAJOR 1
-#define RT_PROFILE_SCHEMA_MINOR 3
+#define RT_PROFILE_SCHEMA_MINOR 4
 
 #define RT_PROFILE_MAX_REASONS 8
 
@@ -202,6 +202,71 @@ enum rt_profile_confidence rt_profile_confidence(const struct rt_profile_entry *
 /* Confidence of each decision (schema 1.2; for an older document both equal rt_profile_confidence()). */
 enum rt_profile_confidence rt_profile_inline_confidence(const struct rt_profile_entry *e);
 enum rt_profile_confidence rt_profile_signal_confidence(const struct rt_profile_entry *e);
+
+/*
+ * ---- load bands and skipped measurements (schema 1.4) -------------------------------------------------------------
+ * Besides the small-message rate sweep behind signal_interval, calibrate measures load bands -- large non-inline
+ * messages (e.g. 4096-65536 B, one WR per ibv_post_send) and post lists of K WRs per ibv_post_send -- and tunes an N
+ * per band. They are kept beside the entry (not in struct rt_profile_entry, whose layout only grows at its end) and
+ * read with the calls below, which take the profile the entry came from. A document older than 1.4 has no bands and
+ * no skips: every call then falls back to the entry (rt_profile_signal_interval_for() returns e->signal_interval).
+ */
+enum rt_profile_band_kind { RT_PROFILE_BAND_LARGE = 1, RT_PROFILE_BAND_POST_LIST = 2 };
+
+/* One load band of an entry (its opcode and QP type): "bands" in the JSON document. */
+struct rt_profile_band {
+	enum rt_profile_band_kind kind;
+	uint32_t post_list;		     /* WRs per ibv_post_send measured (1 for a large band) */
+	uint32_t msg_bytes_lo, msg_bytes_hi; /* message sizes measured */
+	uint32_t signal_interval;	     /* the N the band's own sweep chose (>= 1) */
+	bool has_confidence;		     /* false: the document had none (null) */
+	enum rt_profile_confidence confidence;
+	char verdict[32]; /* the tuner's signal verdict ("knee", "indifferent", ...), "" when none */
+};
+
+/* Bands of entry e of p (0 when e is not an entry of p, or the document has none). */
+size_t rt_profile_band_count(const struct rt_profile *p, const struct rt_profile_entry *e);
+/* The i-th band of e, or NULL past the end (or when e is not an entry of p). */
+const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, const struct rt_profile_entry *e,
+						 size_t i);
+/*
+ * The signal interval to use for WRs of msg_bytes posted post_list at a time (0 and 1 both mean one WR per
+ * ibv_post_send): for a large message (msg_bytes at least a large band's msg_bytes_lo) that band's N (the one with the
+ * largest such msg_bytes_lo), in a list or not; else, for lists, the post-list band with the largest post_list not
+ * above post_list; else the entry's own signal_interval (the small-message sweep). Never 0. NULL p or e: 1.
+ */
+uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct rt_profile_entry *e,
+					uint32_t msg_bytes, uint32_t post_list);
+
+/* What a skipped measurement concerns (the "kind" of a "skipped" item). */
+enum rt_profile_skip_kind {
+	RT_PROFILE_SKIP_OTHER = 0,	   /* a kind this librtune does not know */
+	RT_PROFILE_SKIP_INLINE = 1,	   /* IBV_SEND_INLINE of one opcode/QP type: the inline side was not measured */
+	RT_PROFILE_SKIP_QP_TYPE = 2,	   /* a whole QP type (no RC QPs on an EFA-like device) */
+	RT_PROFILE_SKIP_OPCODE = 3,	   /* a whole opcode */
+	RT_PROFILE_SKIP_CQ_MODERATION = 4, /* the CQ moderation measurement */
+};
+
+/* A measurement the calibration run behind the profile skipped on a device, and why ("skipped" in the document). */
+struct rt_profile_skip {
+	char device[64];
+	int port;
+	enum rt_profile_skip_kind kind;
+	char what[32];	  /* as calibrate named it: "inline write/rc", "rc", "write", "cq moderation", ... */
+	int opcode;	  /* enum rt_profile_opcode it concerns, -1 = every opcode */
+	int qp_type;	  /* enum rt_profile_qp_type it concerns, -1 = every QP type */
+	char reason[256]; /* one human line: what the device refused */
+	char run_id[40];  /* the calibration run that skipped it, "" when unknown */
+};
+
+/* Skipped measurements of the document, in document order; skip_at returns NULL past the end. */
+size_t rt_profile_skip_count(const struct rt_profile *p);
+const struct rt_profile_skip *rt_profile_skip_at(const struct rt_profile *p, size_t i);
+/* The i-th skip that concerns entry e: same device name and port, and e's opcode and QP type (or every one). NULL
+ * past the end. E.g. a write/rc entry with inline_threshold 0 and a skip of kind RT_PROFILE_SKIP_INLINE: the device
+ * refused inline RDMA WRITE, so the 0 was not measured. */
+const struct rt_profile_skip *rt_profile_entry_skip(const struct rt_profile *p, const struct rt_profile_entry *e,
+						    size_t i);
 
 /* Names as in the JSON document ("send", "rc", "high"); "unknown" for out-of-range values. */
 const char *rt_profile_opcode_name(enum rt_profile_opcode op);

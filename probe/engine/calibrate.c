@@ -1565,7 +1565,7 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 		if (o->peer)
 			note(c, "ud is measured in loopback mode only");
 		else if (run->dev.max_inline_ud < 1)
-			note(c, "ud skipped: the device accepts no ud qp with inline data");
+			skip(c, "ud", "the device accepts no ud qp with inline data");
 		else {
 			uint32_t mtu = 128u << c->addr.mtu; /* IBV_MTU_256 = 1 */
 

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,6 +413,167 @@ static int parse_measured(struct ctx *c, const char *where, json_t *je, struct r
 	return 0;
 }
 
+/* ---- 1.4: load bands of an entry, skipped measurements of the document ------------------------------------------ */
+
+static const char *const band_kind_names[] = { "", "large", "post_list" };
+static const char *const skip_kind_names[] = { "other", "inline", "qp_type", "opcode", "cq_moderation" };
+
+const char *rt_profile_band_kind_name(enum rt_profile_band_kind k)
+{
+	return (unsigned)k < N_OF(band_kind_names) && k ? band_kind_names[k] : "unknown";
+}
+
+const char *rt_profile_skip_kind_name(enum rt_profile_skip_kind k)
+{
+	return (unsigned)k < N_OF(skip_kind_names) ? skip_kind_names[k] : "other";
+}
+
+int rt_profile_skip_kind_parse(const char *s, enum rt_profile_skip_kind *out)
+{
+	int i = name_index(skip_kind_names, N_OF(skip_kind_names), s);
+
+	if (i < 0)
+		return EINVAL;
+	*out = (enum rt_profile_skip_kind)i;
+	return 0;
+}
+
+/* Reads an optional enum-named string member (null or absent: *out = -1) of names; EINVAL naming it otherwise. */
+static int get_name_or_null(struct ctx *c, const char *where, json_t *o, const char *key, const char *const *names,
+			    size_t n, const char *expect, int *out)
+{
+	char tmp[32] = "";
+	int rc;
+
+	*out = -1;
+	if ((rc = get_str(c, where, o, key, false, true, false, tmp, sizeof(tmp))))
+		return rc;
+	if (!tmp[0])
+		return 0;
+	if ((*out = name_index(names, n, tmp)) < 0)
+		return fail(c, EINVAL, "%s.%s: '%s' is not %s", where, key, tmp, expect);
+	return 0;
+}
+
+/* Reads one band object into b; 0 or EINVAL naming the field. */
+static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_profile_band *b)
+{
+	char tmp[32] = "";
+	int rc, conf;
+
+	memset(b, 0, sizeof(*b));
+	b->post_list = 1;
+	if (!json_is_object(o))
+		return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
+	if ((rc = get_str(c, where, o, "kind", true, false, false, tmp, sizeof(tmp))))
+		return rc;
+	if (!strcmp(tmp, "large"))
+		b->kind = RT_PROFILE_BAND_LARGE;
+	else if (!strcmp(tmp, "post_list"))
+		b->kind = RT_PROFILE_BAND_POST_LIST;
+	else
+		return fail(c, EINVAL, "%s.kind: '%s' is not large or post_list", where, tmp);
+	if ((rc = get_u32(c, where, o, "post_list", false, 1, RT_PROFILE_MAX_POST_LIST, &b->post_list)) ||
+	    (rc = get_u32(c, where, o, "msg_bytes_lo", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_lo)) ||
+	    (rc = get_u32(c, where, o, "msg_bytes_hi", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_hi)) ||
+	    (rc = get_u32(c, where, o, "signal_interval", true, 1, RT_PROFILE_MAX_SIGNAL_INTERVAL,
+			  &b->signal_interval)) ||
+	    (rc = get_str(c, where, o, "verdict", false, true, true, b->verdict, sizeof(b->verdict))) ||
+	    (rc = get_name_or_null(c, where, o, "confidence", conf_names, N_OF(conf_names), "low, medium or high",
+				   &conf)))
+		return rc;
+	if (b->msg_bytes_lo > b->msg_bytes_hi)
+		return fail(c, EINVAL, "%s.msg_bytes_lo: %" PRIu32 " exceeds msg_bytes_hi %" PRIu32, where,
+			    b->msg_bytes_lo, b->msg_bytes_hi);
+	if (b->kind == RT_PROFILE_BAND_POST_LIST && b->post_list < 2)
+		return fail(c, EINVAL, "%s.post_list: a post_list band needs at least 2 WRs, got %" PRIu32, where,
+			    b->post_list);
+	b->has_confidence = conf >= 0;
+	b->confidence = conf >= 0 ? (enum rt_profile_confidence)conf : RT_PROFILE_CONF_LOW;
+	return 0;
+}
+
+/* Appends entry idx's optional "bands" array (1.4) to p->bands; 0, or EINVAL / ENOMEM. */
+static int parse_bands(struct ctx *c, json_t *je, size_t idx, struct rt_profile *p)
+{
+	json_t *a = json_object_get(je, "bands");
+	char where[48];
+	size_t n;
+
+	p->band_first[idx] = p->n_bands;
+	p->band_n[idx] = 0;
+	snprintf(where, sizeof(where), "entries[%zu].bands", idx);
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return fail(c, EINVAL, "%s: expected an array, got %s", where, type_name(a));
+	if (!(n = json_array_size(a)))
+		return 0;
+	{
+		struct rt_profile_band *nv = realloc(p->bands, (p->n_bands + n) * sizeof(*nv));
+
+		if (!nv)
+			return fail(c, ENOMEM, "out of memory");
+		p->bands = nv;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char w2[64];
+		int rc;
+
+		snprintf(w2, sizeof(w2), "%s[%zu]", where, i);
+		if ((rc = parse_band(c, w2, json_array_get(a, i), &p->bands[p->n_bands])))
+			return rc;
+		p->n_bands++;
+		p->band_n[idx]++;
+	}
+	return 0;
+}
+
+/* Reads the document's optional "skipped" array (1.4) into p->skips; 0, or EINVAL / ENOMEM. */
+static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
+{
+	json_t *a = json_object_get(root, "skipped");
+
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return fail(c, EINVAL, "skipped: expected an array, got %s", type_name(a));
+	if (json_array_size(a) && !(p->skips = calloc(json_array_size(a), sizeof(*p->skips))))
+		return fail(c, ENOMEM, "out of memory");
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *o = json_array_get(a, i);
+		struct rt_profile_skip *k = &p->skips[i];
+		char where[32], kind[32] = "";
+		json_int_t port = 0;
+		int rc;
+
+		snprintf(where, sizeof(where), "skipped[%zu]", i);
+		if (!json_is_object(o))
+			return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
+		if ((rc = get_str(c, where, o, "device", true, false, false, k->device, sizeof(k->device))) ||
+		    (rc = get_int(c, where, o, "port", true, 1, RT_PROFILE_MAX_PORT, &port)) ||
+		    (rc = get_str(c, where, o, "what", true, false, true, k->what, sizeof(k->what))) ||
+		    (rc = get_str(c, where, o, "kind", false, true, false, kind, sizeof(kind))) ||
+		    (rc = get_name_or_null(c, where, o, "opcode", op_names, N_OF(op_names), "send or write",
+					   &k->opcode)) ||
+		    (rc = get_name_or_null(c, where, o, "qp_type", qpt_names, N_OF(qpt_names), "rc or ud",
+					   &k->qp_type)) ||
+		    (rc = get_str(c, where, o, "reason", true, false, true, k->reason, sizeof(k->reason))) ||
+		    (rc = get_str(c, where, o, "run_id", false, true, false, k->run_id, sizeof(k->run_id))))
+			return rc;
+		if (!k->device[0])
+			return fail(c, EINVAL, "%s.device: empty", where);
+		if (k->run_id[0] && !is_uuid(k->run_id))
+			return fail(c, EINVAL, "%s.run_id: '%s' is not a uuid", where, k->run_id);
+		k->port = (int)port;
+		/* a kind of a later minor version reads as "other": minor versions only add */
+		if (rt_profile_skip_kind_parse(kind, &k->kind))
+			k->kind = RT_PROFILE_SKIP_OTHER;
+		p->n_skips++;
+	}
+	return 0;
+}
+
 static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_version, struct rt_profile_entry *e)
 {
 	char where[48], tmp[64];
@@ -597,16 +759,21 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 	}
 	if (json_array_size(entries)) {
 		p->entries = calloc(json_array_size(entries), sizeof(*p->entries));
-		if (!p->entries) {
+		p->band_first = calloc(json_array_size(entries), sizeof(*p->band_first));
+		p->band_n = calloc(json_array_size(entries), sizeof(*p->band_n));
+		if (!p->entries || !p->band_first || !p->band_n) {
 			rc = fail(&c, ENOMEM, "out of memory");
 			goto out;
 		}
 	}
 	for (size_t i = 0; i < json_array_size(entries); i++) {
-		if ((rc = parse_entry(&c, json_array_get(entries, i), i, p->rtune_version, &p->entries[i])))
+		if ((rc = parse_entry(&c, json_array_get(entries, i), i, p->rtune_version, &p->entries[i])) ||
+		    (rc = parse_bands(&c, json_array_get(entries, i), i, p)))
 			goto out;
 		p->n_entries++;
 	}
+	if ((rc = parse_skipped(&c, root, p)))
+		goto out;
 	*out = p;
 	return 0;
 out:
@@ -765,6 +932,10 @@ void rt_profile_free(struct rt_profile *p)
 	if (!p)
 		return;
 	free(p->entries);
+	free(p->bands);
+	free(p->band_first);
+	free(p->band_n);
+	free(p->skips);
 	free(p);
 }
 
@@ -851,4 +1022,78 @@ enum rt_profile_confidence rt_profile_inline_confidence(const struct rt_profile_
 enum rt_profile_confidence rt_profile_signal_confidence(const struct rt_profile_entry *e)
 {
 	return e->signal_confidence;
+}
+
+/* Index of e in p's entries, or -1 when e is not one of them. */
+static ptrdiff_t entry_index(const struct rt_profile *p, const struct rt_profile_entry *e)
+{
+	if (!p || !e || !p->n_entries || e < p->entries || e >= p->entries + p->n_entries)
+		return -1;
+	return e - p->entries;
+}
+
+size_t rt_profile_band_count(const struct rt_profile *p, const struct rt_profile_entry *e)
+{
+	ptrdiff_t i = entry_index(p, e);
+
+	return i < 0 ? 0 : p->band_n[i];
+}
+
+const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, const struct rt_profile_entry *e, size_t k)
+{
+	ptrdiff_t i = entry_index(p, e);
+
+	return i < 0 || k >= p->band_n[i] ? NULL : &p->bands[p->band_first[i] + k];
+}
+
+uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct rt_profile_entry *e,
+					uint32_t msg_bytes, uint32_t post_list)
+{
+	const struct rt_profile_band *list = NULL, *large = NULL;
+	size_t n = rt_profile_band_count(p, e);
+
+	if (!e)
+		return 1;
+	for (size_t k = 0; k < n; k++) {
+		const struct rt_profile_band *b = rt_profile_band_at(p, e, k);
+
+		if (b->kind == RT_PROFILE_BAND_POST_LIST && post_list >= b->post_list &&
+		    (!list || b->post_list > list->post_list))
+			list = b;
+		else if (b->kind == RT_PROFILE_BAND_LARGE && msg_bytes >= b->msg_bytes_lo &&
+			 (!large || b->msg_bytes_lo > large->msg_bytes_lo))
+			large = b;
+	}
+	/* a large message is the large band's, one at a time or in a list (the list band measured small messages) */
+	if (large)
+		return large->signal_interval;
+	if (list)
+		return list->signal_interval;
+	return e->signal_interval ? e->signal_interval : 1;
+}
+
+size_t rt_profile_skip_count(const struct rt_profile *p)
+{
+	return p ? p->n_skips : 0;
+}
+
+const struct rt_profile_skip *rt_profile_skip_at(const struct rt_profile *p, size_t i)
+{
+	return p && i < p->n_skips ? &p->skips[i] : NULL;
+}
+
+const struct rt_profile_skip *rt_profile_entry_skip(const struct rt_profile *p, const struct rt_profile_entry *e,
+						    size_t i)
+{
+	for (size_t k = 0; p && e && k < p->n_skips; k++) {
+		const struct rt_profile_skip *s = &p->skips[k];
+
+		if (strcmp(s->device, e->device) || s->port != e->port ||
+		    (s->opcode >= 0 && s->opcode != (int)e->opcode) ||
+		    (s->qp_type >= 0 && s->qp_type != (int)e->qp_type))
+			continue;
+		if (i-- == 0)
+			return s;
+	}
+	return NULL;
 }

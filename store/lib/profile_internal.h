@@ -29,6 +29,12 @@ struct rt_profile {
 	char hw_signature[64];
 	size_t n_entries;
 	struct rt_profile_entry *entries;
+	/* 1.4: every entry's load bands, entry by entry (band_first[i]: where entry i's start, band_n[i] how many) */
+	struct rt_profile_band *bands;
+	size_t n_bands, *band_first, *band_n;
+	/* 1.4: the document's skipped measurements */
+	struct rt_profile_skip *skips;
+	size_t n_skips;
 };
 
 /*
@@ -84,5 +90,13 @@ int rt_profile_confidence_parse(const char *s, enum rt_profile_confidence *out);
 #define RT_PROFILE_MAX_CQ_MOD_PERIOD_US 65535u
 #define RT_PROFILE_MAX_PORT 255
 #define RT_PROFILE_MAX_NUMA 4095
+#define RT_PROFILE_MAX_BAND_BYTES (1u << 30)
+#define RT_PROFILE_MAX_POST_LIST 65536u
+
+/* Band kinds and skip kinds as the document names them ("large", "post_list"; "inline", "qp_type", "opcode",
+ * "cq_moderation", "other"). */
+const char *rt_profile_band_kind_name(enum rt_profile_band_kind k);
+const char *rt_profile_skip_kind_name(enum rt_profile_skip_kind k);
+int rt_profile_skip_kind_parse(const char *s, enum rt_profile_skip_kind *out);
 
 #endif

@@ -67,7 +67,7 @@ import json, sys
 tune, prof = (json.load(open(p)) for p in sys.argv[1:])
 [d] = [x for x in tune["decisions"] if x["opcode"] == "send" and x["qp_type"] == "rc"]
 [e] = prof["entries"]
-assert prof["schema"]["version"] == "1.3", prof["schema"]
+assert prof["schema"]["version"] == "1.4", prof["schema"]
 assert e["inline_confidence"] == d["inline_confidence"] and e["signal_confidence"] == d["signal_confidence"], (e, d)
 assert e["confidence"] == d["confidence"]
 assert e["evidence"]["inline"]["runs"] == 1 and e["evidence"]["inline"]["since_run"] == e["run_id"]

@@ -101,5 +101,37 @@ usage "bad large sizes" "'--large-sizes' takes 'none' or" --large-sizes 4k
 usage "unknown app" "no histogram of application 'nosuch'" --app nosuch
 usage "--app with --post-list" "'--app' and '--post-list' exclude each other" --app batchy --post-list 4
 
+# the profile (schema 1.4): a run on a device refusing inline RDMA WRITE, tuned and exported, carries each entry's bands
+# as signal_bands holds them and the skipped inline write with its reason; imported into a fresh store and exported
+# again, the same bands and skips
+rm -f "$tmp/db" "$tmp/db2"
+RT_FAKEDEV_NO_INLINE_WRITE=1 cal --ops send,write
+if [ $rc -ne 0 ]; then bad "profile run: exit $rc: $(head -c 300 "$tmp/err")"; else
+  run=$(last_run)
+  sqlite3 -separator ' ' "$tmp/db" "SELECT op, band, post_list, msg_bytes_lo, msg_bytes_hi, signal_interval, verdict,
+    confidence FROM signal_bands WHERE run_id = $run ORDER BY op, band" >"$tmp/sb"
+  if "$rtune" tune --db "$tmp/db" >"$tmp/out" 2>"$tmp/err" && "$rtune" export --db "$tmp/db" -o "$tmp/p1.json" &&
+    "$rtune" import --db "$tmp/db2" "$tmp/p1.json" >/dev/null 2>"$tmp/err" &&
+    "$rtune" export --db "$tmp/db2" -o "$tmp/p2.json"; then
+    python3 - "$tmp/p1.json" "$tmp/p2.json" "$tmp/sb" <<'PY' && ok "export carries the bands and the skipped inline write; import then export: the same" || bad "profile bands/skipped"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+rows = [l.split() for l in open(sys.argv[3]) if l.strip()]
+assert a["schema"]["version"] == "1.4", a["schema"]
+got = sorted([e["opcode"], x["kind"], str(x["post_list"]), str(x["msg_bytes_lo"]), str(x["msg_bytes_hi"]),
+              str(x["signal_interval"]), x["verdict"], x["confidence"]] for e in a["entries"] for x in e["bands"])
+assert got == sorted(rows) and len(rows) == 4, (got, rows)
+sk = [s for s in a["skipped"] if s["what"] == "inline write/rc"]
+assert len(sk) == 1 and sk[0]["kind"] == "inline" and sk[0]["opcode"] == "write" and sk[0]["qp_type"] == "rc", a["skipped"]
+assert "refused IBV_SEND_INLINE" in sk[0]["reason"], sk
+key = lambda d: {(e["device"], e["port"], e["opcode"], e["qp_type"]): e["bands"] for e in d["entries"]}
+assert key(a) == key(b) and a["skipped"] == b["skipped"], (key(a), key(b), a["skipped"], b["skipped"])
+print("bands %d, skipped %s" % (len(got), [s["what"] for s in a["skipped"]]))
+PY
+  else
+    bad "tune/export/import: $(head -c 300 "$tmp/err")"
+  fi
+fi
+
 [ $fails -eq 0 ] && echo "all rate band checks passed" || echo "$fails check(s) failed"
 exit $((fails > 0))

@@ -184,7 +184,7 @@ static void test_evidence_store_export_import(void **state)
 	assert_int_equal(rt_store_export(st, NULL, RT_EXPORT_JSON, out, NULL, &err), 0);
 	rt_store_close(st);
 	assert_int_equal(rt_profile_load(out, &p, &err), 0);
-	assert_int_equal(rt_profile_schema_minor(p), 3);
+	assert_int_equal(rt_profile_schema_minor(p), RT_PROFILE_SCHEMA_MINOR);
 	e = rt_profile_entry_at(p, 0);
 	assert_true(e->has_measured);
 	assert_string_equal(e->lat_kind, "pingpong");

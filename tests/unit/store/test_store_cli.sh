@@ -47,7 +47,7 @@ assert d[3]['status']=='interrupted' and d[3]['stored_status']=='running' and d[
 check "export json exits 0" test $rc -eq 0
 check "export json is mode 0644" test "$(stat -c %a "$tmp/p.json")" = 644
 check "export json is a v1 profile" python3 -c "
-import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.3'}
+import json; d=json.load(open('$tmp/p.json')); assert d['schema']=={'name':'rtune-profile','version':'1.4'}
 assert [e['inline_threshold'] for e in d['entries']]==[96,48]"
 check "export json carries the hardware of the calibration runs and where each entry was measured from (1.1)" python3 -c "
 import json; d=json.load(open('$tmp/p.json'))
