@@ -214,6 +214,7 @@ static void skips_of_run(struct rt_store *st, const struct rt_profile_entry *e, 
 		free(params);
 		return;
 	}
+	free(params); /* set only with a row, whose id is never 0: nothing to free, but nothing left to chance */
 	if (row_extra(st, e, "skipped", &n_unused, &kept) == 0 && kept) {
 		json_t *sk = array_of(kept);
 
