@@ -68,7 +68,8 @@ rtune=$B/cli/rtune
 so=$B/tests/rxe/libemunic.so
 dev=${RTUNE_VM_DEV:-rxe0}
 [ -f "$so" ] || { echo "bench_stability: no $so (build the emunic target)"; exit 1; }
-mkdir -p "$out"
+# the guest writes only below the build dir (the rest of the tree is mounted read-only)
+mkdir -p "$out" || { echo "bench_stability: cannot create '$out' in the guest: set RTUNE_STAB_OUT below $B" >&2; exit 1; }
 dpids=()
 start_disturb() {
   case "$disturb" in *hog*)

@@ -130,7 +130,12 @@ def main():
                       "(N within x2); high-confidence answers off: %d" % (
                           op, qpt, fmt_n(nmode), nmode_n, k, 100.0 * nmode_n / k, vals[0], vals[-1], fmt_n(e_mode),
                           nok, k, nhi))
-                met = met and nok >= 0.9 * k and nmode_n >= 0.9 * k and nhi == 0
+                # a model: the modal answer within a factor of two (issue 14: "the planted N within a factor of two")
+                near_nmode = sum(n_close(a, nmode) for a, _ in nans)
+                if m:
+                    print("   %s/%s signaling: %d/%d agree with the modal %s (N within x2)" % (
+                        op, qpt, near_nmode, k, fmt_n(nmode)))
+                met = met and nok >= 0.9 * k and (near_nmode if m else nmode_n) >= 0.9 * k and nhi == 0
             print("   %s/%s: target %s" % (op, qpt, "met" if met else "MISSED"))
             met_all = met_all and met
     print("\nstability: every target %s" % ("met" if met_all else "not met (see MISSED above)"))
