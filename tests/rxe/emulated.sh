@@ -6,7 +6,8 @@
 #   rtune tune --json --dry-run
 # and tests/rxe/emulated_check.py checks the shim on the raw run (the measured inline difference per size and rate per
 # N follow the model) and that tune recovers the planted inline threshold (within one grid step) and signaling
-# verdict / N (within a factor of two) for send/rc, write/rc and send/ud. Also: a malformed model parameter is one
+# verdict / N (within a factor of two) for send/rc, write/rc and send/ud (off at low or medium confidence: a miss, at
+# most two per run; at high confidence: a failure). Also: a malformed model parameter is one
 # clear line and exit 2 before any verb runs; the shim's report never replaces what is not a regular file; a post
 # (tests/rxe/emunic/emunic_check.c) returns the same value, errno and bad_wr with and without the shim, and the
 # caller's WR flags are restored, also from two threads; the minimum time of one post grows by the modeled cost.
@@ -91,13 +92,23 @@ print(' '.join(emumodel.env_of(emumodel.load_models()['$m'])))") || { bad "no mo
   RTUNE_DB="$out/$m.db" "$rtune" tune --json --dry-run > "$out/$m.tune.json" 2> "$out/$m.tune.err" ||
     bad "model $m: tune exited $?: $(cat "$out/$m.tune.err")"
   python3 "$here/emulated_check.py" "$m" --run "$out/$m.json" --report "$out/$m.rep" --tune "$out/$m.tune.json" \
-    "${only[@]}" > "$out/$m.check" 2>&1 || fail=1
+    "${only[@]}" > "$out/$m.check" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || [ $rc -eq 3 ] || fail=1
   cat "$out/$m.check"
 done
+# A decision off its planted value at low or medium confidence is a miss: each of the ~25 decisions of a run misses
+# in about 1-2 % of runs (bench_stability's 10-run series: 4 of 210 thresholds beyond one step, all low/medium), so
+# a run may have two; a third, or any off at high confidence (a FAIL), fails. The 10-run figures are the benchmark's.
+n_miss=$(cat "$out"/*.check 2>/dev/null | grep -c '^MISS')
+if [ "$n_miss" -gt 2 ]; then
+  echo "FAIL: $n_miss low/medium-confidence misses in this run (at most 2)" | tee -a "$out/script.check"
+  fail=1
+fi
 # Every failed check again at the end: a CI log that keeps only the head and tail still says which model failed and why.
 if [ $fail != 0 ]; then
   echo "== failed checks"
-  grep -h '^FAIL' "$out"/*.check 2>/dev/null
+  grep -h '^FAIL\|^MISS' "$out"/*.check 2>/dev/null
 fi
 [ $fail = 0 ] && echo "rxe_emulated: ok" || echo "rxe_emulated: FAILED"
 exit $fail

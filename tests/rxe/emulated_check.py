@@ -6,7 +6,8 @@
 # t_post + t_cqe/N with the modeled t_cqe), then, unless --shim-only, that `rtune tune --json --dry-run` recovers the
 # planted values (tests/rxe/emunic/emumodel.py): the inline threshold within one grid step and the signaling verdict /
 # N within a factor of two for send/rc, write/rc and send/ud. Prints the raw figures and one line per failed check;
-# exit 1 when any failed.
+# exit 1 when any failed. A decision off its planted value at low or medium confidence is a miss, not a failure
+# ("MISS" lines, exit 3): emulated.sh allows at most two per run of all models (a high-confidence one never).
 import argparse
 import math
 import os
@@ -40,6 +41,19 @@ def med_se(p):
         return 0.0
     z = {0.9: 1.645, 0.95: 1.96, 0.99: 2.576}.get(round(lvl, 2), 1.96)
     return max(hi - lo, 0) / (2 * z)
+
+
+misses = []  # a decision off its planted value at low or medium confidence (tune only; see the end)
+
+
+def miss(cond, msg, conf):
+    """A tune check: off at high confidence is a failure; at low/medium a miss, counted by emulated.sh."""
+    if not cond:
+        if conf == "high":
+            fails.append("%s (high confidence)" % msg)
+        else:
+            misses.append("%s (%s confidence)" % (msg, conf))
+    return cond
 
 
 def check(cond, msg):
@@ -145,8 +159,8 @@ if not a.shim_only:
         print("  tune %s/%s: inline_threshold %d (%s), planted %d on %s sizes %s" % (
             op, qpt, d["inline_threshold"], d["inline_confidence"], thr, kind,
             " ".join("%d:%s" % c for c in classes)))
-        check(steps <= 1, "tune %s/%s: inline_threshold %d is %d grid steps from the planted %d" % (
-            op, qpt, d["inline_threshold"], steps, thr))
+        miss(steps <= 1, "tune %s/%s: inline_threshold %d is %d grid steps from the planted %d" % (
+            op, qpt, d["inline_threshold"], steps, thr), d["inline_confidence"])
         verdict, n = em.planted_n(m, run, "send" if qpt == "ud" else op)
         got = d.get("signal_verdict")
         print("  tune %s/%s: signal_verdict %s signal_interval %d (%s) t_post %s t_cqe %s [%s, %s] ns; planted %s%s" % (
@@ -155,21 +169,27 @@ if not a.shim_only:
         if qpt == "ud" and (got == "not_measured" or (got is None and d.get("signal_measured") is False)):
             continue  # the signaling sweep is RC only: not measuring UD is the honest answer
         if verdict == "indifferent":
-            check(got == "indifferent", "tune %s/%s: signal_verdict %r, the model plants 'indifferent'" % (
-                op, qpt, got))
-            check(any(r["code"] == "signal_indifferent" for r in d["reasons"]),
-                  "tune %s/%s: no reason signal_indifferent" % (op, qpt))
+            sc = d["signal_confidence"]
+            if miss(got == "indifferent", "tune %s/%s: signal_verdict %r, the model plants 'indifferent'" % (
+                    op, qpt, got), sc):
+                check(any(r["code"] == "signal_indifferent" for r in d["reasons"]),
+                      "tune %s/%s: no reason signal_indifferent" % (op, qpt))
         elif verdict == "knee":
-            check(got == "knee", "tune %s/%s: signal_verdict %r, the model plants a knee" % (op, qpt, got))
-            check(n / 2 <= d["signal_interval"] <= n * 2, "tune %s/%s: signal_interval %d, planted %d" % (
-                op, qpt, d["signal_interval"], n))
+            sc = d["signal_confidence"]
+            miss(got == "knee", "tune %s/%s: signal_verdict %r, the model plants a knee" % (op, qpt, got), sc)
+            miss(n / 2 <= d["signal_interval"] <= n * 2, "tune %s/%s: signal_interval %d, planted %d" % (
+                op, qpt, d["signal_interval"], n), sc)
             t_cqe = d.get("t_cqe_ns")
-            check(t_cqe is not None and abs(t_cqe - m["cqe_ns"]) <= 0.5 * m["cqe_ns"] + 1000,
-                  "tune %s/%s: t_cqe_ns %s, modeled %g" % (op, qpt, t_cqe, m["cqe_ns"]))
+            miss(t_cqe is not None and abs(t_cqe - m["cqe_ns"]) <= 0.5 * m["cqe_ns"] + 1000,
+                 "tune %s/%s: t_cqe_ns %s, modeled %g" % (op, qpt, t_cqe, m["cqe_ns"]), sc)
         else:
             check(False, "tune %s/%s: no rate points to plant N from" % (op, qpt))
 
 for f in fails:
     print("FAIL %s: %s" % (a.model, f))
-print("model %s: %s" % (a.model, "ok" if not fails else "%d checks failed" % len(fails)))
-sys.exit(1 if fails else 0)
+for x in misses:
+    print("MISS %s: %s" % (a.model, x))
+print("model %s: %s" % (a.model, "%d checks failed" % len(fails) if fails else
+                        "ok, %d low/medium-confidence misses" % len(misses) if misses else "ok"))
+# 1: a failed check (the shim, or a decision off at high confidence); 3: only low/medium misses
+sys.exit(1 if fails else 3 if misses else 0)
