@@ -439,6 +439,21 @@ static void test_latency_kind_does_not_follow_refinement(void **state)
 	assert_true(right >= DRAWS * 95 / 100);
 }
 
+/* Tunes one draw of the curve of the next two tests: inline 2 us better up to 64 B, 6 us x size/128 worse above,
+   around a non-inline latency of lat0_ns + 10 ns/B with relative noise rel per sample, drawn from seed. */
+static const struct rt_tuner_decision *tune_floor_curve(struct run *r, uint64_t seed, double lat0_ns, double rel,
+							struct rt_tuner_result *res)
+{
+	run_init(r, seed, 512);
+	for (uint32_t s = 1; s <= 512; s *= 2) {
+		double ln = lat0_ns + 10.0 * s, gain = s <= 64 ? 2000 : -6000.0 * s / 128;
+
+		add_point(r, s, false, ln, rel, 1);
+		add_point(r, s, true, ln - gain, rel, 1);
+	}
+	return tune(r, res);
+}
+
 /* A gain about as large as the practical floor below a clear loss: 2 us on a 178 us round trip (a 1.8 us floor), each
    size's median measured to +-2.5 us (UD post -> completion under the x64_n8 model on rxe). No size's win is
    significant in some draws and one is in others; the answer must not flip between 0 ("never") and 64 B with it:
@@ -456,14 +471,7 @@ static void test_gain_at_the_floor_gives_one_answer(void **state)
 		const struct rt_tuner_decision *d;
 
 		assert_non_null(r);
-		run_init(r, seed + 1300, 512);
-		for (uint32_t s = 1; s <= 512; s *= 2) {
-			double ln = 178000 + 10.0 * s, gain = s <= 64 ? 2000 : -6000.0 * s / 128;
-
-			add_point(r, s, false, ln, 0.09, 1);
-			add_point(r, s, true, ln - gain, 0.09, 1);
-		}
-		d = tune(r, &res);
+		d = tune_floor_curve(r, seed + 1300, 178000, 0.09, &res);
 		at64 += d->inline_threshold == 64;
 		near += d->inline_threshold >= 32 && d->inline_threshold <= 128;
 		never += d->inline_threshold == 0;
@@ -501,14 +509,7 @@ static void test_insufficient_data_answers_the_estimate(void **state)
 		const struct rt_tuner_decision *d;
 
 		assert_non_null(r);
-		run_init(r, seed + 1400, 512);
-		for (uint32_t s = 1; s <= 512; s *= 2) {
-			double ln = 165000 + 10.0 * s, gain = s <= 64 ? 2000 : -6000.0 * s / 128;
-
-			add_point(r, s, false, ln, 0.27, 1);
-			add_point(r, s, true, ln - gain, 0.27, 1);
-		}
-		d = tune(r, &res);
+		d = tune_floor_curve(r, seed + 1400, 165000, 0.27, &res);
 		if (has(d, "insufficient_data")) {
 			insufficient++;
 			near += d->inline_threshold >= 32 && d->inline_threshold <= 128;
