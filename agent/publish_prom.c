@@ -6,9 +6,12 @@
  * the last calibration's result as a state set (one series per result, 1 for the current one). The per-entry gauge
  * names are those of `rtune export --format prometheus` (store/store_profile.c), so one dashboard reads both; the
  * agent's file has no `node` label (the scrape's instance names the node; rtune_node_info carries the hostname).
- * Checked by `promtool check metrics` (tests/unit/publish) and read by deploy/prometheus/rtune-rules.yml.
+ * The load-band and skipped-measurement families come from the one writer both files use (rt_store_prom_bands(),
+ * store/store_bands_out.c), fed the published document. Checked by `promtool check metrics` (tests/unit/publish) and
+ * read by deploy/prometheus/rtune-rules.yml.
  */
 #include "publish_util.h"
+#include "rt_store_json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -216,9 +219,14 @@ static void entry_part(struct rt_buf *b, const struct rt_agent_publication *pub)
 
 void rt_publish_prom_render(const struct rt_agent_publication *pub, struct rt_buf *b)
 {
+	/* the load bands and skips are read from the published document itself: what librtune loads is what is shown */
+	json_t *doc = pub->profile_json ? json_loadb(pub->profile_json, pub->profile_json_len, 0, NULL) : NULL;
+
 	node_part(b, pub);
 	device_part(b, pub);
 	entry_part(b, pub);
+	rt_store_prom_bands(b, doc, NULL);
+	json_decref(doc);
 }
 
 int rt_agent_publish_prom(const struct rt_agent_publication *pub, const struct rt_agent_publish_targets *t,

@@ -2,7 +2,8 @@
 /*
  * `rtune show [DEVICE]`: the current profile of a node (per device/port/opcode/QP type: inline threshold, max inline,
  * signal interval, queue depths, CQ moderation, confidence and reasons) and the curves behind it, read from the
- * calibration run each entry came from, and each application's adaptive inline controllers as its latest
+ * calibration run each entry came from, each entry's load bands (its own N for large messages, post lists, ...) and
+ * what calibrate skipped on the device and why, and each application's adaptive inline controllers as its latest
  * `rtune probe --apply` run left them. --json prints the same as one document.
  */
 #include "cli.h"
@@ -22,7 +23,8 @@ static const char usage[] =
 	"Show the current profile (the latest decision per device, port, opcode and QP type) with its confidence and\n"
 	"reasons, and the measured curves behind it: latency vs message size inline and not, message rate vs"
 	" signaling\n"
-	"interval N; and per application the adaptive inline threshold of its latest 'rtune probe --apply' run.\n"
+	"interval N, the N of each load band (large messages, post lists), what calibrate skipped on the device and\n"
+	"why; and per application the adaptive inline threshold of its latest 'rtune probe --apply' run.\n"
 	"\n"
 	"  DEVICE          only this device (name or node GUID)\n"
 	"  --db PATH       store to read (default: $RTUNE_DB, else /var/lib/rtune/rtune.db as root,\n"
@@ -147,6 +149,38 @@ static void print_entry(const struct rt_profile_entry *e, const struct rt_store_
 	else
 		for (unsigned i = 0; i < e->n_reasons; i++)
 			printf("    - %s: %s\n", e->reasons[i].code, e->reasons[i].text);
+}
+
+/* The load bands of e (large messages, post lists, ...: each with its own N), one line each; nothing when none. */
+static void print_bands(struct rt_store *st, const struct rt_profile_entry *e)
+{
+	json_t *bands = rt_store_entry_bands_json(st, e);
+
+	for (size_t i = 0; i < json_array_size(bands); i++) {
+		char line[256];
+
+		rt_store_band_line(json_array_get(bands, i), line, sizeof(line));
+		printf("    %s%s\n", i ? "       " : "bands: ", line);
+	}
+	json_decref(bands);
+}
+
+/* What the runs behind the entries could not measure on their devices, and why; nothing when nothing was skipped. */
+static void print_skipped(struct rt_store *st, const struct rt_profile_entry *v, size_t n)
+{
+	json_t *sk = rt_store_skipped_json(st, v, n);
+
+	if (json_array_size(sk))
+		printf("skipped (calibrate could not measure these; the device refused them):\n");
+	for (size_t i = 0; i < json_array_size(sk); i++) {
+		char line[512];
+
+		rt_store_skip_line(json_array_get(sk, i), line, sizeof(line));
+		printf("  %s\n", line);
+	}
+	if (json_array_size(sk))
+		putchar('\n');
+	json_decref(sk);
 }
 
 /* Every stored reason of e as JSON (with topic and severity), or NULL when the store has none to tell. */
@@ -366,7 +400,7 @@ int cmd_show(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.1",
+		json_t *doc = json_pack("{s:{s:s, s:s}, s:o, s:[]}", "schema", "name", "rtune-show", "version", "1.2",
 					"node", rt_store_node_json(&node, sig), "entries");
 		json_t *arr = json_object_get(doc, "entries");
 
@@ -374,6 +408,8 @@ int cmd_show(int argc, char **argv)
 			json_object_set_new(doc, "pins", pins_json(st, device));
 		if (doc)
 			json_object_set_new(doc, "inline_ctl", ctls_json(ctl, n_ctl));
+		if (doc) /* 1.2: what the runs behind the entries skipped, and why */
+			json_object_set_new(doc, "skipped", rt_store_skipped_json(st, v, n));
 
 		for (size_t i = 0; doc && i < n; i++) {
 			json_t *e = rt_store_entry_json(&v[i]);
@@ -387,6 +423,9 @@ int cmd_show(int argc, char **argv)
 				json_object_set_new(e, "reasons", all_reasons_json(all, n_all));
 			free(all);
 
+			/* 1.2: the entry's load bands, as in the profile document */
+			if (e)
+				json_object_set_new(e, "bands", rt_store_entry_bands_json(st, &v[i]));
 			if (e && rt_store_run_load(st, v[i].run_id, NULL, &run, NULL) == 0) {
 				json_object_set_new(e, "run", rt_store_run_json(&run));
 				rt_run_release(&run);
@@ -415,6 +454,7 @@ int cmd_show(int argc, char **argv)
 			putchar('\n');
 			print_entry(&v[i], have ? all : NULL, n_all);
 			free(all);
+			print_bands(st, &v[i]);
 			if (rt_store_run_load(st, v[i].run_id, NULL, &run, NULL) == 0) {
 				print_curves(&run, &v[i]);
 				rt_run_release(&run);
@@ -426,6 +466,7 @@ int cmd_show(int argc, char **argv)
 	}
 	if (!json) {
 		putchar('\n');
+		print_skipped(st, v, n);
 		print_ctls(ctl, n_ctl);
 		print_pins(st, device);
 	}

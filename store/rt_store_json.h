@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "rt_buf.h"
 #include "rt_store.h"
 
 struct rt_profile;
@@ -58,5 +59,21 @@ json_t *rt_store_skipped_json(struct rt_store *st, const struct rt_profile_entry
 /* What the import keeps of entry i of p beyond the public entry: 0 and *out {"bands": [...], "skipped": [...]} (the
  * skips of its device, port and run), each member only when non-empty, or NULL when neither; ENOMEM. */
 int rt_store_import_extra(const struct rt_profile *p, size_t i, json_t **out);
+
+/* ---- bands and skips outside the profile (store_bands_out.c) ---- */
+/* One band object of an entry's "bands" as one line: "large messages 4096-65536 B: N = 16 (knee, high)", "post lists
+ * of 8 WRs (64 B): N = 32 (indifferent)"; a kind it does not know by its name. Truncated to len; never fails. */
+void rt_store_band_line(const json_t *band, char *buf, size_t len);
+/* One item of the document's "skipped" as one line: "efa0 port 1: rc: the device has no rc qps ...". */
+void rt_store_skip_line(const json_t *skip, char *buf, size_t len);
+/* The env lines of an entry's "bands" (docs/json-formats.md, "env"): per band a comment with its line, then
+ * RTUNE_SIGNAL_INTERVAL_<KIND>_[<K>_]<sfx>=N and RTUNE_MSG_BYTES_<KIND>_[<K>_]<sfx>=LO-HI (K: a post list's WRs per
+ * call, when above 1; sfx: "<DEV>_P<PORT>"). Nothing for an empty or absent array. Allocation failures: b->oom. */
+void rt_store_env_bands(struct rt_buf *b, const json_t *bands, const char *sfx);
+/* The Prometheus families rtune_band_signal_interval, rtune_band_confidence, rtune_band_info (one series per band of
+ * each entry of the profile document doc) and rtune_skipped_measurement_info (one per item of its "skipped"), HELP and
+ * TYPE always written; node: the value of a leading node label (rtune export), NULL for none (the agent's textfile).
+ * The one writer of these families for both files. Allocation failures: b->oom. */
+void rt_store_prom_bands(struct rt_buf *b, const json_t *doc, const char *node);
 
 #endif

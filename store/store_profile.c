@@ -973,9 +973,11 @@ static const struct rt_profile_entry *find(const struct rt_profile_entry *v, siz
 	return NULL;
 }
 
-static void format_env(struct rt_buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v, size_t n,
-		       const char *profile_path)
+static void format_env(struct rt_buf *b, struct rt_store *st, const struct rt_node_info *node,
+		       const struct rt_profile_entry *v, size_t n, const char *profile_path)
 {
+	json_t *skipped;
+
 	const struct rt_profile_entry *first = find(v, n, RT_PROFILE_OP_SEND);
 
 	if (!first)
@@ -1018,7 +1020,51 @@ static void format_env(struct rt_buf *b, const struct rt_node_info *node, const 
 		rt_buf_printf(b, "export RTUNE_MAX_INLINE_DATA_%s=%" PRIu32 "\n", sfx, e->max_inline_data);
 		rt_buf_printf(b, "export RTUNE_SIGNAL_INTERVAL_%s=%" PRIu32 "\n", sfx, e->signal_interval);
 		rt_buf_printf(b, "export RTUNE_SQ_DEPTH_%s=%" PRIu32 "\n", sfx, e->sq_depth);
+		/* 1.4: the N per load band, for applications that size their signaling by message size or post list */
+		json_t *bands = rt_store_entry_bands_json(st, e);
+
+		if (!bands)
+			b->oom = true;
+		rt_store_env_bands(b, bands, sfx);
+		json_decref(bands);
 	}
+	/* what calibrate could not measure stays visible where the values are used */
+	if (!(skipped = rt_store_skipped_json(st, v, n)))
+		b->oom = true;
+	for (size_t i = 0; i < json_array_size(skipped); i++) {
+		char line[512];
+
+		rt_store_skip_line(json_array_get(skipped, i), line, sizeof(line));
+		rt_buf_printf(b, "# skipped by calibrate: %s\n", line);
+	}
+	json_decref(skipped);
+}
+
+/* {"entries": [entry + "bands"], "skipped": [...]}: what rt_store_prom_bands() reads of a profile document, or NULL
+ * when out of memory. */
+static json_t *bands_document(struct rt_store *st, const struct rt_profile_entry *v, size_t n)
+{
+	json_t *entries = json_array(), *doc = json_object();
+
+	if (!entries || !doc || json_object_set_new(doc, "entries", entries)) {
+		json_decref(entries);
+		json_decref(doc);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *e = rt_store_entry_json(&v[i]);
+
+		if (!e || json_object_set_new(e, "bands", rt_store_entry_bands_json(st, &v[i])) ||
+		    json_array_append_new(entries, e)) {
+			json_decref(doc);
+			return NULL;
+		}
+	}
+	if (json_object_set_new(doc, "skipped", rt_store_skipped_json(st, v, n))) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
 }
 
 /* A Prometheus label value: backslash, double quote and newline escaped. */
@@ -1034,9 +1080,11 @@ static void prom_label(struct rt_buf *b, const char *s)
 	}
 }
 
-static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node, const struct rt_profile_entry *v,
-			      size_t n)
+static void format_prometheus(struct rt_buf *b, struct rt_store *st, const struct rt_node_info *node,
+			      const struct rt_profile_entry *v, size_t n)
 {
+	json_t *doc;
+
 	static const struct {
 		const char *name, *help;
 	} metrics[] = {
@@ -1084,6 +1132,11 @@ static void format_prometheus(struct rt_buf *b, const struct rt_node_info *node,
 				      rt_profile_opcode_name(e->opcode), rt_profile_qp_type_name(e->qp_type), val);
 		}
 	}
+	/* 1.4's bands and skips: the families the agent's textfile writes too, through the same code */
+	if (!(doc = bands_document(st, v, n)))
+		b->oom = true;
+	rt_store_prom_bands(b, doc, node->hostname);
+	json_decref(doc);
 }
 
 int rt_export_format_parse(const char *s, enum rt_export_format *out)
@@ -1138,9 +1191,9 @@ int rt_store_export(struct rt_store *st, const char *node_key, enum rt_export_fo
 		rt_buf_printf(&b, "%s\n", text);
 		free(text);
 	} else if (fmt == RT_EXPORT_ENV) {
-		format_env(&b, &node, v, n, profile_path);
+		format_env(&b, st, &node, v, n, profile_path);
 	} else {
-		format_prometheus(&b, &node, v, n);
+		format_prometheus(&b, st, &node, v, n);
 	}
 	if (b.oom) {
 		rc = rt_error_set(err, ENOMEM, "out of memory");

@@ -5,7 +5,7 @@
 # controller moved 32 -> 64 -> 128 -> 144 -> 128 B, one UD QP whose controller was busy) is imported with its
 # controllers: one inline_ctl row per QP (the busy one without figures), its four moves in inline_ctl_moves exactly as
 # the file has them, stamped with the import's histograms' time; `rtune show` lists each app's latest controllers in
-# one line per QP, `rtune show --json` (rtune-show 1.1) in "inline_ctl". An older file without inline_ctl
+# one line per QP, `rtune show --json` (rtune-show 1.2; inline_ctl since 1.1) in "inline_ctl". An older file without inline_ctl
 # (fixtures/probe_v1_no_ctl.json, "format"/"version" 1) imports its histogram as before and stores no controller.
 set -uo pipefail
 rtune=$1 fixtures=$2 profile=$3
@@ -77,10 +77,10 @@ grep -qE "^  kv, imported [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}Z$" "$tmp/show" &&
 grep -q "oldapp" "$tmp/show" && bad "show lists oldapp, which had no controller" || ok "show: no line for oldapp"
 
 "$rtune" show --db "$db" --json >"$tmp/show.json" 2>"$tmp/err" || { bad "rtune show --json failed"; cat "$tmp/err"; }
-python3 - "$tmp/show.json" <<'PY' && ok "show --json: rtune-show 1.1 with kv's controllers and moves" || bad "show --json"
+python3 - "$tmp/show.json" <<'PY' && ok "show --json: rtune-show 1.2 with kv's controllers and moves" || bad "show --json"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["schema"] == {"name": "rtune-show", "version": "1.1"}, d["schema"]
+assert d["schema"] == {"name": "rtune-show", "version": "1.2"}, d["schema"]
 assert len(d["entries"]) > 0
 [app] = d["inline_ctl"]
 assert app["app"] == "kv" and app["imported_at"].endswith("Z") and app["imported_ns"] > 0, app

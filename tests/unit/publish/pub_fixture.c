@@ -37,6 +37,17 @@ static struct rt_agent_decision *add(struct pub_fixture *f, const char *dev, int
 	return d;
 }
 
+/* What the Prometheus target reads of the published document: the load bands of mlx5_0's send entry and a skip (the
+ * rest of a profile document is irrelevant to it). */
+static const char fixture_doc[] =
+	"{\"entries\": [{\"device\": \"mlx5_0\", \"port\": 1, \"opcode\": \"send\", \"qp_type\": \"rc\", \"app\": null,"
+	" \"bands\": [{\"kind\": \"large\", \"post_list\": 1, \"msg_bytes_lo\": 4096, \"msg_bytes_hi\": 65536,"
+	" \"signal_interval\": 64, \"verdict\": \"indifferent\", \"confidence\": \"high\"},"
+	" {\"kind\": \"post_list\", \"post_list\": 8, \"msg_bytes_lo\": 64, \"msg_bytes_hi\": 64,"
+	" \"signal_interval\": 32, \"verdict\": null, \"confidence\": null}]}],"
+	" \"skipped\": [{\"device\": \"mlx5_0\", \"port\": 1, \"what\": \"cq moderation\", \"kind\": \"cq_moderation\","
+	" \"opcode\": null, \"qp_type\": null, \"reason\": \"ibv_modify_cq refused it\", \"run_id\": null}]}";
+
 void pub_fixture_init(struct pub_fixture *f)
 {
 	struct rt_agent_decision *d;
@@ -49,8 +60,8 @@ void pub_fixture_init(struct pub_fixture *f)
 	snprintf(f->pub.cpu_model, sizeof(f->pub.cpu_model), "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz");
 	snprintf(f->pub.rtune_version, sizeof(f->pub.rtune_version), "0.1.0");
 	f->pub.generated_at = 1764590400;
-	f->pub.profile_json = "{}";
-	f->pub.profile_json_len = 2;
+	f->pub.profile_json = fixture_doc;
+	f->pub.profile_json_len = strlen(fixture_doc);
 	f->pub.decisions = f->d;
 	/* mlx5_0: send 256 B / N 16, write 128 B with a pinned N of 8 */
 	add(f, "mlx5_0", 1, RT_PROFILE_OP_SEND, 256, 16);

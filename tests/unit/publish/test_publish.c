@@ -80,7 +80,7 @@ static void test_prom_content(void **state)
 	/* each family declared once */
 	assert_int_equal(count(t, "# TYPE rtune_inline_threshold_bytes gauge\n"), 1);
 	assert_int_equal(count(t, "# TYPE "), count(t, "# HELP "));
-	assert_int_equal(count(t, "# TYPE "), 18);
+	assert_int_equal(count(t, "# TYPE "), 22);
 	/* identity as an _info gauge */
 	assert_non_null(strstr(t,
 			       "rtune_node_info{hostname=\"node-07\",machine_id=\"0123456789abcdef0123456789abcdef\","
@@ -114,6 +114,37 @@ static void test_prom_content(void **state)
 	assert_non_null(strstr(t, "signal_verdict=\"pinned\",inline_source=\"measured\",signal_source=\"pinned\","
 				  "change=\"first\""));
 	assert_non_null(strstr(t, "signal_verdict=\"indifferent\""));
+	free(t);
+}
+
+/* The published document's load bands and skips, through the writer `rtune export --format prometheus` uses too: a
+ * gauge per band (no confidence sample where the document has none), an info series per skip; none for "{}". */
+static void test_prom_bands(void **state)
+{
+	struct pub_fixture f;
+	char *t;
+
+	(void)state;
+	pub_fixture_init(&f);
+	t = render_prom(&f);
+	assert_non_null(strstr(t, "rtune_band_signal_interval{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
+				  "qp_type=\"rc\",app=\"\",band=\"large\",post_list=\"1\"} 64\n"));
+	assert_non_null(strstr(t, "rtune_band_signal_interval{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
+				  "qp_type=\"rc\",app=\"\",band=\"post_list\",post_list=\"8\"} 32\n"));
+	assert_non_null(strstr(t, "rtune_band_confidence{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
+				  "qp_type=\"rc\",app=\"\",band=\"large\",post_list=\"1\"} 2\n"));
+	assert_int_equal(count(t, "rtune_band_confidence{"), 1);
+	assert_non_null(strstr(t, "band=\"large\",post_list=\"1\",msg_bytes_lo=\"4096\",msg_bytes_hi=\"65536\","
+				  "verdict=\"indifferent\"} 1\n"));
+	assert_non_null(strstr(t, "rtune_skipped_measurement_info{device=\"mlx5_0\",port=\"1\",what=\"cq moderation\","
+				  "kind=\"cq_moderation\",opcode=\"\",qp_type=\"\",reason=\"ibv_modify_cq refused it\","
+				  "run_id=\"\"} 1\n"));
+	free(t);
+	f.pub.profile_json = "{}";
+	f.pub.profile_json_len = 2;
+	t = render_prom(&f);
+	assert_int_equal(count(t, "rtune_band_"), 6); /* HELP and TYPE of three families, no sample */
+	assert_null(strstr(t, "rtune_skipped_measurement_info{"));
 	free(t);
 }
 
@@ -662,6 +693,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_prom_format),
 		cmocka_unit_test(test_prom_content),
+		cmocka_unit_test(test_prom_bands),
 		cmocka_unit_test(test_prom_never_calibrated),
 		cmocka_unit_test(test_nfd_file),
 		cmocka_unit_test(test_nfd_odd_devices),
