@@ -5,6 +5,7 @@
  * refused with "FILE:LINE: ..." and nothing of the file is taken.
  */
 #include "config.h"
+#include "lib/profile_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -179,12 +180,8 @@ int rt_agent_pin_parse(int argc, char *const *argv, struct rt_store_pin *p, stru
 		p->opcode = RT_PROFILE_OP_WRITE;
 	else
 		return rt_error_set(err, EINVAL, "'%s': the opcode is send or write", argv[1]);
-	if (!strcmp(slash + 1, "rc"))
-		p->qp_type = RT_PROFILE_QPT_RC;
-	else if (!strcmp(slash + 1, "ud"))
-		p->qp_type = RT_PROFILE_QPT_UD;
-	else
-		return rt_error_set(err, EINVAL, "'%s': the QP type is rc or ud", argv[1]);
+	if (rt_profile_qp_type_parse(slash + 1, &p->qp_type))
+		return rt_error_set(err, EINVAL, "'%s': the QP type is rc, ud or srd", argv[1]);
 	for (int i = 2; i < argc; i++) {
 		if (!strncmp(argv[i], "inline_threshold=", 17) && !parse_u32_word(argv[i] + 17, 0, 65536, &v))
 			p->inline_threshold = v;

@@ -22,7 +22,7 @@
 
 static const char usage[] =
 	"usage: rtune calibrate [-d DEVICE] [-i PORT] [-x|--gid-index N] [--sizes LIST] [--ops send,write]\n"
-	"                       [--qp-type rc,ud] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
+	"                       [--qp-type rc,ud,srd] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
 	"                       [--tclass N] [--sl N] [--pkey-index N] [--large-sizes LIST|none]\n"
 	"                       [--post-list N | --app NAME]\n"
@@ -45,7 +45,8 @@ static const char usage[] =
 	"                         at most --size-cap)\n"
 	"  --size-cap BYTES       largest default size (default 1024)\n"
 	"  --ops LIST             send, write or both (default send,write)\n"
-	"  --qp-type LIST         rc, ud or both (default rc,ud; ud only in loopback and where supported)\n"
+	"  --qp-type LIST         rc, ud, srd (default all three; ud and srd only in loopback and where supported,\n"
+	"                         srd on AWS EFA only, through libefa)\n"
 	"  --budget SECONDS       time for the whole run (default 20)\n"
 	"  --quick                a coarse pass: looser confidence, fewer samples and sizes in the sweep\n"
 	"  --seed N               seed of the random block order (default 1)\n"
@@ -216,8 +217,14 @@ static void print_summary(FILE *f, const struct rt_run *run)
 	if (run->env.server_max_inline)
 		fprintf(f, "max inline: this node %u, the server %u bytes\n", run->env.client_max_inline,
 			run->env.server_max_inline);
-	fprintf(f, "max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n", run->dev.max_inline_rc,
-		run->dev.max_inline_ud, run->max_inline_used, rt_run_status_name(run->status));
+	if (run->dev.efa.efa) /* EFA: SRD's is the device's inline buffer (efadv) */
+		fprintf(f, "max inline probed rc %d / ud %d / srd %d bytes, qps created with %u; status %s\n",
+			run->dev.max_inline_rc, run->dev.max_inline_ud, run->dev.max_inline_srd, run->max_inline_used,
+			rt_run_status_name(run->status));
+	else
+		fprintf(f, "max inline probed rc %d / ud %d bytes, qps created with %u; status %s\n",
+			run->dev.max_inline_rc, run->dev.max_inline_ud, run->max_inline_used,
+			rt_run_status_name(run->status));
 	fprintf(f, "\n%-6s %-3s %-9s %7s  %-28s %-28s\n", "op", "qp", "kind", "bytes", "inline median [95% CI] ns",
 		"non-inline median [95% CI] ns");
 	for (size_t i = 0; i < run->n_lat; i++) {
@@ -545,10 +552,11 @@ int cmd_calibrate(int argc, char **argv)
 					bad = 1;
 			}
 			free(dup);
-			if (bad || !(set[0] || set[1]))
+			if (bad || !(set[0] || set[1] || (c == O_QPT && set[RT_QPT_SRD])))
 				return rt_cli_usage_error(
-					"calibrate", "option '--%s' takes %s or both (comma-separated), not '%s'",
-					c == O_OPS ? "ops" : "qp-type", c == O_OPS ? "send, write" : "rc, ud", optarg);
+					"calibrate", "option '--%s' takes %s (comma-separated), not '%s'",
+					c == O_OPS ? "ops" : "qp-type",
+					c == O_OPS ? "send, write or both" : "rc, ud, srd or several", optarg);
 			break;
 		}
 		case O_BUDGET: {
@@ -620,6 +628,10 @@ int cmd_calibrate(int argc, char **argv)
 	to_stdout = out && strcmp(out, "-") == 0;
 	if (o.cpu >= 0 && o.numa != RT_NUMA_LOCAL)
 		return rt_cli_usage_error("calibrate", "options '--cpu' and '--numa remote/all' exclude each other");
+	if (o.peer && o.qpts[RT_QPT_SRD] && !o.qpts[RT_QPT_RC] && !o.qpts[RT_QPT_UD])
+		return rt_cli_usage_error(
+			"calibrate",
+			"options '--peer' and '--qp-type srd' exclude each other (srd is measured in loopback only)");
 	if (o.peer && o.qpts[RT_QPT_UD] && !o.qpts[RT_QPT_RC])
 		return rt_cli_usage_error(
 			"calibrate",

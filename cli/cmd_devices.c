@@ -115,6 +115,17 @@ static void print_text(const struct rt_node_info *node, const struct rt_device_i
 		       d->max_qp, d->max_qp_wr, d->max_sge, d->max_cqe, d->max_qp_rd_atom, d->max_mr);
 		print_inline("rc", d->max_inline_rc, d->max_inline_rc_errno);
 		print_inline("ud", d->max_inline_ud, d->max_inline_ud_errno);
+		/* SRD exists on EFA only: the line is noise on every other device, except an Amazon one without libefa */
+		if (d->efa.efa || d->max_inline_srd_errno == ENOENT)
+			print_inline("srd", d->max_inline_srd, d->max_inline_srd_errno);
+		if (d->max_inline_srd_errno == ENOENT)
+			printf("    efa: unknown (libefa.so.1 not found: install rdma-core's efa provider)\n");
+		if (d->efa.efa)
+			printf("    efa: max_sq_wr %u, max_rq_wr %u, max_sq_sge %u, max_rq_sge %u, inline_buf_size %u B,"
+			       " max_rdma_size %u B, rdma read %s, rdma write %s, rnr retry %s\n",
+			       d->efa.max_sq_wr, d->efa.max_rq_wr, d->efa.max_sq_sge, d->efa.max_rq_sge,
+			       d->efa.inline_buf_size, d->efa.max_rdma_size, d->efa.rdma_read ? "yes" : "no",
+			       d->efa.rdma_write ? "yes" : "no", d->efa.rnr_retry ? "yes" : "no");
 		if (d->numa_node >= 0)
 			printf("    numa_node: %d, local_cpus: %s\n", d->numa_node,
 			       d->local_cpus[0] ? d->local_cpus : "unknown");

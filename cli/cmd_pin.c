@@ -14,7 +14,7 @@
 static const char pin_usage[] =
 	"usage: rtune pin DEV[:PORT] OP/QPT [inline_threshold=N] [signal_interval=N] [--db PATH]\n"
 	"\n"
-	"Fix a value for one device, port (default 1), opcode (send, write) and QP type (rc, ud): `rtune agent`\n"
+	"Fix a value for one device, port (default 1), opcode (send, write) and QP type (rc, ud, srd): `rtune agent`\n"
 	"publishes it instead of what it measures, and never replaces it. Pinning again replaces the given field.\n"
 	"e.g. rtune pin mlx5_0:1 send/rc inline_threshold=64\n"
 	"\n"

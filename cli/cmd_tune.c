@@ -69,7 +69,9 @@ static int decision_to_tuned(const struct rt_run *run, const struct rt_tuner_dec
 	snprintf(e->guid, sizeof(e->guid), "%s", run->dev.node_guid);
 	e->port = run->port_num;
 	e->opcode = d->op == RT_OP_WRITE ? RT_PROFILE_OP_WRITE : RT_PROFILE_OP_SEND;
-	e->qp_type = d->qpt == RT_QPT_UD ? RT_PROFILE_QPT_UD : RT_PROFILE_QPT_RC;
+	e->qp_type = d->qpt == RT_QPT_SRD  ? RT_PROFILE_QPT_SRD
+		     : d->qpt == RT_QPT_UD ? RT_PROFILE_QPT_UD
+					   : RT_PROFILE_QPT_RC;
 	e->numa_node = run->dev.numa_node;
 	if (run->env.cpu >= 0)
 		snprintf(e->cpus, sizeof(e->cpus), "%d", run->env.cpu);
@@ -124,7 +126,10 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 	bool isup = false, ssup = false;
 	struct rt_store_reason *v;
 	size_t n = 0;
-	int dev_max = d->qpt == RT_QPT_UD ? run->dev.max_inline_ud : run->dev.max_inline_rc;
+	/* SRD: EFA's one inline buffer, as UD's when the stored run has no SRD figure (rt_tuner_input_from_run) */
+	int dev_max = d->qpt == RT_QPT_RC				    ? run->dev.max_inline_rc
+		      : d->qpt == RT_QPT_SRD && run->dev.max_inline_srd > 0 ? run->dev.max_inline_srd
+									    : run->dev.max_inline_ud;
 
 	if (!base) {
 		snprintf(t->inl.action, sizeof(t->inl.action), "%s", rt_hyst_action_name(RT_HYST_FIRST));

@@ -82,17 +82,36 @@ json_t *rt_device_to_json(const struct rt_device_info *d)
 				 str_or_null(d->pcie_physfn), "device_control_note", str_or_null(d->pcie_ctrl_note));
 	else
 		pcie = json_null();
-	return json_pack("{s:s, s:o, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i, s:i, s:i},"
-			 " s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
-			 "name", d->name, "error", str_or_null(d->error), "node_guid", d->node_guid, "transport",
-			 d->transport, "fw_ver", d->fw_ver, "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id",
-			 (json_int_t)d->vendor_part_id, "hw_ver", (json_int_t)d->hw_ver, "caps", "max_qp", d->max_qp,
-			 "max_qp_wr", d->max_qp_wr, "max_sge", d->max_sge, "max_cqe", d->max_cqe, "max_qp_rd_atom",
-			 d->max_qp_rd_atom, "max_mr", d->max_mr, "max_inline_data", "rc", int_or_null(d->max_inline_rc),
-			 "ud", int_or_null(d->max_inline_ud), "max_inline_error", "rc",
-			 inline_why(d->max_inline_rc, d->max_inline_rc_errno), "ud",
-			 inline_why(d->max_inline_ud, d->max_inline_ud_errno), "numa_node", int_or_null(d->numa_node),
-			 "local_cpus", str_or_null(d->local_cpus), "pcie", pcie, "ports", ports);
+	/* 1.1: SRD's max inline and EFA's direct-verbs caps (null on every other device) */
+	json_t *efa = d->efa.efa ? json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:b}", "max_sq_wr",
+					     (json_int_t)d->efa.max_sq_wr, "max_rq_wr", (json_int_t)d->efa.max_rq_wr,
+					     "max_sq_sge", (json_int_t)d->efa.max_sq_sge, "max_rq_sge",
+					     (json_int_t)d->efa.max_rq_sge, "inline_buf_size",
+					     (json_int_t)d->efa.inline_buf_size, "max_rdma_size",
+					     (json_int_t)d->efa.max_rdma_size, "rdma_read", d->efa.rdma_read,
+					     "rdma_write", d->efa.rdma_write, "rnr_retry", d->efa.rnr_retry)
+				 : json_null();
+	json_t *o =
+		json_pack("{s:s, s:o, s:s, s:s, s:s, s:I, s:I, s:I, s:{s:i, s:i, s:i, s:i, s:i, s:i},"
+			  " s:{s:o, s:o}, s:{s:o, s:o}, s:o, s:o, s:o, s:o}",
+			  "name", d->name, "error", str_or_null(d->error), "node_guid", d->node_guid, "transport",
+			  d->transport, "fw_ver", d->fw_ver, "vendor_id", (json_int_t)d->vendor_id, "vendor_part_id",
+			  (json_int_t)d->vendor_part_id, "hw_ver", (json_int_t)d->hw_ver, "caps", "max_qp", d->max_qp,
+			  "max_qp_wr", d->max_qp_wr, "max_sge", d->max_sge, "max_cqe", d->max_cqe, "max_qp_rd_atom",
+			  d->max_qp_rd_atom, "max_mr", d->max_mr, "max_inline_data", "rc",
+			  int_or_null(d->max_inline_rc), "ud", int_or_null(d->max_inline_ud), "max_inline_error", "rc",
+			  inline_why(d->max_inline_rc, d->max_inline_rc_errno), "ud",
+			  inline_why(d->max_inline_ud, d->max_inline_ud_errno), "numa_node", int_or_null(d->numa_node),
+			  "local_cpus", str_or_null(d->local_cpus), "pcie", pcie, "ports", ports);
+
+	if (!o || json_object_set_new(json_object_get(o, "max_inline_data"), "srd", int_or_null(d->max_inline_srd)) ||
+	    json_object_set_new(json_object_get(o, "max_inline_error"), "srd",
+				inline_why(d->max_inline_srd, d->max_inline_srd_errno)) ||
+	    json_object_set_new(o, "efa", efa)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_device_info *devs, int n)
@@ -109,6 +128,6 @@ json_t *rt_devices_to_json(const struct rt_node_info *node, const struct rt_devi
 			return NULL;
 		}
 	}
-	return json_pack("{s:{s:s, s:s}, s:o, s:o}", "schema", "name", "rtune-devices", "version", "1.0", "node",
+	return json_pack("{s:{s:s, s:s}, s:o, s:o}", "schema", "name", "rtune-devices", "version", "1.1", "node",
 			 rt_node_to_json(node), "devices", arr);
 }

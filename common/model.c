@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char *const op_names[RT_OP__COUNT] = { "send", "write" };
-static const char *const qpt_names[RT_QPT__COUNT] = { "rc", "ud" };
+static const char *const qpt_names[RT_QPT__COUNT] = { "rc", "ud", "srd" };
 static const char *const kind_names[RT_LAT__COUNT] = { "pingpong", "post_cqe" };
 static const char *const status_names[] = { "running", "complete", "interrupted", "failed" };
 

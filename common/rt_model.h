@@ -72,6 +72,17 @@ struct rt_device_info {
 	int max_inline_ud;
 	int max_inline_rc_errno;
 	int max_inline_ud_errno;
+	/* SRD (AWS EFA, through efadv): its max inline is the device's inline buffer (efadv inline_buf_size), -1 = none:
+	 * then max_inline_srd_errno says why (0 = not probed, EOPNOTSUPP = not an EFA device, ENOENT = no libefa) */
+	int max_inline_srd;
+	int max_inline_srd_errno;
+	/* EFA's device capabilities (efadv_query_device; rt_efa.h), efa false on every other device. Not stored. */
+	struct {
+		bool efa;
+		uint32_t max_sq_wr, max_rq_wr, max_sq_sge, max_rq_sge;
+		uint32_t inline_buf_size, max_rdma_size;
+		bool rdma_read, rdma_write, rnr_retry;
+	} efa;
 	char error[RT_TEXT_LEN]; /* why the device could not be opened or queried, "" = fine (else only sysfs facts) */
 	/* where the device sits: -1 = unknown / not a NUMA machine */
 	int numa_node;
@@ -91,7 +102,8 @@ struct rt_device_info {
 /* ---- calibration run ------------------------------------------------------------------------------------------ */
 
 enum rt_opcode { RT_OP_SEND = 0, RT_OP_WRITE = 1, RT_OP__COUNT };
-enum rt_qp_type { RT_QPT_RC = 0, RT_QPT_UD = 1, RT_QPT__COUNT };
+/* SRD: AWS EFA's Scalable Reliable Datagram (reliable, unordered, addressed like UD; created through efadv) */
+enum rt_qp_type { RT_QPT_RC = 0, RT_QPT_UD = 1, RT_QPT_SRD = 2, RT_QPT__COUNT };
 enum rt_lat_kind {
 	RT_LAT_PINGPONG = 0, /* half of a ping-pong round trip */
 	RT_LAT_POST_CQE = 1, /* ibv_post_send -> its send completion, one signaled WR in flight */
@@ -204,7 +216,7 @@ struct rt_run {
 /* ---- names used in JSON, SQLite and text (stable: part of the public formats) -------------------------------- */
 
 const char *rt_opcode_name(enum rt_opcode op);	       /* "send", "write" */
-const char *rt_qp_type_name(enum rt_qp_type qpt);      /* "rc", "ud" */
+const char *rt_qp_type_name(enum rt_qp_type qpt);      /* "rc", "ud", "srd" */
 const char *rt_lat_kind_name(enum rt_lat_kind kind);   /* "pingpong", "post_cqe" */
 const char *rt_run_status_name(enum rt_run_status st); /* "running", "complete", "interrupted", "failed" */
 /* Parse the names above; return 0 and set *out, or EINVAL. */

@@ -9,6 +9,7 @@
  * $SYSFS_PATH when set, as libibverbs does.
  */
 #include "devinfo.h"
+#include "rt_efa.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -503,6 +504,11 @@ static void port_set_gids(struct rt_port_info *p, struct rt_gid_info *g, int n, 
 	snprintf(p->gid_source, sizeof(p->gid_source), "%s", source);
 	if (strcmp(p->link_layer, "Ethernet") == 0) {
 		p->gid_pick = rt_devinfo_gid_pick(g, n, p->gid_pick_reason, sizeof(p->gid_pick_reason));
+	} else if (strcmp(p->link_layer, "unspecified") == 0 && n > 0) {
+		/* EFA: no LID and no RoCE GID types; its GID (one) is its address, which every address handle needs */
+		p->gid_pick = g[0].index;
+		snprintf(p->gid_pick_reason, sizeof(p->gid_pick_reason),
+			 "unspecified link layer (EFA): the port's first GID is its address");
 	} else {
 		p->gid_pick = -1;
 		snprintf(p->gid_pick_reason, sizeof(p->gid_pick_reason),
@@ -692,6 +698,28 @@ static void query_port(struct ibv_context *ctx, int port, struct rt_port_info *p
 	p->gid_tbl_len = pa.gid_tbl_len;
 }
 
+/* EFA's caps and the SRD max inline (the device's inline buffer: no probing, efadv says it). */
+static void query_efa(struct ibv_context *ctx, struct rt_device_info *out)
+{
+	struct rt_efa_caps ec;
+	int rc = rt_efa_query(ctx, out->vendor_id, &ec);
+
+	out->max_inline_srd_errno = rc;
+	if (rc)
+		return;
+	out->efa.efa = true;
+	out->efa.max_sq_wr = ec.max_sq_wr;
+	out->efa.max_rq_wr = ec.max_rq_wr;
+	out->efa.max_sq_sge = ec.max_sq_sge;
+	out->efa.max_rq_sge = ec.max_rq_sge;
+	out->efa.inline_buf_size = ec.inline_buf_size;
+	out->efa.max_rdma_size = ec.max_rdma_size;
+	out->efa.rdma_read = ec.rdma_read;
+	out->efa.rdma_write = ec.rdma_write;
+	out->efa.rnr_retry = ec.rnr_retry;
+	out->max_inline_srd = (int)ec.inline_buf_size;
+}
+
 /* Probes the max inline of one QP type into *v (-1 when none) and *why (0, EOPNOTSUPP or the failure's errno). */
 static void probe_one(struct ibv_pd *pd, enum ibv_qp_type t, int *v, int *why)
 {
@@ -714,6 +742,7 @@ int rt_devinfo_query(struct ibv_context *ctx, bool probe_inline, struct rt_devic
 	snprintf(out->transport, sizeof(out->transport), "%s", transport_str(ctx->device->transport_type));
 	out->max_inline_rc = -1;
 	out->max_inline_ud = -1;
+	out->max_inline_srd = -1;
 	rt_devinfo_sysfs(out->name, out);
 	rc = ibv_query_device(ctx, &da);
 	if (rc) {
@@ -738,6 +767,7 @@ int rt_devinfo_query(struct ibv_context *ctx, bool probe_inline, struct rt_devic
 	for (int p = 0; p < out->port_count; p++)
 		query_port(ctx, p + 1, &out->ports[p]);
 	read_gids(ctx, out);
+	query_efa(ctx, out);
 	if (probe_inline) {
 		struct ibv_pd *pd;
 
@@ -789,7 +819,7 @@ int rt_devinfo_list(bool probe_inline, struct rt_device_info **out, int *n_out, 
 			int e = errno ? errno : ENODEV;
 
 			snprintf(devs[i].name, sizeof(devs[i].name), "%s", ibv_get_device_name(list[i]));
-			devs[i].max_inline_rc = devs[i].max_inline_ud = -1;
+			devs[i].max_inline_rc = devs[i].max_inline_ud = devs[i].max_inline_srd = -1;
 			rt_devinfo_sysfs(devs[i].name, &devs[i]);
 			snprintf(devs[i].error, sizeof(devs[i].error), "cannot open device '%s': %s", devs[i].name,
 				 strerror(e));

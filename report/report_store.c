@@ -16,6 +16,7 @@
 
 #include "rt_store.h"
 #include "rt_store_json.h"
+#include "lib/profile_internal.h"
 #include <rtune/profile.h>
 
 static const char *col(sqlite3_stmt *s, int i)
@@ -436,7 +437,11 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 		snprintf(e->device, sizeof(e->device), "%s", col(s, 1));
 		e->port = (uint8_t)sqlite3_column_int(s, 2);
 		e->opcode = strcmp(col(s, 3), "write") == 0 ? RT_PROFILE_OP_WRITE : RT_PROFILE_OP_SEND;
-		e->qp_type = strcmp(col(s, 4), "ud") == 0 ? RT_PROFILE_QPT_UD : RT_PROFILE_QPT_RC;
+		{
+			enum rt_profile_qp_type qt;
+
+			e->qp_type = rt_profile_qp_type_parse(col(s, 4), &qt) ? RT_PROFILE_QPT_RC : (uint8_t)qt;
+		}
 		e->inline_threshold = (uint32_t)sqlite3_column_int64(s, 5);
 		e->max_inline_data = (uint32_t)sqlite3_column_int64(s, 6);
 		e->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);

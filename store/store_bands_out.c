@@ -89,8 +89,8 @@ void rt_store_env_bands(struct rt_buf *b, const json_t *bands, const char *sfx)
 		rt_buf_printf(b, "# %s\n", line);
 		rt_buf_printf(b, "export RTUNE_SIGNAL_INTERVAL_%s_%s%s=%" JSON_INTEGER_FORMAT "\n", kind, list, sfx,
 			      int_of(o, "signal_interval"));
-		rt_buf_printf(b, "export RTUNE_MSG_BYTES_%s_%s%s=%" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT "\n", kind,
-			      list, sfx, int_of(o, "msg_bytes_lo"), int_of(o, "msg_bytes_hi"));
+		rt_buf_printf(b, "export RTUNE_MSG_BYTES_%s_%s%s=%" JSON_INTEGER_FORMAT "-%" JSON_INTEGER_FORMAT "\n",
+			      kind, list, sfx, int_of(o, "msg_bytes_lo"), int_of(o, "msg_bytes_hi"));
 	}
 }
 
@@ -158,7 +158,9 @@ static void band_series(struct rt_buf *b, const char *node, const json_t *e, con
 		label(b, "verdict", str_of(o, "verdict"), false);
 	}
 	rt_buf_printf(b, "} %" JSON_INTEGER_FORMAT "\n",
-		      f == F_SIGNAL ? int_of(o, "signal_interval") : f == F_CONF ? (json_int_t)c : 1);
+		      f == F_SIGNAL ? int_of(o, "signal_interval")
+		      : f == F_CONF ? (json_int_t)c
+				    : 1);
 }
 
 void rt_store_prom_bands(struct rt_buf *b, const json_t *doc, const char *node)
@@ -175,9 +177,10 @@ void rt_store_prom_bands(struct rt_buf *b, const json_t *doc, const char *node)
 				band_series(b, node, e, json_array_get(bands, k), (enum band_family)f);
 		}
 	}
-	rt_buf_puts(b, "# HELP rtune_skipped_measurement_info A measurement calibrate skipped on the device port because "
-		       "the device refused it (value 1; the labels say what and why).\n"
-		       "# TYPE rtune_skipped_measurement_info gauge\n");
+	rt_buf_puts(b,
+		    "# HELP rtune_skipped_measurement_info A measurement calibrate skipped on the device port because "
+		    "the device refused it (value 1; the labels say what and why).\n"
+		    "# TYPE rtune_skipped_measurement_info gauge\n");
 	for (size_t i = 0; i < json_array_size(skipped); i++) {
 		const json_t *o = json_array_get(skipped, i);
 

@@ -4,6 +4,7 @@
  * agent_publications): small tables read and written whole, each write one transaction.
  */
 #include "store_internal.h"
+#include "lib/profile_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -170,8 +171,8 @@ int rt_store_pin_list(struct rt_store *st, struct rt_store_pin **out, size_t *n,
 		p->port = sqlite3_column_int(s, 1);
 		p->opcode = strcmp((const char *)sqlite3_column_text(s, 2), "write") == 0 ? RT_PROFILE_OP_WRITE
 											  : RT_PROFILE_OP_SEND;
-		p->qp_type = strcmp((const char *)sqlite3_column_text(s, 3), "ud") == 0 ? RT_PROFILE_QPT_UD
-											: RT_PROFILE_QPT_RC;
+		if (rt_profile_qp_type_parse((const char *)sqlite3_column_text(s, 3), &p->qp_type))
+			p->qp_type = RT_PROFILE_QPT_RC;
 		p->inline_threshold = sqlite3_column_int64(s, 4);
 		p->signal_interval = sqlite3_column_int64(s, 5);
 		p->created_ns = sqlite3_column_int64(s, 6);
@@ -261,8 +262,8 @@ int rt_store_publication_list(struct rt_store *st, struct rt_store_publication *
 		p->port = sqlite3_column_int(s, 2);
 		p->opcode = strcmp((const char *)sqlite3_column_text(s, 3), "write") == 0 ? RT_PROFILE_OP_WRITE
 											  : RT_PROFILE_OP_SEND;
-		p->qp_type = strcmp((const char *)sqlite3_column_text(s, 4), "ud") == 0 ? RT_PROFILE_QPT_UD
-											: RT_PROFILE_QPT_RC;
+		if (rt_profile_qp_type_parse((const char *)sqlite3_column_text(s, 4), &p->qp_type))
+			p->qp_type = RT_PROFILE_QPT_RC;
 		snprintf(p->app, sizeof(p->app), "%s", (const char *)sqlite3_column_text(s, 5));
 		p->inline_threshold = (uint32_t)sqlite3_column_int64(s, 6);
 		p->signal_interval = (uint32_t)sqlite3_column_int64(s, 7);

@@ -40,6 +40,10 @@ void rt_tuner_input_from_run(struct rt_tuner_input *in, const struct rt_run *run
 	in->n_rate = run->n_rate;
 	in->limits.max_inline[RT_QPT_RC] = run->dev.max_inline_rc;
 	in->limits.max_inline[RT_QPT_UD] = run->dev.max_inline_ud;
+	/* SRD exists on EFA only, whose UD and SRD QPs share the device's inline buffer (kernel efa_qp_validate_cap checks
+	 * every QP type against inline_buf_size): a stored run (which keeps no SRD column) has UD's as SRD's limit */
+	in->limits.max_inline[RT_QPT_SRD] =
+		run->dev.max_inline_srd > 0 ? run->dev.max_inline_srd : run->dev.max_inline_ud;
 	in->limits.max_qp_wr = run->dev.max_qp_wr > 0 ? (uint32_t)run->dev.max_qp_wr : 0;
 	in->limits.max_cqe = run->dev.max_cqe > 0 ? (uint32_t)run->dev.max_cqe : 0;
 	in->limits.sq_depth = run->sq_depth;

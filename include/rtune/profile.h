@@ -46,7 +46,9 @@ extern "C" {
 
 /* Same values and names ("send"/"write", "rc"/"ud", "low"/"medium"/"high") as the JSON document uses. */
 enum rt_profile_opcode { RT_PROFILE_OP_SEND = 0, RT_PROFILE_OP_WRITE = 1 };
-enum rt_profile_qp_type { RT_PROFILE_QPT_RC = 0, RT_PROFILE_QPT_UD = 1 };
+/* SRD: AWS EFA's Scalable Reliable Datagram QP (efadv_create_qp_ex, EFADV_QP_DRIVER_TYPE_SRD); since rtune 0.1's
+ * profile 1.4 writers ("srd"); a librtune before it refuses such an entry's document as an unknown qp_type. */
+enum rt_profile_qp_type { RT_PROFILE_QPT_RC = 0, RT_PROFILE_QPT_UD = 1, RT_PROFILE_QPT_SRD = 2 };
 enum rt_profile_confidence { RT_PROFILE_CONF_LOW = 0, RT_PROFILE_CONF_MEDIUM = 1, RT_PROFILE_CONF_HIGH = 2 };
 
 /* Why a value was chosen: a stable machine code ("inline_never_better", ...) and one human line. */

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /*
- * The entry of p for qp (its device name, its port, RC or UD) and opcode op, as rt_profile_select(). The port is the
+ * The entry of p for qp (its device name, its port, RC, UD or EFA's SRD) and opcode op, as rt_profile_select(). The port is the
  * QP's (ibv_query_qp, IBV_QP_PORT): call it once the QP is in INIT or later; a QP that reports no port (still in
  * RESET) is looked up on port 1. NULL with errno EINVAL for a NULL argument, ENOTSUP for a QP type the profile has no
  * entries for (UC, XRC, raw), ENOENT when the profile has no such entry. Thread-safe as rt_profile_select().
@@ -38,6 +38,10 @@ static inline const struct rt_profile_entry *rt_profile_select_qp(const struct r
 		qpt = RT_PROFILE_QPT_RC;
 	} else if (qp->qp_type == IBV_QPT_UD) {
 		qpt = RT_PROFILE_QPT_UD;
+	} else if (qp->qp_type == IBV_QPT_DRIVER && qp->context->device->transport_type == IBV_TRANSPORT_UNSPECIFIED) {
+		/* EFA (the kernel's RDMA_NODE_UNSPECIFIED, so transport unspecified) has one driver QP type, SRD
+		 * (efadv_create_qp_ex); other providers' driver QPs (mlx5's DC, on an InfiniBand transport) are not */
+		qpt = RT_PROFILE_QPT_SRD;
 	} else {
 		errno = ENOTSUP;
 		return NULL;

@@ -37,7 +37,7 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 	o->n_large = 2;
 	o->post_list = 8;
 	o->ops[RT_OP_SEND] = o->ops[RT_OP_WRITE] = true;
-	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = true;
+	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = o->qpts[RT_QPT_SRD] = true;
 	o->budget_s = RT_ENGINE_DEFAULT_BUDGET_S;
 	o->seed = 1;
 	o->cpu = -1;
@@ -57,7 +57,9 @@ struct cal {
 	struct rt_ep cep, rep;
 	struct rt_addr addr;
 	bool ud;
-	uint32_t ud_max; /* largest UD size measured */
+	uint32_t ud_max;  /* largest UD size measured */
+	bool srd;	  /* SRD (EFA, through efadv) measured beside UD, loopback only */
+	uint32_t srd_max; /* largest SRD size measured */
 	pthread_t thr;
 	bool thr_started;
 	volatile sig_atomic_t resp_stop, resp_dead;
@@ -326,7 +328,9 @@ static int pick_port(struct cal *c, struct ibv_context *ctx, int want_port, stru
 	c->addr.lid = pa.lid;
 	c->addr.mtu = pa.active_mtu;
 	c->addr.gid_index = c->o->gid_index;
-	if (c->addr.gid_index < 0 && pa.link_layer == IBV_LINK_LAYER_ETHERNET) {
+	/* RoCE, and EFA (link layer unspecified: address handles name the peer by GID, there is no LID) */
+	if (c->addr.gid_index < 0 &&
+	    (pa.link_layer == IBV_LINK_LAYER_ETHERNET || pa.link_layer == IBV_LINK_LAYER_UNSPECIFIED)) {
 		/* the pick devinfo made over the port's whole GID table (rt_devinfo_gid_pick), recorded with its reason */
 		char why[RT_TEXT_LEN + 32];
 
@@ -508,6 +512,21 @@ static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
 
 static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err);
 
+/* The SRD QPs of both endpoints (EFA), beside their UD QPs, connected to each other with receives posted. */
+static int connect_srd(struct cal *c, const struct rt_ep_cfg *cfg, struct rt_error *err)
+{
+	bool rnr = c->run->dev.efa.rnr_retry;
+	int rc = rt_ep_create_srd(&c->cep, cfg, c->srd_max, rnr, err);
+
+	if (!rc)
+		rc = rt_ep_create_srd(&c->rep, cfg, c->srd_max, rnr, err);
+	if (!rc)
+		rc = rt_ep_srd_connect(&c->cep, &c->addr, rt_ep_dgram_qp(&c->rep, true)->qp_num, err);
+	if (!rc)
+		rc = rt_ep_srd_connect(&c->rep, &c->addr, rt_ep_dgram_qp(&c->cep, true)->qp_num, err);
+	return rc;
+}
+
 static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *err)
 {
 	struct rt_ep_cfg cfg;
@@ -542,6 +561,8 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		rc = rt_ep_ud_connect(&c->cep, &c->addr, c->rep.ud_qp->qp_num, err);
 	if (!rc && c->ud)
 		rc = rt_ep_ud_connect(&c->rep, &c->addr, c->cep.ud_qp->qp_num, err);
+	if (!rc && c->srd)
+		rc = connect_srd(c, &cfg, err);
 	if (rc)
 		return rc;
 	c->cep.raddr = rt_ep_data_addr(&c->rep);
@@ -1053,11 +1074,14 @@ static int plan_latency(struct cal *c)
 		for (int qpt = 0; qpt < RT_QPT__COUNT; qpt++) {
 			if (qpt == RT_QPT_UD && (!c->ud || op != RT_OP_SEND))
 				continue;
+			if (qpt == RT_QPT_SRD && (!c->srd || op != RT_OP_SEND))
+				continue;
 			if (qpt == RT_QPT_RC && (!o->qpts[RT_QPT_RC] || c->inline_refused[op] || c->no_rc))
 				continue;
 			for (int kind = 0; kind < RT_LAT__COUNT; kind++)
 				for (size_t i = 0; i < c->n_sizes; i++) {
-					if (qpt == RT_QPT_UD && c->sizes[i] > c->ud_max)
+					if ((qpt == RT_QPT_UD && c->sizes[i] > c->ud_max) ||
+					    (qpt == RT_QPT_SRD && c->sizes[i] > c->srd_max))
 						continue;
 					rc = rt_sched_add_pair(&c->sched, (enum rt_opcode)op, (enum rt_qp_type)qpt,
 							       (enum rt_lat_kind)kind, c->sizes[i], false);
@@ -1214,28 +1238,39 @@ static int run_rate(struct cal *c, uint64_t deadline, struct rt_error *err)
 	if (!n_sizes)
 		sizes[n_sizes++] = run->max_inline_used ? run->max_inline_used : 8;
 	n_ns = rate_ns(run, ns);
+	/* the QP types of the sweep: RC, or on a device without RC (EFA) its datagram types: UD and SRD */
+	enum rt_qp_type qpts[2];
+	size_t n_qpts = 0;
+
+	if (!c->no_rc)
+		qpts[n_qpts++] = RT_QPT_RC;
+	if (c->no_rc && c->ud)
+		qpts[n_qpts++] = RT_QPT_UD;
+	if (c->no_rc && c->srd)
+		qpts[n_qpts++] = RT_QPT_SRD;
 	n_cells = 0;
 	for (int op = 0; op < RT_OP__COUNT; op++)
 		n_cells += o->ops[op] && !(c->no_rc && op != RT_OP_SEND)
-				   ? (size_t)n_sizes * (c->inline_refused[op] ? 1 : 2) * n_ns
+				   ? (size_t)n_sizes * (c->inline_refused[op] ? 1 : 2) * n_ns * n_qpts
 				   : 0;
 	run->rate = calloc(n_cells ? n_cells : 1, sizeof(*run->rate));
 	run->n_rate = 0;
 	if (!run->rate)
 		return rt_error_set(err, ENOMEM, "out of memory");
-	for (int op = 0; op < RT_OP__COUNT; op++)
-		for (uint32_t s = 0; o->ops[op] && !(c->no_rc && op != RT_OP_SEND) && s < n_sizes; s++)
-			for (int inl = c->inline_refused[op] ? 0 : 1; inl >= 0; inl--)
-				for (uint32_t k = 0; k < n_ns; k++) {
-					struct rt_rate_point *r = &run->rate[run->n_rate++];
+	for (size_t q = 0; q < n_qpts; q++)
+		for (int op = 0; op < RT_OP__COUNT; op++)
+			for (uint32_t s = 0; o->ops[op] && !(c->no_rc && op != RT_OP_SEND) && s < n_sizes; s++)
+				for (int inl = c->inline_refused[op] ? 0 : 1; inl >= 0; inl--)
+					for (uint32_t k = 0; k < n_ns; k++) {
+						struct rt_rate_point *r = &run->rate[run->n_rate++];
 
-					r->op = (enum rt_opcode)op;
-					r->qpt = c->no_rc ? RT_QPT_UD : RT_QPT_RC;
-					r->msg_bytes = sizes[s];
-					r->inl = inl;
-					r->signal_interval = ns[k];
-					r->sq_depth = run->sq_depth;
-				}
+						r->op = (enum rt_opcode)op;
+						r->qpt = qpts[q];
+						r->msg_bytes = sizes[s];
+						r->inl = inl;
+						r->signal_interval = ns[k];
+						r->sq_depth = run->sq_depth;
+					}
 	rc = measure_rate(c, deadline, run->rate, run->n_rate, "signaling", err);
 	run->n_rate = drop_unmeasured(run->rate, run->n_rate);
 	return rc;
@@ -1298,7 +1333,9 @@ static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *
 			if (rep_ns < 1e6)
 				rep_ns = 1e6;
 
-			/* a phase change per cell: cheap, and the responder sees that the client is alive */
+			/* a phase change per cell: cheap, and the responder sees that the client is alive; it also
+			 * switches both sides to the cell's datagram QP (UD or SRD) on a device without RC */
+			c->cli.dg_srd = r->qpt == RT_QPT_SRD;
 			rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, r->msg_bytes, err);
 			c->cli.post_list = r->post_list;
 			if (!rc)
@@ -1441,7 +1478,8 @@ static void set_params(struct cal *c)
 		if (o->ops[i])
 			snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s%s", ops[0] ? "," : "",
 				 rt_opcode_name((enum rt_opcode)i));
-	snprintf(qpts, sizeof(qpts), "%s%s", c->no_rc ? "" : "rc", c->no_rc ? "ud" : c->ud ? ",ud" : "");
+	snprintf(qpts, sizeof(qpts), "%s%s%s", c->no_rc ? "" : "rc", c->ud ? (c->no_rc ? "ud" : ",ud") : "",
+		 c->srd ? (c->no_rc && !c->ud ? "srd" : ",srd") : "");
 	for (size_t i = 0; i < c->n_sizes; i++)
 		json_array_append_new(a, json_integer(c->sizes[i]));
 	json_object_set_new(p, "ops", json_string(ops));
@@ -1526,15 +1564,26 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 
 	if (rc_max < 1) {
 		rc_max = reprobe_rc_inline(c, err);
-		if (rc_max < 1 && err->code == EOPNOTSUPP && run->dev.max_inline_ud > 0 && !o->peer &&
-		    o->qpts[RT_QPT_UD] && o->ops[RT_OP_SEND]) {
-			/* no RC QPs (EFA): what the device has is measured, on UD */
-			uint32_t mtu = 128u << c->addr.mtu;
+		bool ud_ok = o->qpts[RT_QPT_UD] && run->dev.max_inline_ud > 0;
+		bool srd_ok = o->qpts[RT_QPT_SRD] && run->dev.efa.efa && run->dev.max_inline_srd > 0;
+
+		if (rc_max < 1 && err->code == EOPNOTSUPP && (ud_ok || srd_ok) && !o->peer && o->ops[RT_OP_SEND]) {
+			/* no RC QPs (EFA): what the device has is measured, on UD and SRD (sizes up to the smaller max) */
+			int mtu = (int)(128u << c->addr.mtu);
+			char why[160];
 
 			rt_error_clear(err);
 			c->no_rc = true;
-			rc_max = run->dev.max_inline_ud < (int)mtu ? run->dev.max_inline_ud : (int)mtu;
-			skip(c, "rc", "the device has no rc qps (EFA: UD and SRD): send measured on ud only");
+			rc_max = mtu;
+			if (ud_ok && run->dev.max_inline_ud < rc_max)
+				rc_max = run->dev.max_inline_ud;
+			if (srd_ok && run->dev.max_inline_srd < rc_max)
+				rc_max = run->dev.max_inline_srd;
+			snprintf(why, sizeof(why), "the device has no rc qps (EFA: UD and SRD): send measured on %s",
+				 ud_ok && srd_ok ? "ud and srd"
+				 : ud_ok	 ? "ud only"
+						 : "srd only");
+			skip(c, "rc", why);
 			if (o->ops[RT_OP_WRITE])
 				skip(c, "write", "rdma write is measured on rc qps, which the device does not have");
 			skip(c, "cq moderation", "measured on the rc send cq");
@@ -1576,6 +1625,29 @@ static int choose_sizes(struct cal *c, struct rt_error *err)
 				c->ud_max = largest;
 			c->ud = true;
 		}
+	}
+	c->srd = false;
+	if (o->qpts[RT_QPT_SRD] && run->dev.efa.efa) {
+		/* SRD QPs exist on EFA only (efadv); anywhere else there is nothing to skip */
+		if (o->peer)
+			note(c, "srd is measured in loopback mode only");
+		else if (run->dev.max_inline_srd < 1)
+			skip(c, "srd", "the device reports no inline buffer (efadv inline_buf_size 0)");
+		else {
+			uint32_t mtu = 128u << c->addr.mtu;
+
+			c->srd_max = (uint32_t)run->dev.max_inline_srd;
+			if (c->srd_max > mtu)
+				c->srd_max = mtu;
+			if (c->srd_max > largest)
+				c->srd_max = largest;
+			c->srd = true;
+		}
+	} else if (o->qpts[RT_QPT_SRD] && !o->qpts[RT_QPT_RC] && !o->qpts[RT_QPT_UD]) {
+		return rt_error_set(err, EOPNOTSUPP, "device '%s' has no srd qps (SRD is AWS EFA's, through efadv: %s)",
+				    run->dev.name,
+				    run->dev.max_inline_srd_errno == ENOENT ? "libefa.so.1 not found"
+									    : "not an EFA device");
 	}
 	return 0;
 }
@@ -1720,8 +1792,11 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 		double per_sample, lat_budget;
 		size_t n_pts;
 
-		rc = rt_client_lat(&c->cli, RT_OP_SEND, c->no_rc ? RT_QPT_UD : RT_QPT_RC, RT_LAT_PINGPONG, c->sizes[0],
-				   false, 64, warm, &cpu, err);
+		rc = rt_client_lat(&c->cli, RT_OP_SEND,
+				   !c->no_rc ? RT_QPT_RC
+				   : c->ud   ? RT_QPT_UD
+					     : RT_QPT_SRD,
+				   RT_LAT_PINGPONG, c->sizes[0], false, 64, warm, &cpu, err);
 		if (rc)
 			goto fail;
 		el = rt_clock_mono_ns() - t0;

@@ -4,6 +4,7 @@
  * state machine shared by the loopback thread and `rtune serve`, and the bounded rdma_cm helpers.
  */
 #include "rt_link.h"
+#include "rt_efa.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -56,6 +57,77 @@ int rt_ep_create_ud(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t ud_m
 		return rt_error_set(err, rc, "cannot create a ud qp (max inline %u): %s", ud_max_inline, strerror(rc));
 	}
 	return 0;
+}
+
+void rt_ep_dgram_use(struct rt_ep *ep, bool srd)
+{
+	struct rt_dgram cur = { .scq = ep->ud_scq,
+				.rcq = ep->ud_rcq,
+				.qp = ep->ud_qp,
+				.ah = ep->ud_ah,
+				.rqpn = ep->ud_rqpn,
+				.max_inline = ep->cfg.ud_max_inline,
+				.sq_out = ep->ud_sq_out,
+				.rq_posted = ep->ud_rq_posted };
+
+	if (ep->dg_srd == srd)
+		return;
+	ep->ud_scq = ep->dg_other.scq;
+	ep->ud_rcq = ep->dg_other.rcq;
+	ep->ud_qp = ep->dg_other.qp;
+	ep->ud_ah = ep->dg_other.ah;
+	ep->ud_rqpn = ep->dg_other.rqpn;
+	ep->cfg.ud_max_inline = ep->dg_other.max_inline;
+	ep->ud_sq_out = ep->dg_other.sq_out;
+	ep->ud_rq_posted = ep->dg_other.rq_posted;
+	ep->dg_other = cur;
+	ep->dg_srd = srd;
+}
+
+struct ibv_qp *rt_ep_dgram_qp(const struct rt_ep *ep, bool srd)
+{
+	return ep->dg_srd == srd ? ep->ud_qp : ep->dg_other.qp;
+}
+
+const char *rt_ep_dgram_name(const struct rt_ep *ep)
+{
+	return ep->dg_srd ? "srd" : "ud";
+}
+
+int rt_ep_create_srd(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t max_inline, bool rnr_retry,
+		     struct rt_error *err)
+{
+	struct ibv_qp_init_attr a;
+	int rc = 0;
+
+	/* created in the ud_* fields, then swapped out again: the UD QP stays the one in use */
+	rt_ep_dgram_use(ep, true);
+	ep->srd_rnr_retry = rnr_retry;
+	ep->cfg.ud_max_inline = max_inline;
+	ep->ud_scq = ibv_create_cq(ep->ctx, (int)cfg->sq_depth + 16, NULL, NULL, 0);
+	ep->ud_rcq = ibv_create_cq(ep->ctx, (int)cfg->rq_depth + 16, NULL, NULL, 0);
+	if (!ep->ud_scq || !ep->ud_rcq) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot create an srd cq: %s", strerror(rc));
+		goto out;
+	}
+	memset(&a, 0, sizeof(a));
+	a.send_cq = ep->ud_scq;
+	a.recv_cq = ep->ud_rcq;
+	a.cap.max_send_wr = cfg->sq_depth;
+	a.cap.max_recv_wr = cfg->rq_depth;
+	a.cap.max_send_sge = 1;
+	a.cap.max_recv_sge = 1;
+	a.cap.max_inline_data = max_inline;
+	ep->ud_qp = rt_efa_create_srd_qp(ep->pd, &a);
+	if (!ep->ud_qp) {
+		rc = errno ? errno : ENOMEM;
+		rt_error_set(err, rc, "cannot create an srd qp (efadv_create_qp_ex, max inline %u): %s", max_inline,
+			     rc == ENOENT ? "no efadv (libefa.so.1)" : strerror(rc));
+	}
+out:
+	rt_ep_dgram_use(ep, false);
+	return rc;
 }
 
 int rt_ep_create(struct rt_ep *ep, struct ibv_context *ctx, const struct rt_ep_cfg *cfg, struct rt_error *err)
@@ -129,6 +201,15 @@ fail:
 
 void rt_ep_destroy(struct rt_ep *ep)
 {
+	/* the datagram QP not in use (SRD beside UD) first */
+	if (ep->dg_other.ah)
+		ibv_destroy_ah(ep->dg_other.ah);
+	if (ep->dg_other.qp)
+		ibv_destroy_qp(ep->dg_other.qp);
+	if (ep->dg_other.scq)
+		ibv_destroy_cq(ep->dg_other.scq);
+	if (ep->dg_other.rcq)
+		ibv_destroy_cq(ep->dg_other.rcq);
 	if (ep->ud_ah)
 		ibv_destroy_ah(ep->ud_ah);
 	if (ep->ud_qp)
@@ -228,18 +309,21 @@ int rt_ep_ud_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn
 	at.qkey = RT_QKEY;
 	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
 	if (rc)
-		return rt_error_set(err, rc, "cannot move the ud qp to INIT (pkey index %u): %s", addr->pkey_index,
-				    strerror(rc));
+		return rt_error_set(err, rc, "cannot move the %s qp to INIT (pkey index %u): %s", rt_ep_dgram_name(ep),
+				    addr->pkey_index, strerror(rc));
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_RTR;
 	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE);
 	if (rc)
-		return rt_error_set(err, rc, "cannot move the ud qp to RTR: %s", strerror(rc));
+		return rt_error_set(err, rc, "cannot move the %s qp to RTR: %s", rt_ep_dgram_name(ep), strerror(rc));
 	at.qp_state = IBV_QPS_RTS;
 	at.sq_psn = 0;
-	rc = ibv_modify_qp(ep->ud_qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	/* SRD is reliable: a send the receiver has no buffer for is retried; 7 = without limit, like the RC QPs */
+	at.rnr_retry = 7;
+	rc = ibv_modify_qp(ep->ud_qp, &at,
+			   IBV_QP_STATE | IBV_QP_SQ_PSN | (ep->dg_srd && ep->srd_rnr_retry ? IBV_QP_RNR_RETRY : 0));
 	if (rc)
-		return rt_error_set(err, rc, "cannot move the ud qp to RTS: %s", strerror(rc));
+		return rt_error_set(err, rc, "cannot move the %s qp to RTS: %s", rt_ep_dgram_name(ep), strerror(rc));
 	fill_ah(&ah, addr);
 	ep->ud_ah = ibv_create_ah(ep->pd, &ah);
 	if (!ep->ud_ah) {
@@ -249,6 +333,18 @@ int rt_ep_ud_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn
 	}
 	ep->ud_rqpn = rqpn;
 	return 0;
+}
+
+int rt_ep_srd_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err)
+{
+	int rc;
+
+	rt_ep_dgram_use(ep, true);
+	rc = ep->ud_qp ? rt_ep_ud_connect(ep, addr, rqpn, err) : rt_error_set(err, EINVAL, "no srd qp to connect");
+	if (!rc)
+		rc = rt_ep_fill_recv(ep, true, err);
+	rt_ep_dgram_use(ep, false);
+	return rc;
 }
 
 int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err)
@@ -267,8 +363,11 @@ int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err)
 		if (n > 32)
 			n = 32;
 		for (uint32_t i = 0; i < n; i++) {
-			sge[i].addr = rt_ep_data_addr(ep) - (ud ? RT_GRH_BYTES : 0);
-			sge[i].length = ep->cfg.max_msg + (ud ? RT_GRH_BYTES : 0);
+			/* UD receives start with the 40-byte GRH; SRD's carry the payload alone */
+			uint32_t grh = ud && !ep->dg_srd ? RT_GRH_BYTES : 0;
+
+			sge[i].addr = rt_ep_data_addr(ep) - grh;
+			sge[i].length = ep->cfg.max_msg + grh;
 			sge[i].lkey = ep->mr->lkey;
 			wr[i].wr_id = 0;
 			wr[i].sg_list = &sge[i];
@@ -378,7 +477,7 @@ int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t
 		return EIO;
 	if (rc != ENOMEM || out >= ep->cfg.sq_depth)
 		return rt_error_set(err, rc, "ibv_post_send failed for %s %s %u bytes%s: %s", rt_opcode_name(op),
-				    ud ? "ud" : "rc", size, inl ? " inline" : "", strerror(rc));
+				    ud ? rt_ep_dgram_name(ep) : "rc", size, inl ? " inline" : "", strerror(rc));
 	if (inl)
 		snprintf(hint, sizeof(hint),
 			 " (the qp was created with max inline data %u; mlx5 answers ENOMEM to an inline size its WQE "
@@ -388,7 +487,8 @@ int rt_post_error(struct rt_ep *ep, bool ud, int rc, enum rt_opcode op, uint32_t
 		err, ENOMEM,
 		"ibv_post_send refused %s %s %u bytes%s with ENOMEM while %u of %u send WRs were outstanding: "
 		"not a full send queue%s",
-		rt_opcode_name(op), ud ? "ud" : "rc", size, inl ? " inline" : "", out, ep->cfg.sq_depth, hint);
+		rt_opcode_name(op), ud ? rt_ep_dgram_name(ep) : "rc", size, inl ? " inline" : "", out, ep->cfg.sq_depth,
+		hint);
 }
 
 int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
@@ -401,7 +501,8 @@ int rt_ep_poll_send(struct rt_ep *ep, bool ud, struct rt_error *err)
 		return -rt_error_set(err, EIO, "cannot poll the send cq");
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return -rt_wc_error(&wc[i], ud ? "ud send queue" : "send queue", err);
+			return -rt_wc_error(&wc[i],
+					    ud ? (ep->dg_srd ? "srd send queue" : "ud send queue") : "send queue", err);
 		*out = wc[i].wr_id > *out ? 0 : *out - (uint32_t)wc[i].wr_id;
 	}
 	return n;
@@ -413,7 +514,7 @@ static int resp_room(struct rt_ep *ep, bool ud, struct rt_error *err)
 	uint64_t t0 = rt_clock_mono_ns();
 
 	if (!(ud ? ep->ud_qp : ep->qp)) {
-		rt_error_set(err, EINVAL, "no %s qp to send on", ud ? "ud" : "rc");
+		rt_error_set(err, EINVAL, "no %s qp to send on", ud ? rt_ep_dgram_name(ep) : "rc");
 		return EINVAL;
 	}
 	while ((ud ? ep->ud_sq_out : ep->sq_out) + 1 >= ep->cfg.sq_depth) {
@@ -458,12 +559,12 @@ static int resp_sink_ud(struct rt_resp *r, struct rt_error *err)
 	while ((n = ibv_poll_cq(ep->ud_rcq, 16, wc)) > 0)
 		for (int i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
-				return rt_wc_error(&wc[i], "ud receive queue", err);
+				return rt_wc_error(&wc[i], ep->dg_srd ? "srd receive queue" : "ud receive queue", err);
 			ep->ud_rq_posted--;
 			r->events++;
 		}
 	if (n < 0)
-		return rt_error_set(err, EIO, "cannot poll the ud receive cq");
+		return rt_error_set(err, EIO, "cannot poll the %s receive cq", rt_ep_dgram_name(ep));
 	return rt_ep_fill_recv(ep, true, err);
 }
 
@@ -478,7 +579,9 @@ static int resp_apply(struct rt_resp *r, uint32_t w, struct rt_error *err)
 		rc = resp_sink_ud(r, err);
 		if (rc)
 			return rc;
-		r->mode = (enum rt_resp_mode)((w >> 24) & 0xf);
+		/* the datagram QP of the new phase (both sides switch between phases, never within one) */
+		rt_ep_dgram_use(ep, (w & RT_CTL_SRD) != 0);
+		r->mode = (enum rt_resp_mode)((w >> 24) & 0x7);
 		r->ud = (w >> 23) & 1;
 		r->inl = (w >> 22) & 1;
 		r->size = w & 0x3fffff;
@@ -503,7 +606,9 @@ static int resp_recv(struct rt_resp *r, bool ud, struct rt_error *err)
 		return rt_error_set(err, EIO, "cannot poll the receive cq");
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS)
-			return rt_wc_error(&wc[i], ud ? "ud receive queue" : "receive queue", err);
+			return rt_wc_error(
+				&wc[i], ud ? (ep->dg_srd ? "srd receive queue" : "ud receive queue") : "receive queue",
+				err);
 		(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
 		r->events++;
 		if (!ud && (wc[i].wc_flags & IBV_WC_WITH_IMM)) {

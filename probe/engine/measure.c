@@ -112,7 +112,8 @@ static int wait_recv(struct rt_client *c, bool ud, uint32_t *imm, struct rt_erro
 		}
 	}
 	if (wc.status != IBV_WC_SUCCESS)
-		return rt_wc_error(&wc, ud ? "ud receive queue" : "receive queue", err);
+		return rt_wc_error(&wc, ud ? (ep->dg_srd ? "srd receive queue" : "ud receive queue") : "receive queue",
+				   err);
 	(*(ud ? &ep->ud_rq_posted : &ep->rq_posted))--;
 	*imm = (!ud && (wc.wc_flags & IBV_WC_WITH_IMM)) ? ntohl(wc.imm_data) : 0;
 	return 0;
@@ -162,10 +163,15 @@ int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool i
 	int rc;
 
 	c->in_sink = false;
+	/* the datagram QP of the new phase: the old one's sends drained first, then switched here and, by the word's
+	 * RT_CTL_SRD, at the responder before it acknowledges */
+	uint32_t word = rt_ctl_pack(RT_CMD_PHASE, mode, ud, inl, size) | (c->dg_srd ? RT_CTL_SRD : 0);
+
 	if (c->ctl) {
 		rc = c->ep->ud_qp ? drain_send(c, true, 0, err) : 0;
+		rt_ep_dgram_use(c->ep, c->dg_srd);
 		if (!rc)
-			rc = local_ctl(c, rt_ctl_pack(RT_CMD_PHASE, mode, ud, inl, size), true, err);
+			rc = local_ctl(c, word, true, err);
 		c->in_sink = !rc && mode == RT_MODE_SINK;
 		return rc;
 	}
@@ -174,8 +180,9 @@ int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool i
 		rc = drain_send(c, true, 0, err);
 	if (rc)
 		return rc;
+	rt_ep_dgram_use(c->ep, c->dg_srd);
 	memset(rt_ep_data(c->ep), 0, c->ep->cfg.max_msg);
-	rc = post_checked(c, false, RT_OP_SEND, 0, false, true, 1, rt_ctl_pack(RT_CMD_PHASE, mode, ud, inl, size), err);
+	rc = post_checked(c, false, RT_OP_SEND, 0, false, true, 1, word, err);
 	if (rc)
 		return rc;
 	for (;;) {
@@ -311,7 +318,8 @@ static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 		if (got < 0)
 			return rt_error_set(err, EIO, "cannot poll the send cq");
 		if (wc.status != IBV_WC_SUCCESS)
-			return rt_wc_error(&wc, ud ? "ud send queue" : "send queue", err);
+			return rt_wc_error(
+				&wc, ud ? (c->ep->dg_srd ? "srd send queue" : "ud send queue") : "send queue", err);
 		(*(ud ? &c->ep->ud_sq_out : &c->ep->sq_out))--;
 		out[i] = rt_clock_ns(c->clk, t0, t1);
 	}
@@ -321,19 +329,23 @@ static int lat_post_cqe(struct rt_client *c, bool ud, enum rt_opcode op, uint32_
 int rt_client_lat(struct rt_client *c, enum rt_opcode op, enum rt_qp_type qpt, enum rt_lat_kind kind, uint32_t size,
 		  bool inl, size_t n, double *out, double *cpu_ns, struct rt_error *err)
 {
-	bool ud = qpt == RT_QPT_UD;
+	bool ud = qpt == RT_QPT_UD || qpt == RT_QPT_SRD, srd = qpt == RT_QPT_SRD, other = ud && srd != c->ep->dg_srd;
 	enum rt_resp_mode mode = kind == RT_LAT_POST_CQE ? RT_MODE_SINK
 				 : op == RT_OP_WRITE	 ? RT_MODE_PP_WRITE
 							 : RT_MODE_PP_SEND;
+	uint32_t dg_max_inline = other ? c->ep->dg_other.max_inline : c->ep->cfg.ud_max_inline;
 	uint64_t cpu0;
 	int rc;
 
-	if (size == 0 || size > c->ep->cfg.max_msg || (ud && (!c->ep->ud_qp || op != RT_OP_SEND)) ||
-	    (inl && size > (ud ? c->ep->cfg.ud_max_inline : c->ep->cfg.max_inline)))
+	if (size == 0 || size > c->ep->cfg.max_msg || (ud && (!rt_ep_dgram_qp(c->ep, srd) || op != RT_OP_SEND)) ||
+	    (inl && size > (ud ? dg_max_inline : c->ep->cfg.max_inline)))
 		return rt_error_set(err, EINVAL, "cannot measure %s %s %u bytes%s on this link", rt_opcode_name(op),
 				    rt_qp_type_name(qpt), size, inl ? " inline" : "");
-	/* the alternating blocks of a pair switch cells often: a SINK responder needs no phase change (a round trip) */
-	if (!(mode == RT_MODE_SINK && c->in_sink)) {
+	if (ud)
+		c->dg_srd = srd;
+	/* the alternating blocks of a pair switch cells often: a SINK responder needs no phase change (a round trip),
+	 * unless the cell is on the other datagram QP (UD <-> SRD), which both sides switch to in a phase */
+	if (!(mode == RT_MODE_SINK && c->in_sink && !other)) {
 		rc = rt_client_phase(c, mode, ud, inl, size, err);
 		if (rc)
 			return rc;

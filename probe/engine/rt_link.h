@@ -30,6 +30,10 @@
 enum rt_ctl_cmd { RT_CMD_PHASE = 1, RT_CMD_ACK = 2, RT_CMD_END = 3 };
 enum rt_resp_mode { RT_MODE_SINK = 0, RT_MODE_PP_SEND = 1, RT_MODE_PP_WRITE = 2 };
 
+/* In a PHASE word: the datagram phases of the new phase use the SRD QP (EFA), not the UD one (loopback only: a peer
+ * never sees it). Mode values stay below 8. */
+#define RT_CTL_SRD (1u << 27)
+
 static inline uint32_t rt_ctl_pack(enum rt_ctl_cmd cmd, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size)
 {
 	return ((uint32_t)cmd << 28) | ((uint32_t)mode << 24) | ((uint32_t)ud << 23) | ((uint32_t)inl << 22) |
@@ -43,6 +47,14 @@ struct rt_ep_cfg {
 	uint32_t sq_depth, rq_depth;
 	bool ud;    /* also create a UD QP */
 	bool rc_qp; /* create the RC QP here (false: rdma_cm creates it) */
+};
+
+/* A datagram QP with its CQs and addressing: the one of an ep not in use now (rt_ep_dgram_use swaps it in). */
+struct rt_dgram {
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct ibv_ah *ah;
+	uint32_t rqpn, max_inline, sq_out, rq_posted;
 };
 
 struct rt_ep {
@@ -62,6 +74,11 @@ struct rt_ep {
 	uint32_t rkey;
 	uint32_t sq_out, ud_sq_out; /* posted send WRs not yet retired by a completion */
 	uint32_t rq_posted, ud_rq_posted;
+	/* SRD (EFA) beside UD: the ud_* fields (and cfg.ud_max_inline) hold the datagram QP in use, dg_srd says which;
+	 * dg_other holds the other one (all NULL when the ep has one datagram QP type only) */
+	bool dg_srd;
+	bool srd_rnr_retry; /* the SRD QP takes IBV_QP_RNR_RETRY at RTS (efadv caps) */
+	struct rt_dgram dg_other;
 };
 
 static inline uint8_t *rt_ep_send_area(const struct rt_ep *ep)
@@ -84,6 +101,18 @@ void rt_ep_destroy(struct rt_ep *ep);
 /* Adds the UD CQs and QP (max inline ud_max_inline) to a created ep (rt_ep_create does it when cfg->ud). On failure
  * err names the object; what was created stays for rt_ep_destroy. */
 int rt_ep_create_ud(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t ud_max_inline, struct rt_error *err);
+/* Adds an SRD QP (EFA, efadv_create_qp_ex; max inline max_inline) with its CQs to a created ep, beside its UD QP (in
+ * dg_other until rt_ep_dgram_use selects it). rnr_retry: the device lets RTS set the RNR retry count. On failure err
+ * names the object; what was created stays for rt_ep_destroy. */
+int rt_ep_create_srd(struct rt_ep *ep, const struct rt_ep_cfg *cfg, uint32_t max_inline, bool rnr_retry,
+		     struct rt_error *err);
+/* Makes the ud_* fields of ep hold the SRD QP (srd) or the UD QP; a no-op when they already do. Never fails: a QP type
+ * the ep does not have leaves ud_qp NULL (callers check). Only between phases: nothing of the other may be in use. */
+void rt_ep_dgram_use(struct rt_ep *ep, bool srd);
+/* The UD (srd false) or SRD QP of ep, in use or not; NULL when it has none. */
+struct ibv_qp *rt_ep_dgram_qp(const struct rt_ep *ep, bool srd);
+/* "srd" or "ud": the datagram QP type the ud_* fields hold now (for messages). */
+const char *rt_ep_dgram_name(const struct rt_ep *ep);
 /* The RC QP init attributes used for this ep (for rdma_create_qp). */
 void rt_ep_qp_init_attr(const struct rt_ep *ep, struct ibv_qp_init_attr *a);
 
@@ -102,6 +131,10 @@ struct rt_addr {
 int rt_ep_rc_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
 /* Moves ep's UD QP to RTS and creates the address handle to the peer UD QP rqpn at addr. */
 int rt_ep_ud_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
+/* The same for ep's SRD QP and the peer SRD QP rqpn (INIT with P_Key index, port and Q_Key, RTR, RTS with the send
+ * PSN and, where the device allows it, rnr_retry 7: as libfabric's efa provider brings SRD QPs up), and posts its
+ * receives. */
+int rt_ep_srd_connect(struct rt_ep *ep, const struct rt_addr *addr, uint32_t rqpn, struct rt_error *err);
 
 /* Posts receives until rq_posted (or ud_rq_posted) reaches the configured depth. */
 int rt_ep_fill_recv(struct rt_ep *ep, bool ud, struct rt_error *err);
@@ -167,6 +200,7 @@ struct rt_client {
 	uint32_t post_list;		  /* rt_client_rate: WRs per ibv_post_send, 0 or 1 = one */
 	struct rt_local_ctl *ctl;	  /* no RC QP (loopback only): control words through memory */
 	bool rate_ud;			  /* rt_client_rate sends on the UD QP (no RC QP) */
+	bool dg_srd; /* the next phase's datagram QP is the SRD one (EFA), not UD: rt_client_phase switches both sides */
 };
 /* Sends PHASE and waits for its ACK. */
 int rt_client_phase(struct rt_client *c, enum rt_resp_mode mode, bool ud, bool inl, uint32_t size,

@@ -23,12 +23,13 @@ static json_t *node_json(const struct rt_node_info *n)
 
 static json_t *dev_json(const struct rt_device_info *d)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "name", d->name,
+	/* max_inline_srd: EFA's inline buffer (SRD QPs), -1 on every other device */
+	return json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:s}", "name", d->name,
 			 "node_guid", d->node_guid, "transport", d->transport, "fw_ver", d->fw_ver, "vendor_id",
 			 (json_int_t)d->vendor_id, "vendor_part_id", (json_int_t)d->vendor_part_id, "max_qp_wr",
 			 d->max_qp_wr, "max_inline_rc", d->max_inline_rc, "max_inline_ud", d->max_inline_ud,
-			 "numa_node", d->numa_node, "port_count", d->port_count, "local_cpus", d->local_cpus,
-			 "pci_addr", d->pci_addr);
+			 "max_inline_srd", d->max_inline_srd, "numa_node", d->numa_node, "port_count", d->port_count,
+			 "local_cpus", d->local_cpus, "pci_addr", d->pci_addr);
 }
 
 static json_t *env_json(const struct rt_run_env *e)

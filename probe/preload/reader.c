@@ -395,7 +395,8 @@ static void op_add(struct rt_probe_op_summary *d, const struct rt_probe_op_summa
 uint64_t rt_probe_summary_class_queue(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
 				      struct rt_probe_op_summary *out, struct rt_probe_class_queue *qq)
 {
-	const char *want = qpt == RT_QPT_UD ? "UD" : "RC";
+	/* the probe names QP types as verbs does; EFA's SRD QPs are verbs' DRIVER type */
+	const char *want = qpt == RT_QPT_UD ? "UD" : qpt == RT_QPT_SRD ? "DRIVER" : "RC";
 
 	memset(out, 0, sizeof(*out));
 	if (qq)

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 static const char *const op_names[] = { "send", "write" };
-static const char *const qpt_names[] = { "rc", "ud" };
+static const char *const qpt_names[] = { "rc", "ud", "srd" };
 static const char *const conf_names[] = { "low", "medium", "high" };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -556,7 +556,7 @@ static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
 		    (rc = get_str(c, where, o, "kind", false, true, false, kind, sizeof(kind))) ||
 		    (rc = get_name_or_null(c, where, o, "opcode", op_names, N_OF(op_names), "send or write",
 					   &k->opcode)) ||
-		    (rc = get_name_or_null(c, where, o, "qp_type", qpt_names, N_OF(qpt_names), "rc or ud",
+		    (rc = get_name_or_null(c, where, o, "qp_type", qpt_names, N_OF(qpt_names), "rc, ud or srd",
 					   &k->qp_type)) ||
 		    (rc = get_str(c, where, o, "reason", true, false, true, k->reason, sizeof(k->reason))) ||
 		    (rc = get_str(c, where, o, "run_id", false, true, false, k->run_id, sizeof(k->run_id))))
@@ -600,7 +600,7 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 	if ((rc = get_str(c, where, je, "qp_type", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_qp_type_parse(tmp, &e->qp_type))
-		return fail(c, EINVAL, "%s.qp_type: '%s' is not rc or ud", where, tmp);
+		return fail(c, EINVAL, "%s.qp_type: '%s' is not rc, ud or srd", where, tmp);
 	if ((rc = get_u32(c, where, je, "inline_threshold", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
 			  &e->inline_threshold)) ||
 	    (rc = get_u32(c, where, je, "max_inline_data", true, 0, RT_PROFILE_MAX_INLINE_BYTES,

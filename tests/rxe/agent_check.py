@@ -28,7 +28,7 @@ rc = L.rt_profile_load(path.encode(), ctypes.byref(p), err)
 if rc:
     print(f"librtune refused {path}: rc {rc}")
     sys.exit(1)
-e = L.rt_profile_select(p, dev.encode(), int(port), 0 if op == "send" else 1, 0 if qpt == "rc" else 1)
+e = L.rt_profile_select(p, dev.encode(), int(port), 0 if op == "send" else 1, {"rc": 0, "ud": 1, "srd": 2}[qpt])
 if not e:
     print(f"librtune: no entry {dev}/{port} {op}/{qpt} in {path}")
     sys.exit(1)

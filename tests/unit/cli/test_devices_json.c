@@ -106,6 +106,42 @@ static void test_pci_device(void **state)
 	json_decref(j);
 }
 
+/* 1.1: SRD's max inline and the EFA caps (efa null and srd "unsupported" on another device). */
+static void test_efa_device(void **state)
+{
+	struct rt_device_info d;
+	json_t *j, *efa;
+
+	(void)state;
+	fill_device(&d, false);
+	d.max_inline_srd = -1;
+	d.max_inline_srd_errno = EOPNOTSUPP;
+	j = rt_device_to_json(&d);
+	assert_true(json_is_null(json_object_get(j, "efa")));
+	assert_true(json_is_null(json_object_get(json_object_get(j, "max_inline_data"), "srd")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "max_inline_error"), "srd")),
+			    "unsupported");
+	json_decref(j);
+	d.max_inline_srd = 32;
+	d.max_inline_srd_errno = 0;
+	d.efa.efa = true;
+	d.efa.inline_buf_size = 32;
+	d.efa.max_sq_wr = 4096;
+	d.efa.max_rdma_size = 1u << 30;
+	d.efa.rdma_read = d.efa.rnr_retry = true;
+	j = rt_device_to_json(&d);
+	efa = json_object_get(j, "efa");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "max_inline_data"), "srd")), 32);
+	assert_true(json_is_null(json_object_get(json_object_get(j, "max_inline_error"), "srd")));
+	assert_int_equal(json_integer_value(json_object_get(efa, "inline_buf_size")), 32);
+	assert_int_equal(json_integer_value(json_object_get(efa, "max_sq_wr")), 4096);
+	assert_int_equal(json_integer_value(json_object_get(efa, "max_rdma_size")), 1 << 30);
+	assert_true(json_is_true(json_object_get(efa, "rdma_read")));
+	assert_true(json_is_false(json_object_get(efa, "rdma_write")));
+	assert_true(json_is_true(json_object_get(efa, "rnr_retry")));
+	json_decref(j);
+}
+
 /* A device that could not be opened: its error, nothing from verbs made up; a probe that failed: its error. */
 static void test_failed_device(void **state)
 {
@@ -172,7 +208,7 @@ static void test_document(void **state)
 	assert_non_null(j);
 	assert_int_equal(json_object_size(j), 3);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "schema"), "name")), "rtune-devices");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "schema"), "version")), "1.0");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "schema"), "version")), "1.1");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "node"), "numa_nodes")), 2);
 	assert_int_equal(json_array_size(json_object_get(j, "devices")), 2);
 	assert_string_equal(
@@ -186,9 +222,8 @@ static void test_document(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pci_device),
-		cmocka_unit_test(test_virtual_device),
-		cmocka_unit_test(test_failed_device),
+		cmocka_unit_test(test_pci_device),    cmocka_unit_test(test_virtual_device),
+		cmocka_unit_test(test_failed_device), cmocka_unit_test(test_efa_device),
 		cmocka_unit_test(test_document),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

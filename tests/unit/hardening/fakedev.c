@@ -46,9 +46,19 @@
  * ibv_create_ah ("create_ah sl L global G tclass T"). rt_fakedev_cq_polls(cq) (dlsym) counts ibv_poll_cq calls per CQ.
  * The report also has "post_list_max N" (most WRs in one ibv_post_send), "post_list_calls N" (calls with more than
  * one) and "large_wrs N" (WRs of 4096 bytes or more).
+ *
+ * AWS EFA (RT_FAKEDEV_EFA=1): vendor id 0x1d0f (Amazon), part 0xefa1, node type and transport unspecified, a port
+ * with link layer unspecified, no LID and one GID (address handles without a GRH are refused, EINVAL, as EFA names
+ * peers by GID), no RC QPs (EOPNOTSUPP), UD QPs, and EFA's direct verbs: efadv_query_device (inline_buf_size 32,
+ * max_sq_wr/max_rq_wr 4096, 2/1 SGEs, RDMA READ and RNR retry caps, max_rdma_size 1 GiB; EOPNOTSUPP on a device that
+ * is not EFA, as libefa answers) and efadv_create_qp_ex with EFADV_QP_DRIVER_TYPE_SRD (an IBV_QPT_DRIVER QP: SEND only,
+ * addressed by AH and QP number as UD, receives without a GRH; any other driver type EINVAL). max_inline_data above 32
+ * is refused on every QP type (RT_FAKEDEV_MAX_INLINE overrides). The report adds "srd_qps N" (SRD QPs created) and
+ * "srd_sends N" (SENDs posted on them). rxe has no SRD: these tests are the proof the SRD path works end to end.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -57,6 +67,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <infiniband/efadv.h>
 #include <infiniband/verbs.h>
 
 #define FK_MAX_INLINE 256u
@@ -137,6 +148,8 @@ static FILE *fk_qp_log;					       /* RT_FAKEDEV_QP_LOG: one line per ibv_modify
 static unsigned long fk_list_max, fk_list_calls, fk_large_wrs; /* post lists and large WRs, for the report */
 static unsigned long fk_list_partial;			       /* lists taken in part (RT_FAKEDEV_LIST_ENOMEM_FIRST) */
 static bool fk_list_enomem_first;
+static bool fk_efa;			       /* RT_FAKEDEV_EFA: an EFA device (UD and SRD, efadv) */
+static unsigned long fk_srd_qps, fk_srd_sends; /* for the report */
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];
 static long fk_live;
@@ -194,7 +207,14 @@ __attribute__((constructor)) static void fk_init(void)
 			fk_port_down[d] = true;
 	}
 	fk_iwarp = (v = getenv("RT_FAKEDEV_IWARP")) && *v == '1';
-	fk_no_rc = (v = getenv("RT_FAKEDEV_NO_RC")) && *v == '1';
+	fk_efa = (v = getenv("RT_FAKEDEV_EFA")) && *v == '1';
+	fk_no_rc = ((v = getenv("RT_FAKEDEV_NO_RC")) && *v == '1') || fk_efa;
+	if (fk_efa && !getenv("RT_FAKEDEV_MAX_INLINE")) /* EFA's inline buffer, for UD and SRD alike */
+		fk_max_inline = 32;
+	for (int i = 0; fk_efa && i < fk_ndevs; i++) {
+		fk_devs[i].node_type = IBV_NODE_UNSPECIFIED;
+		fk_devs[i].transport_type = IBV_TRANSPORT_UNSPECIFIED;
+	}
 	fk_no_inline_write = (v = getenv("RT_FAKEDEV_NO_INLINE_WRITE")) && *v == '1';
 	fk_rnr_exc = (v = getenv("RT_FAKEDEV_RNR_EXC")) && *v == '1';
 	v = getenv("RT_FAKEDEV_INLINE_ENOMEM_ABOVE");
@@ -259,6 +279,7 @@ __attribute__((destructor)) static void fk_fini(void)
 	fprintf(f, "live %ld\n", fk_live);
 	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\nlist_partial %lu\n", fk_list_max,
 		fk_list_calls, fk_large_wrs, fk_list_partial);
+	fprintf(f, "srd_qps %lu\nsrd_sends %lu\n", fk_srd_qps, fk_srd_sends);
 	fclose(f);
 }
 
@@ -372,7 +393,8 @@ int ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 		memset(a, 0, sizeof(*a));
 		snprintf(a->fw_ver, sizeof(a->fw_ver), "0.0.fake");
 		a->node_guid = htobe64(0x0002c90300fa4e00ull + (uint64_t)(ctx->device - fk_devs));
-		a->vendor_id = 0xfa4e;
+		a->vendor_id = fk_efa ? 0x1d0f : 0xfa4e;
+		a->vendor_part_id = fk_efa ? 0xefa1 : 0;
 		a->max_qp = FK_MAX_QPS;
 		a->max_qp_wr = FK_MAX_WR;
 		a->max_sge = 4;
@@ -403,13 +425,15 @@ int ibv_query_port(struct ibv_context *ctx, uint8_t port, struct _compat_ibv_por
 		pa->max_mtu = IBV_MTU_4096;
 		pa->active_mtu = IBV_MTU_1024;
 		pa->gid_tbl_len = fk_roce ? FK_GID_SLOTS : 1;
-		pa->lid = 1;
+		pa->lid = fk_efa ? 0 : 1;
 		pa->max_msg_sz = 1u << 30;
 		pa->pkey_tbl_len = fk_pkeys;
 		pa->active_width = 2;
 		pa->active_speed = 32;
 		pa->phys_state = 5;
-		pa->link_layer = fk_roce ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
+		pa->link_layer = fk_efa	   ? IBV_LINK_LAYER_UNSPECIFIED
+				 : fk_roce ? IBV_LINK_LAYER_ETHERNET
+					   : IBV_LINK_LAYER_INFINIBAND;
 	}
 	pthread_mutex_unlock(&fk_lock);
 	return rc;
@@ -651,7 +675,11 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 			(int)attr->grh.traffic_class);
 		fflush(fk_qp_log);
 	}
-	ah = fk_obj(sizeof(*ah));
+	ah = NULL;
+	if (fk_efa && !attr->is_global)
+		errno = EINVAL; /* EFA names the peer by GID */
+	else
+		ah = fk_obj(sizeof(*ah));
 	if (ah) {
 		ah->context = pd->context;
 		ah->pd = pd;
@@ -670,7 +698,8 @@ int ibv_destroy_ah(struct ibv_ah *ah)
 
 /* ---- QPs ------------------------------------------------------------------------------------------------------- */
 
-struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+/* Creates a QP of type (a->qp_type, or IBV_QPT_DRIVER for EFA's SRD); NULL with errno. */
+static struct ibv_qp *fk_create_qp(struct ibv_pd *pd, const struct ibv_qp_init_attr *a, enum ibv_qp_type type)
 {
 	struct fk_qp *q = NULL;
 	int slot = -1;
@@ -683,12 +712,12 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		goto out;
 	} else if (slot < 0) {
 		errno = ENOMEM;
-	} else if ((fk_no_rc && a->qp_type == IBV_QPT_RC) || (fk_iwarp && a->qp_type == IBV_QPT_UD)) {
+	} else if ((fk_no_rc && type == IBV_QPT_RC) || (fk_iwarp && type == IBV_QPT_UD)) {
 		errno = EOPNOTSUPP;
 	} else if (a->cap.max_inline_data > fk_max_inline && a->cap.max_inline_data <= 4 * fk_max_inline &&
-		   a->qp_type == IBV_QPT_RC) {
+		   type == IBV_QPT_RC) {
 		errno = fk_inline_refusal; /* (RC only: UD keeps EINVAL, the two paths in one run) */
-	} else if ((a->qp_type != IBV_QPT_RC && a->qp_type != IBV_QPT_UD) || !a->send_cq || !a->recv_cq ||
+	} else if ((type != IBV_QPT_RC && type != IBV_QPT_UD && type != IBV_QPT_DRIVER) || !a->send_cq || !a->recv_cq ||
 		   a->cap.max_send_wr == 0 || a->cap.max_send_wr > FK_MAX_WR || a->cap.max_recv_wr > FK_MAX_WR ||
 		   a->cap.max_send_sge > 4 || a->cap.max_recv_sge > 4 || a->cap.max_inline_data > fk_max_inline) {
 		errno = EINVAL;
@@ -704,7 +733,8 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 		q->qp.pd = pd;
 		q->qp.send_cq = a->send_cq;
 		q->qp.recv_cq = a->recv_cq;
-		q->qp.qp_type = a->qp_type;
+		q->qp.qp_type = type;
+		fk_srd_qps += type == IBV_QPT_DRIVER;
 		q->qp.qp_num = fk_next_qpn++;
 		q->qp.state = IBV_QPS_RESET;
 		q->qp.qp_context = a->qp_context;
@@ -719,6 +749,62 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
 out:
 	pthread_mutex_unlock(&fk_lock);
 	return q ? &q->qp : NULL;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{
+	if (a->qp_type == IBV_QPT_DRIVER) { /* only through efadv */
+		errno = EINVAL;
+		return NULL;
+	}
+	return fk_create_qp(pd, a, a->qp_type);
+}
+
+/* ---- EFA direct verbs (RT_FAKEDEV_EFA) -------------------------------------------------------------------------- */
+
+int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr, uint32_t inlen);
+int efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr, uint32_t inlen)
+{
+	if (!fk_efa || !ibvctx || !fk_is_dev(ibvctx->device))
+		return EOPNOTSUPP; /* libefa on another provider's device */
+	if (inlen < offsetof(struct efadv_device_attr, device_caps))
+		return EINVAL;
+	memset(attr, 0, inlen < sizeof(*attr) ? inlen : sizeof(*attr));
+	attr->max_sq_wr = FK_MAX_WR;
+	attr->max_rq_wr = FK_MAX_WR;
+	attr->max_sq_sge = 2;
+	attr->max_rq_sge = 1;
+	attr->inline_buf_size = (uint16_t)fk_max_inline;
+	if (inlen >= sizeof(*attr)) {
+		attr->device_caps = EFADV_DEVICE_ATTR_CAPS_RDMA_READ | EFADV_DEVICE_ATTR_CAPS_RNR_RETRY;
+		attr->max_rdma_size = 1u << 30;
+	}
+	return 0;
+}
+
+struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx, struct ibv_qp_init_attr_ex *attr_ex,
+				  struct efadv_qp_init_attr *efa_attr, uint32_t inlen);
+struct ibv_qp *efadv_create_qp_ex(struct ibv_context *ibvctx, struct ibv_qp_init_attr_ex *attr_ex,
+				  struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
+{
+	struct ibv_qp_init_attr a;
+
+	if (!fk_efa || !fk_is_dev(ibvctx->device)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (inlen < sizeof(*efa_attr) || efa_attr->driver_qp_type != EFADV_QP_DRIVER_TYPE_SRD ||
+	    attr_ex->qp_type != IBV_QPT_DRIVER || !(attr_ex->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr_ex->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_context = attr_ex->qp_context;
+	a.send_cq = attr_ex->send_cq;
+	a.recv_cq = attr_ex->recv_cq;
+	a.cap = attr_ex->cap;
+	a.sq_sig_all = attr_ex->sq_sig_all;
+	return fk_create_qp(attr_ex->pd, &a, IBV_QPT_DRIVER);
 }
 
 static struct fk_qp *fk_qp_by_num(uint32_t qpn)
@@ -770,8 +856,11 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	} else if (mask & IBV_QP_STATE) {
 		if (fk_qp_log)
 			fprintf(fk_qp_log, "modify_qp qp %u %s state %d pkey_index %d sl %d global %d tclass %d\n",
-				qp->qp_num, qp->qp_type == IBV_QPT_RC ? "rc" : "ud", (int)attr->qp_state,
-				mask & IBV_QP_PKEY_INDEX ? (int)attr->pkey_index : -1,
+				qp->qp_num,
+				qp->qp_type == IBV_QPT_RC	? "rc"
+				: qp->qp_type == IBV_QPT_DRIVER ? "srd"
+								: "ud",
+				(int)attr->qp_state, mask & IBV_QP_PKEY_INDEX ? (int)attr->pkey_index : -1,
 				mask & IBV_QP_AV ? (int)attr->ah_attr.sl : -1,
 				mask & IBV_QP_AV ? (int)attr->ah_attr.is_global : -1,
 				mask & IBV_QP_AV ? (int)attr->ah_attr.grh.traffic_class : -1);
@@ -943,7 +1032,10 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 			      (is_atomic(wr->opcode) && (wr->num_sge < 1 || wr->sg_list[0].length != 8));
 
 		/* nothing at the other end is EINVAL too (a real RC QP would retry, then fail the WR) */
-		dst = bad_wr ? NULL : fk_qp_by_num(qp->qp_type == IBV_QPT_UD ? wr->wr.ud.remote_qpn : q->dest_qpn);
+		/* UD and SRD are addressed per WR (AH and QP number) */
+		bool dgram = qp->qp_type == IBV_QPT_UD || qp->qp_type == IBV_QPT_DRIVER;
+
+		dst = bad_wr ? NULL : fk_qp_by_num(dgram ? wr->wr.ud.remote_qpn : q->dest_qpn);
 		p = NULL;
 		if (!bad_wr && (wr->send_flags & IBV_SEND_INLINE) && fk_no_inline_write &&
 		    wr->opcode == IBV_WR_RDMA_WRITE) {
@@ -973,8 +1065,9 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 				       .ud = qp->qp_type == IBV_QPT_UD,
 				       .imm = wr->imm_data,
 				       .len = len };
-		if (qp->qp_type == IBV_QPT_UD)
+		if (dgram)
 			p->raddr = 0;
+		fk_srd_sends += qp->qp_type == IBV_QPT_DRIVER;
 		if (is_atomic(wr->opcode)) {
 			p->raddr = wr->wr.atomic.remote_addr;
 			p->compare_add = wr->wr.atomic.compare_add;

@@ -139,6 +139,40 @@ static void test_select_and_getters(void **state)
 	rt_profile_free(NULL);
 }
 
+/* EFA's SRD QP type: an entry of qp_type "srd" loads and is found by RT_PROFILE_QPT_SRD (not by UD), its name
+ * round-trips, and a type librtune does not know is refused naming the field. */
+static void test_select_srd(void **state)
+{
+	static const char fmt[] =
+		"{\"schema\": {\"name\": \"rtune-profile\", \"version\": \"1.4\"}, \"rtune_version\": \"0.1.0\","
+		" \"node\": {\"hostname\": \"n\"}, \"entries\": [{\"device\": \"efa0\", \"port\": 1,"
+		" \"opcode\": \"send\", \"qp_type\": \"%s\", \"inline_threshold\": 32, \"max_inline_data\": 32,"
+		" \"signal_interval\": 16, \"sq_depth\": 128, \"cq_depth\": 128, \"confidence\": \"medium\","
+		" \"measured_at\": \"2026-11-29T13:00:00Z\", \"run_id\": \"6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab\"}]}";
+	char doc[1024];
+	struct rt_profile *p = NULL;
+	const struct rt_profile_entry *e;
+	struct rt_error err;
+
+	(void)state;
+	snprintf(doc, sizeof(doc), fmt, "srd");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), 0);
+	e = rt_profile_select(p, "efa0", 1, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_SRD);
+	assert_non_null(e);
+	assert_int_equal(e->qp_type, RT_PROFILE_QPT_SRD);
+	assert_int_equal(rt_profile_inline_threshold(e), 32);
+	assert_int_equal(rt_profile_signal_interval(e), 16);
+	assert_string_equal(rt_profile_qp_type_name(e->qp_type), "srd");
+	assert_null(rt_profile_select(p, "efa0", 1, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_UD));
+	rt_profile_free(p);
+	p = NULL;
+	snprintf(doc, sizeof(doc), fmt, "xrc");
+	assert_int_equal(rt_profile_parse(doc, strlen(doc), &p, &err), EINVAL);
+	assert_non_null(strstr(err.text, "qp_type"));
+	assert_non_null(strstr(err.text, "rc, ud or srd"));
+	assert_null(p);
+}
+
 static void test_load_env_and_bad_paths(void **state)
 {
 	struct rt_profile *p = NULL;
@@ -360,6 +394,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_select_and_getters),
+		cmocka_unit_test(test_select_srd),
 		cmocka_unit_test(test_decision_confidence),
 		cmocka_unit_test(test_load_env_and_bad_paths),
 		cmocka_unit_test(test_hostile_in_memory),
