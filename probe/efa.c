@@ -20,6 +20,7 @@ typedef struct ibv_qp *(*create_fn)(struct ibv_context *, struct ibv_qp_init_att
 static pthread_mutex_t efa_lock = PTHREAD_MUTEX_INITIALIZER;
 static query_fn efa_query;
 static create_fn efa_create;
+static void *efa_lib; /* libefa.so.1 when dlopen loaded it: kept for the process's life, its functions stay in use */
 
 /* Finds both functions; 0 or ENOENT. */
 static int efa_load(void)
@@ -28,14 +29,12 @@ static int efa_load(void)
 
 	pthread_mutex_lock(&efa_lock);
 	if (!efa_query || !efa_create) {
-		void *h;
-
 		*(void **)&efa_query = dlsym(RTLD_DEFAULT, "efadv_query_device");
 		*(void **)&efa_create = dlsym(RTLD_DEFAULT, "efadv_create_qp_ex");
-		if ((!efa_query || !efa_create) && (h = dlopen("libefa.so.1", RTLD_NOW | RTLD_LOCAL))) {
-			/* the handle is kept for the process's life: the functions stay in use */
-			*(void **)&efa_query = dlsym(h, "efadv_query_device");
-			*(void **)&efa_create = dlsym(h, "efadv_create_qp_ex");
+		if ((!efa_query || !efa_create) &&
+		    (efa_lib || (efa_lib = dlopen("libefa.so.1", RTLD_NOW | RTLD_LOCAL)))) {
+			*(void **)&efa_query = dlsym(efa_lib, "efadv_query_device");
+			*(void **)&efa_create = dlsym(efa_lib, "efadv_create_qp_ex");
 		}
 		if (!efa_query || !efa_create) {
 			efa_query = NULL;
@@ -81,6 +80,7 @@ struct ibv_qp *rt_efa_create_srd_qp(struct ibv_pd *pd, const struct ibv_qp_init_
 {
 	struct ibv_qp_init_attr_ex ax;
 	struct efadv_qp_init_attr ea;
+	struct ibv_qp *qp;
 
 	if (efa_load()) {
 		errno = ENOENT;
@@ -98,8 +98,7 @@ struct ibv_qp *rt_efa_create_srd_qp(struct ibv_pd *pd, const struct ibv_qp_init_
 	memset(&ea, 0, sizeof(ea));
 	ea.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD;
 	errno = 0;
-	struct ibv_qp *qp = efa_create(pd->context, &ax, &ea, sizeof(ea));
-
+	qp = efa_create(pd->context, &ax, &ea, sizeof(ea));
 	if (!qp && !errno)
 		errno = EINVAL;
 	return qp;

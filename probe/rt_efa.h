@@ -17,7 +17,7 @@
 
 /* EFA's device capabilities (efadv_device_attr; the RDMA READ and RNR retry bits of device_caps split out). */
 struct rt_efa_caps {
-	bool efa;		  /* efadv_query_device answered: the rest is valid */
+	bool efa; /* efadv_query_device answered: the rest is valid */
 	uint32_t max_sq_wr, max_rq_wr;
 	uint32_t max_sq_sge, max_rq_sge;
 	uint32_t inline_buf_size; /* largest max_inline_data of any QP (UD and SRD share the device's inline buffer) */

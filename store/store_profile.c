@@ -1011,17 +1011,15 @@ static void format_env(struct rt_buf *b, struct rt_store *st, const struct rt_no
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct rt_profile_entry *e = &v[i];
-		char sfx[96];
+		char dev[96], sfx[112];
 
 		/* send on RC (the names without a QP type, as ever) and on EFA's SRD (…_SRD_<DEV>_P<PORT>: what EFA users
 		 * send on; libfabric's efa provider and UCX take no inline or signaling setting, so only rtune's names) */
 		if ((e->qp_type != RT_PROFILE_QPT_RC && e->qp_type != RT_PROFILE_QPT_SRD) ||
 		    e->opcode != RT_PROFILE_OP_SEND)
 			continue;
-		env_suffix(e->device, e->port, sfx + (e->qp_type == RT_PROFILE_QPT_SRD ? 4 : 0),
-			   sizeof(sfx) - (e->qp_type == RT_PROFILE_QPT_SRD ? 4 : 0));
-		if (e->qp_type == RT_PROFILE_QPT_SRD)
-			memcpy(sfx, "SRD_", 4);
+		env_suffix(e->device, e->port, dev, sizeof(dev));
+		snprintf(sfx, sizeof(sfx), "%s%s", e->qp_type == RT_PROFILE_QPT_SRD ? "SRD_" : "", dev);
 		rt_buf_printf(b, "export RTUNE_INLINE_THRESHOLD_%s=%" PRIu32 "\n", sfx, e->inline_threshold);
 		rt_buf_printf(b, "export RTUNE_MAX_INLINE_DATA_%s=%" PRIu32 "\n", sfx, e->max_inline_data);
 		rt_buf_printf(b, "export RTUNE_SIGNAL_INTERVAL_%s=%" PRIu32 "\n", sfx, e->signal_interval);

@@ -579,8 +579,14 @@ static int resp_apply(struct rt_resp *r, uint32_t w, struct rt_error *err)
 		rc = resp_sink_ud(r, err);
 		if (rc)
 			return rc;
-		/* the datagram QP of the new phase (both sides switch between phases, never within one) */
-		rt_ep_dgram_use(ep, (w & RT_CTL_SRD) != 0);
+		/* the datagram QP of the new phase (both sides switch between phases, never within one); what reached
+		 * it after its last phase ended is sunk too, not answered as a ping of this one */
+		if (((w & RT_CTL_SRD) != 0) != ep->dg_srd) {
+			rt_ep_dgram_use(ep, (w & RT_CTL_SRD) != 0);
+			rc = resp_sink_ud(r, err);
+			if (rc)
+				return rc;
+		}
 		r->mode = (enum rt_resp_mode)((w >> 24) & 0x7);
 		r->ud = (w >> 23) & 1;
 		r->inl = (w >> 22) & 1;
