@@ -25,7 +25,7 @@ static const char usage[] =
 	"                       [--qp-type rc,ud] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
 	"                       [--tclass N] [--sl N] [--pkey-index N] [--large-sizes LIST|none]\n"
-	"                       [--post-list N | --app NAME]\n"
+	"                       [--post-list N] [--concurrency QxT|none] [--app NAME]\n"
 	"                       [--connect cm|manual] [--cm-addr ADDR]\n"
 	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
 	"\n"
@@ -59,7 +59,11 @@ static const char usage[] =
 	"  --large-sizes LIST     large non-inline sizes of the signaling sweep's large-message band (default\n"
 	"                         4096,65536; 'none': no such band)\n"
 	"  --post-list N          WRs per ibv_post_send of its post-list band, 2..64 (default 8; 1: no such band)\n"
-	"  --app NAME             take the post list from NAME's probed histogram (its median batch)\n"
+	"  --concurrency QxT      its concurrency band: Q QPs driven by T threads, each thread owning Q/T QPs\n"
+	"                         and one send CQ, 2 <= Q <= 64, 1 <= T <= Q (default 4x2; loopback rc only,\n"
+	"                         capped by the device's max_qp and the CPUs the run may use; 'none': no band)\n"
+	"  --app NAME             take the post list (its median batch) and the concurrency (its QPs and posting\n"
+	"                         threads) from NAME's probed histogram\n"
 	"  --pkey-index N         P_Key table index 0..65535 (loopback only; default 0)\n"
 	"  --connect cm|manual    loopback rc qps through rdma_cm to the node's own address, or by hand with\n"
 	"                         ibv_modify_qp (default: rdma_cm on iWARP, whose rc qps connect only so; else manual)\n"
@@ -172,6 +176,29 @@ static int cmp_u32(const void *a, const void *b)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return (x > y) - (x < y);
+}
+
+/* "QxT" (2 <= Q <= 64, 1 <= T <= min(Q, 16)) or "none" (qps 0) into qps/threads; returns 0 or EINVAL. */
+static int parse_concurrency(const char *s, uint32_t *qps, uint32_t *threads)
+{
+	unsigned long q, t;
+	char *end;
+
+	if (strcmp(s, "none") == 0) {
+		*qps = *threads = 0;
+		return 0;
+	}
+	if (*s < '0' || *s > '9')
+		return EINVAL;
+	q = strtoul(s, &end, 10);
+	if (*end != 'x' || end[1] < '0' || end[1] > '9')
+		return EINVAL;
+	t = strtoul(end + 1, &end, 10);
+	if (*end || q < 2 || q > 64 || t < 1 || t > q || t > 16)
+		return EINVAL;
+	*qps = (uint32_t)q;
+	*threads = (uint32_t)t;
+	return 0;
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
@@ -404,7 +431,8 @@ int cmd_calibrate(int argc, char **argv)
 		O_PKEY,
 		O_LARGE,
 		O_POSTLIST,
-		O_APP
+		O_APP,
+		O_CONC
 	};
 	static const struct option opts[] = {
 		{ "ib-dev", required_argument, NULL, 'd' },
@@ -434,13 +462,14 @@ int cmd_calibrate(int argc, char **argv)
 		{ "large-sizes", required_argument, NULL, O_LARGE },
 		{ "post-list", required_argument, NULL, O_POSTLIST },
 		{ "app", required_argument, NULL, O_APP },
+		{ "concurrency", required_argument, NULL, O_CONC },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct rt_cal_opts o;
 	struct cal_ctx x;
 	const char *db = NULL, *out = NULL, *app = NULL;
-	bool post_list_set = false;
+	bool post_list_set = false, conc_set = false;
 	bool json = false, store = true, samples = true, to_stdout = false;
 	int c, code = RT_EXIT_OK, n_runs = 1, per;
 	struct sigaction sa;
@@ -517,6 +546,14 @@ int cmd_calibrate(int argc, char **argv)
 			post_list_set = true;
 			break;
 		case O_APP: app = optarg; break;
+		case O_CONC:
+			if (parse_concurrency(optarg, &o.conc_qps, &o.conc_threads))
+				return rt_cli_usage_error("calibrate",
+							  "option '--concurrency' takes QxT (2 <= Q <= 64 qps, 1 <= T <= "
+							  "min(Q, 16) threads) or 'none', not '%s'",
+							  optarg);
+			conc_set = true;
+			break;
 		case O_CAP:
 			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
 				return rt_cli_usage_error("calibrate",
@@ -632,6 +669,8 @@ int cmd_calibrate(int argc, char **argv)
 			o.sl >= 0 ? "sl" : "pkey-index", o.sl >= 0 ? "service level" : "P_Key");
 	if (app && post_list_set)
 		return rt_cli_usage_error("calibrate", "options '--app' and '--post-list' exclude each other");
+	if (app && conc_set)
+		return rt_cli_usage_error("calibrate", "options '--app' and '--concurrency' exclude each other");
 	if (app && !store)
 		return rt_cli_usage_error("calibrate", "option '--app' reads the store: it excludes '--no-store'");
 	if (o.peer && (o.connect || o.cm_addr))

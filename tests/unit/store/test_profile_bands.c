@@ -40,9 +40,9 @@ static int teardown(void **state)
 static void fill(const char *db)
 {
 	struct rt_store_signal_band sb[3] = {
-		{ RT_BAND_LARGE, RT_OP_WRITE, RT_QPT_RC, 4096, 65536, 1, 32, "knee", "high" },
-		{ RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "indifferent", "medium" },
-		{ RT_BAND_LARGE, RT_OP_SEND, RT_QPT_RC, 4096, 65536, 1, 64, "", "" },
+		{ RT_BAND_LARGE, RT_OP_WRITE, RT_QPT_RC, 4096, 65536, 1, 32, "knee", "high", 1, 1 },
+		{ RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "indifferent", "medium", 1, 1 },
+		{ RT_BAND_LARGE, RT_OP_SEND, RT_QPT_RC, 4096, 65536, 1, 64, "", "", 1, 1 },
 	};
 	struct rt_profile_entry e[2];
 	struct rt_store *st = NULL;
