@@ -5,6 +5,7 @@
  * store) and optionally writes it as JSON (--out FILE, --json). SIGINT/SIGTERM end the run as "interrupted".
  */
 #include "cli.h"
+#include "app_concurrency.h"
 #include "calibrate_bands.h"
 #include "rt_engine.h"
 #include "rt_out.h"
@@ -294,19 +295,23 @@ static void print_summary(FILE *f, const struct rt_run *run)
 }
 
 /*
- * The post list of the sweep's post-list band from app's stored histograms: the largest median batch of its RC
- * opcodes (rt_cli_median_batch), 1 (no band) when it posts one WR per call. Returns 0, or RT_EXIT_USAGE when app has
- * no histogram (one line said), RT_EXIT_FAIL on a store error.
+ * The sweep's post-list and concurrency bands from app's stored histograms: the post list is the largest median batch
+ * of its RC opcodes (rt_cli_median_batch), 1 (no band) when it posts one WR per call; the concurrency its QPs and
+ * posting threads (rt_cli_app_concurrency; none for one QP), said on stderr when not as the app ran. Returns 0, or
+ * RT_EXIT_USAGE when app has no histogram (one line said), RT_EXIT_FAIL on a store error.
  */
-static int app_post_list(struct rt_store *st, const char *app, uint32_t *post_list)
+static int app_sizes(struct rt_store *st, const char *app, uint32_t *post_list, uint32_t *conc_qps,
+		     uint32_t *conc_threads)
 {
+	struct rt_store_histogram hs[RT_OP__COUNT];
 	uint32_t best = 0;
+	size_t n_h = 0;
 	bool any = false;
 
 	for (int op = 0; op < RT_OP__COUNT; op++) {
-		struct rt_store_histogram h;
+		struct rt_store_histogram *h = &hs[n_h];
 		struct rt_error e;
-		int rc = rt_store_get_histogram(st, app, (enum rt_opcode)op, RT_QPT_RC, &h, &e);
+		int rc = rt_store_get_histogram(st, app, (enum rt_opcode)op, RT_QPT_RC, h, &e);
 
 		if (rc == ENOENT)
 			continue;
@@ -315,8 +320,25 @@ static int app_post_list(struct rt_store *st, const char *app, uint32_t *post_li
 			return RT_EXIT_FAIL;
 		}
 		any = true;
-		if (rt_cli_median_batch(&h) > best)
-			best = rt_cli_median_batch(&h);
+		n_h++;
+		if (rt_cli_median_batch(h) > best)
+			best = rt_cli_median_batch(h);
+	}
+	switch (rt_cli_app_concurrency(hs, n_h, conc_qps, conc_threads)) {
+	case RT_APP_CONC_THREADS_UNKNOWN:
+		fprintf(stderr,
+			"calibrate: '%s' ran %u qps; its probe did not record the posting threads: %u threads assumed\n",
+			app, *conc_qps, *conc_threads);
+		break;
+	case RT_APP_CONC_SHARED_QPS:
+		fprintf(stderr, "calibrate: '%s' posts from more threads than qps: %u threads, one qp each\n", app,
+			*conc_threads);
+		break;
+	case RT_APP_CONC_CAPPED:
+		fprintf(stderr, "calibrate: '%s' ran more qps or threads than the band takes: %ux%u measured\n", app,
+			*conc_qps, *conc_threads);
+		break;
+	default: break;
 	}
 	if (!any) {
 		rt_cli_error("calibrate: no histogram of application '%s' in '%s' (run 'rtune probe' first)", app,
@@ -709,7 +731,7 @@ int cmd_calibrate(int argc, char **argv)
 		}
 	}
 	if (app) {
-		int rc = app_post_list(x.st, app, &o.post_list);
+		int rc = app_sizes(x.st, app, &o.post_list, &o.conc_qps, &o.conc_threads);
 
 		if (rc) {
 			rt_store_close(x.st);
