@@ -249,6 +249,17 @@ void rtp_cache_drop(const void *key)
 	}
 }
 
+/* True when e recorded a post call: counted in its stats, or single WRs in its slots (the fast path's). */
+static bool entry_posted(const struct rtp_entry *e)
+{
+	if (CTR_GET(e->st.post_calls))
+		return true;
+	for (unsigned i = 0; i < RTP_SLOTS; i++)
+		if (atomic_load_explicit(&e->slots[i].n, memory_order_relaxed))
+			return true;
+	return false;
+}
+
 /* Moves every thread's record of q into q->agg and frees the entries (under g_lock; q is destroyed). */
 void rtp_qp_fold(struct rtp_qp *q)
 {
@@ -259,9 +270,9 @@ void rtp_qp_fold(struct rtp_qp *q)
 		if (!i)
 			continue;
 		e = &s->ent[i - 1];
-		if (CTR_GET(e->st.post_calls) && s->id < 64)
+		if (entry_posted(e) && s->id < 64)
 			q->posters_folded |= 1ull << s->id;
-		else if (CTR_GET(e->st.post_calls))
+		else if (entry_posted(e))
 			q->posters_over++;
 		rtp_stat_add(&q->agg, &e->st);
 		rtp_entry_expand(q, e, &q->agg);
@@ -281,7 +292,7 @@ unsigned rtp_qp_posters(const struct rtp_qp *q, uint64_t *mask)
 	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
 		unsigned i = atomic_load(&s->map[q->slot]);
 
-		if (!i || !CTR_GET(s->ent[i - 1].st.post_calls))
+		if (!i || !entry_posted(&s->ent[i - 1]))
 			continue;
 		if (s->id < 64)
 			*mask |= 1ull << s->id;
