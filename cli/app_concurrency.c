@@ -13,8 +13,8 @@ enum rt_app_conc_note rt_cli_app_concurrency(const struct rt_store_histogram *h,
 	uint32_t q, t;
 
 	for (size_t i = 0; i < n; i++)
-		if (h[i].qps && (!best || h[i].qps > best->qps ||
-				 (h[i].qps == best->qps && h[i].threads > best->threads)))
+		if (h[i].qps &&
+		    (!best || h[i].qps > best->qps || (h[i].qps == best->qps && h[i].threads > best->threads)))
 			best = &h[i];
 	if (!best || best->qps < 2) {
 		*qps = *threads = 0;

@@ -19,11 +19,11 @@
 
 /* Why the sizing came out as it did (printed by calibrate as one line). */
 enum rt_app_conc_note {
-	RT_APP_CONC_AS_SEEN = 0,    /* Q and T as the app ran */
-	RT_APP_CONC_ONE_QP,	    /* the app posts on one QP: no band (qps 0) */
+	RT_APP_CONC_AS_SEEN = 0,     /* Q and T as the app ran */
+	RT_APP_CONC_ONE_QP,	     /* the app posts on one QP: no band (qps 0) */
 	RT_APP_CONC_THREADS_UNKNOWN, /* threads not recorded: the default, capped by Q */
-	RT_APP_CONC_SHARED_QPS,	    /* more threads than QPs (they share QPs): T = Q, each thread owning one */
-	RT_APP_CONC_CAPPED,	    /* more QPs or threads than the band takes: capped */
+	RT_APP_CONC_SHARED_QPS,	     /* more threads than QPs (they share QPs): T = Q, each thread owning one */
+	RT_APP_CONC_CAPPED,	     /* more QPs or threads than the band takes: capped */
 };
 
 /*

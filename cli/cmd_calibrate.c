@@ -570,10 +570,11 @@ int cmd_calibrate(int argc, char **argv)
 		case O_APP: app = optarg; break;
 		case O_CONC:
 			if (parse_concurrency(optarg, &o.conc_qps, &o.conc_threads))
-				return rt_cli_usage_error("calibrate",
-							  "option '--concurrency' takes QxT (2 <= Q <= 64 qps, 1 <= T <= "
-							  "min(Q, 16) threads) or 'none', not '%s'",
-							  optarg);
+				return rt_cli_usage_error(
+					"calibrate",
+					"option '--concurrency' takes QxT (2 <= Q <= 64 qps, 1 <= T <= "
+					"min(Q, 16) threads) or 'none', not '%s'",
+					optarg);
 			conc_set = true;
 			break;
 		case O_CAP:

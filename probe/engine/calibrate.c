@@ -104,9 +104,10 @@ struct cal {
 	struct rt_conc *conc;
 	uint32_t conc_qps, conc_threads;
 	int conc_cpus[RT_CONC_MAX_THREADS];
-	char conc_why[160]; /* why the band is not measured or was reduced, "" when as asked */
-	bool conc_yield;    /* a sending thread shares the responder's CPU: both yield while the band runs */
-	atomic_bool conc_running;
+	char conc_why[160];	  /* why the band is not measured or was reduced, "" when as asked */
+	bool conc_yield;	  /* a sending thread shares the responder's CPU: both yield while the band runs */
+	atomic_bool conc_running; /* a concurrency cell is being measured */
+	atomic_bool conc_bands;	  /* the load bands are being measured: the responder refills the band's receives */
 	int allowed_cpus[RT_CONC_MAX_THREADS + 2];
 	size_t n_allowed_cpus;
 };
@@ -461,8 +462,9 @@ static void *resp_thread(void *arg)
 	while (!c->resp_stop) {
 		int rc = rt_resp_step(&r, &c->resp_err);
 
-		/* the concurrency band's responder QPs: their shared receive CQ, refilled here */
-		if (!rc && c->conc)
+		/* the concurrency band's responder QPs: their shared receive CQ, refilled here while the bands run (never
+		 * in the latency grid: one more poll per step would delay every ping-pong answer) */
+		if (!rc && c->conc && atomic_load_explicit(&c->conc_bands, memory_order_acquire))
 			rc = rt_conc_resp_step(c->conc, &c->resp_err);
 		if (rc) {
 			c->resp_dead = 1;
@@ -550,8 +552,8 @@ static int setup_concurrency(struct cal *c, uint32_t max_msg, struct rt_error *e
 		snprintf(c->conc_why, sizeof(c->conc_why), "qps capped to %u by the device's max_qp %d", q,
 			 c->run->dev.max_qp);
 		if (q < 2) {
-			snprintf(c->conc_why, sizeof(c->conc_why), "the device's max_qp %d leaves no room for 2 qp pairs",
-				 c->run->dev.max_qp);
+			snprintf(c->conc_why, sizeof(c->conc_why),
+				 "the device's max_qp %d leaves no room for 2 qp pairs", c->run->dev.max_qp);
 			return 0;
 		}
 	}
@@ -662,7 +664,8 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 			return rc;
 	} else if (c->o->conc_qps > 1) {
 		snprintf(c->conc_why, sizeof(c->conc_why), "%s",
-			 c->no_rc ? "no rc qps on this device" : "rdma_cm loopback: its qps connect only through the cm");
+			 c->no_rc ? "no rc qps on this device"
+				  : "rdma_cm loopback: its qps connect only through the cm");
 	}
 	if (c->resp_cpu == c->run->env.cpu) {
 		/* one CPU for both sides: without yielding, each spinning side would wait out the other's time slice */
@@ -1505,7 +1508,9 @@ static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, st
 				r->signal_interval = ns[k];
 				r->sq_depth = run->sq_depth;
 			}
+	atomic_store_explicit(&c->conc_bands, c->conc != NULL, memory_order_release);
 	rc = measure_rate(c, deadline, run->band_rate, run->n_band_rate, "load bands", err);
+	atomic_store_explicit(&c->conc_bands, false, memory_order_release);
 	run->n_band_rate = drop_unmeasured(run->band_rate, run->n_band_rate);
 	return rc;
 }
@@ -1603,7 +1608,7 @@ static void set_params(struct cal *c)
 	} else if (o->conc_qps > 1) {
 		json_object_set_new(p, "concurrency",
 				    json_pack("{s:s}", "none",
-					      o->peer		? "two-node: the band is measured in loopback only"
+					      o->peer	       ? "two-node: the band is measured in loopback only"
 					      : c->conc_why[0] ? c->conc_why
 							       : "not measured"));
 	}

@@ -37,8 +37,8 @@ struct conc_thr {
 struct rt_conc {
 	struct rt_conc_setup s;
 	int cpus[RT_CONC_MAX_THREADS];
-	struct ibv_cq *rcq;  /* responder: receive CQ of every responder QP */
-	struct ibv_cq *xcq;  /* the CQ no WR ever completes on: senders' receives, responders' sends */
+	struct ibv_cq *rcq; /* responder: receive CQ of every responder QP */
+	struct ibv_cq *xcq; /* the CQ no WR ever completes on: senders' receives, responders' sends */
 	struct conc_qp qp[RT_CONC_MAX_QPS];
 	struct conc_thr thr[RT_CONC_MAX_THREADS];
 	bool pin_refused;
@@ -210,7 +210,9 @@ bool rt_conc_pin_refused(const struct rt_conc *c)
 /* Posts one WR on QP q; wr_id carries the QP and how many WRs its completion retires. */
 static int post_one(struct rt_conc *c, uint32_t q, bool sig)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)rt_ep_send_area(c->s.cep), .length = c->size, .lkey = c->s.cep->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)rt_ep_send_area(c->s.cep),
+			       .length = c->size,
+			       .lkey = c->s.cep->mr->lkey };
 	struct ibv_send_wr wr, *bad = NULL;
 
 	memset(&wr, 0, sizeof(wr));
@@ -265,8 +267,9 @@ static void run_share(struct conc_thr *th)
 				continue;
 			}
 			if (rc) {
-				th->rc = rt_error_set(&th->err, rc, "concurrency band: ibv_post_send on qp %u failed: %s",
-						      q + 1, strerror(rc));
+				th->rc = rt_error_set(&th->err, rc,
+						      "concurrency band: ibv_post_send on qp %u failed: %s", q + 1,
+						      strerror(rc));
 				goto out;
 			}
 			th->msgs++;

@@ -241,13 +241,13 @@ struct rtp_qp {
 	uint32_t req_max_inline_data; /* what the application asked for */
 	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
-	uint32_t apply_limit;	/* max of apply_lim: nonzero = apply mode on this QP */
-	rt_inline_ctl *ctl;	/* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
-	atomic_flag ctl_lock;	/* held around every use of ctl: a poster or poller that finds it busy skips it */
-	uint32_t apply_lim[2];	/* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
-	struct rtp_qp_stat agg; /* folded from thread entries at destroy (under g_lock) */
-	uint64_t posters_folded;   /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
-	uint32_t posters_over;	   /* folded slabs with an id of 64 or more that posted (not told apart) */
+	uint32_t apply_limit;	 /* max of apply_lim: nonzero = apply mode on this QP */
+	rt_inline_ctl *ctl;	 /* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
+	atomic_flag ctl_lock;	 /* held around every use of ctl: a poster or poller that finds it busy skips it */
+	uint32_t apply_lim[2];	 /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
+	struct rtp_qp_stat agg;	 /* folded from thread entries at destroy (under g_lock) */
+	uint64_t posters_folded; /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
+	uint32_t posters_over;	 /* folded slabs with an id of 64 or more that posted (not told apart) */
 	/* extended API */
 	struct ibv_qp_ex *qpx;
 	struct rtp_qpx_orig xo;

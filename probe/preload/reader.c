@@ -409,7 +409,8 @@ static bool in_class(const struct rt_probe_qp_summary *q, enum rt_opcode op, con
 	if (strcmp(q->qp_type, want))
 		return false;
 	if (op == RT_OP_SEND)
-		return q->op[RT_PROBE_OP_SEND].wrs || q->op[RT_PROBE_OP_SEND_IMM].wrs || q->op[RT_PROBE_OP_SEND_INV].wrs;
+		return q->op[RT_PROBE_OP_SEND].wrs || q->op[RT_PROBE_OP_SEND_IMM].wrs ||
+		       q->op[RT_PROBE_OP_SEND_INV].wrs;
 	return q->op[RT_PROBE_OP_WRITE].wrs || q->op[RT_PROBE_OP_WRITE_IMM].wrs;
 }
 

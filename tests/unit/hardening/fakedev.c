@@ -203,7 +203,7 @@ static void fk_tally_report(FILE *f)
 	}
 	fprintf(f, "send_threads %u\nqps_per_send_cq_max %u\n", n_threads, per_cq_max);
 }
-static unsigned long fk_list_partial;			       /* lists taken in part (RT_FAKEDEV_LIST_ENOMEM_FIRST) */
+static unsigned long fk_list_partial; /* lists taken in part (RT_FAKEDEV_LIST_ENOMEM_FIRST) */
 static bool fk_list_enomem_first;
 static struct fk_qp *fk_qps[FK_MAX_QPS];
 static unsigned long fk_calls[V__COUNT];

@@ -863,10 +863,11 @@ static void test_threads(void **state)
 /* The reader's class threads: per process the union of its QPs' posters; processes add up; unrecorded is 0. */
 static void test_reader_class_threads(void **state)
 {
-	const char *a = "{\"format\":\"rtune-probe\",\"version\":1,\"pid\":10,\"qps\":["
-			"{\"qp_type\":\"RC\",\"posting_threads\":2,\"posters\":[0,1],\"ops\":{\"send\":{\"wrs\":4}}},"
-			"{\"qp_type\":\"RC\",\"posting_threads\":2,\"posters\":[1,2],\"ops\":{\"send\":{\"wrs\":4}}},"
-			"{\"qp_type\":\"RC\",\"posting_threads\":1,\"posters\":[5],\"ops\":{\"rdma_write\":{\"wrs\":4}}}]}";
+	const char *a =
+		"{\"format\":\"rtune-probe\",\"version\":1,\"pid\":10,\"qps\":["
+		"{\"qp_type\":\"RC\",\"posting_threads\":2,\"posters\":[0,1],\"ops\":{\"send\":{\"wrs\":4}}},"
+		"{\"qp_type\":\"RC\",\"posting_threads\":2,\"posters\":[1,2],\"ops\":{\"send\":{\"wrs\":4}}},"
+		"{\"qp_type\":\"RC\",\"posting_threads\":1,\"posters\":[5],\"ops\":{\"rdma_write\":{\"wrs\":4}}}]}";
 	const char *b = "{\"format\":\"rtune-probe\",\"version\":1,\"pid\":11,\"qps\":["
 			"{\"qp_type\":\"RC\",\"posting_threads\":1,\"posters\":[0],\"ops\":{\"send\":{\"wrs\":4}}}]}";
 	const char *old = "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":["

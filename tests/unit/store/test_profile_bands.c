@@ -178,7 +178,7 @@ static void test_librtune_band_n_and_skips(void **state)
 	/* several QPs: the concurrency band's N for small messages one WR at a time; large or listed WRs keep theirs */
 	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 4, 2), 4);
 	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 32, 8), 4);
-	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 0, 4, 0), 4); /* 4 QPs, 1 thread: fewest */
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 0, 4, 0), 4);  /* 4 QPs, 1 thread: fewest */
 	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 3, 3), 16); /* fewer QPs than measured */
 	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 1, 1), 16);
 	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 65536, 1, 4, 2), 32);

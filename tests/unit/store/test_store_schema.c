@@ -324,9 +324,9 @@ static void mk_ctl(struct rt_store_inline_ctl *c, const char *app, const char *d
 }
 
 /* Turns the current layout into schema 9's: v10 added the concurrency columns. */
-#define V10_COLUMNS_DROPPED                                                                                          \
-	" ALTER TABLE band_rate_points DROP COLUMN qps; ALTER TABLE band_rate_points DROP COLUMN threads;"            \
-	" ALTER TABLE signal_bands DROP COLUMN qps; ALTER TABLE signal_bands DROP COLUMN threads;"                    \
+#define V10_COLUMNS_DROPPED                                                                                \
+	" ALTER TABLE band_rate_points DROP COLUMN qps; ALTER TABLE band_rate_points DROP COLUMN threads;" \
+	" ALTER TABLE signal_bands DROP COLUMN qps; ALTER TABLE signal_bands DROP COLUMN threads;"         \
 	" ALTER TABLE histograms DROP COLUMN qps; ALTER TABLE histograms DROP COLUMN threads;"
 
 /*
@@ -340,8 +340,9 @@ static void test_migrate_from_v9(void **state)
 	struct rt_store *st = NULL;
 	struct rt_error err;
 	struct rt_store_histogram h, back;
-	struct rt_store_signal_band sb = { RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "knee", "high", 0, 0 },
-				    *got = NULL;
+	struct rt_store_signal_band
+		sb = { RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "knee", "high", 0, 0 },
+		*got = NULL;
 	struct rt_rate_point p;
 	struct rt_run run, loaded;
 	struct rt_node_info node;
@@ -368,8 +369,8 @@ static void test_migrate_from_v9(void **state)
 	assert_int_equal(rt_store_put_signal_bands(st, run.id, &sb, 1, &err), 0);
 	rt_store_close(st);
 	sql(path, "PRAGMA journal_mode=DELETE;" V10_COLUMNS_DROPPED " PRAGMA user_version = 9;");
-	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM pragma_table_info('signal_bands') WHERE name = 'qps'"),
-			 0);
+	assert_int_equal(
+		sql_int(NULL, path, "SELECT count(*) FROM pragma_table_info('signal_bands') WHERE name = 'qps'"), 0);
 
 	assert_int_equal(rt_store_open(path, &st, &err), 0);
 	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
