@@ -108,6 +108,8 @@ int rt_agent_store_probe_summary(struct rt_store *st, const struct rt_node_info 
 			memcpy(h.batch, q.batch, sizeof(h.batch));
 			memcpy(h.batch_max, q.batch_max, sizeof(h.batch_max));
 			h.max_send_wr = q.max_send_wr;
+			h.qps = q.qps > UINT32_MAX ? UINT32_MAX : (uint32_t)q.qps;
+			h.threads = q.threads; /* 0 from a probe that did not record its posters */
 			if ((rc = rt_store_put_histogram(st, node, &h, err))) {
 				if (stored)
 					*stored = n;

@@ -47,6 +47,8 @@ static int tune_one(const struct rt_run *run, enum rt_rate_band band, const stru
 				b->msg_bytes_hi =
 					pts[j].msg_bytes > b->msg_bytes_hi ? pts[j].msg_bytes : b->msg_bytes_hi;
 				b->post_list = pts[j].post_list > 1 ? pts[j].post_list : 1;
+				b->qps = pts[j].qps > 1 ? pts[j].qps : 1;
+				b->threads = pts[j].threads > 1 ? pts[j].threads : 1;
 			}
 		b->signal_interval = d->signal_interval;
 		snprintf(b->verdict, sizeof(b->verdict), "%s", rt_signal_verdict_name(d->signal_verdict));
@@ -95,7 +97,10 @@ int rt_cli_tune_bands(const struct rt_run *run, struct rt_store_signal_band **ou
 void rt_cli_print_bands(FILE *f, const struct rt_store_signal_band *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (b[i].band == RT_BAND_POST_LIST)
+		if (b[i].band == RT_BAND_CONCURRENCY)
+			fprintf(f, "signaling, concurrency %u qps x %u threads (%u B): ", b[i].qps, b[i].threads,
+				b[i].msg_bytes_lo);
+		else if (b[i].band == RT_BAND_POST_LIST)
 			fprintf(f, "signaling, post lists of %u WRs (%u B): ", b[i].post_list, b[i].msg_bytes_lo);
 		else
 			fprintf(f, "signaling, large messages %u-%u B: ", b[i].msg_bytes_lo, b[i].msg_bytes_hi);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The signaling interval per load band of a calibration run (large messages, post lists: run->band_rate), decided by
- * the tuner once per band on that band's points alone, so the small-message decision never sees them.
+ * The signaling interval per load band of a calibration run (large messages, post lists, concurrency: run->band_rate),
+ * decided by the tuner once per band on that band's points alone, so the small-message decision never sees them.
  */
 #ifndef RT_CALIBRATE_BANDS_H
 #define RT_CALIBRATE_BANDS_H
@@ -19,7 +19,8 @@
  */
 int rt_cli_tune_bands(const struct rt_run *run, struct rt_store_signal_band **out, size_t *n, struct rt_error *err);
 
-/* Prints one line per band record ("signaling, large messages 4096-65536 B: write/rc N = 16 (knee, high)"). */
+/* Prints one line per band record ("signaling, large messages 4096-65536 B: write/rc N = 16 (knee, high)",
+ * "signaling, concurrency 4 qps x 2 threads (64 B): ..."). */
 void rt_cli_print_bands(FILE *f, const struct rt_store_signal_band *b, size_t n);
 
 /* The post-list batch of an application's median post call from its histogram, 0 when not recorded (cmd_tune.c: the

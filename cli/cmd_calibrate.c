@@ -5,6 +5,7 @@
  * store) and optionally writes it as JSON (--out FILE, --json). SIGINT/SIGTERM end the run as "interrupted".
  */
 #include "cli.h"
+#include "app_concurrency.h"
 #include "calibrate_bands.h"
 #include "rt_engine.h"
 #include "rt_out.h"
@@ -25,7 +26,7 @@ static const char usage[] =
 	"                       [--qp-type rc,ud,srd] [--budget SECONDS] [--quick] [--seed N] [--cpu N]\n"
 	"                       [--numa local|remote|all] [--sq-depth N] [--peer ADDR[:PORT]]\n"
 	"                       [--tclass N] [--sl N] [--pkey-index N] [--large-sizes LIST|none]\n"
-	"                       [--post-list N | --app NAME]\n"
+	"                       [--post-list N] [--concurrency QxT|none] [--app NAME]\n"
 	"                       [--connect cm|manual] [--cm-addr ADDR]\n"
 	"                       [--db PATH | --no-store] [--out FILE] [--json] [--no-samples]\n"
 	"\n"
@@ -60,7 +61,11 @@ static const char usage[] =
 	"  --large-sizes LIST     large non-inline sizes of the signaling sweep's large-message band (default\n"
 	"                         4096,65536; 'none': no such band)\n"
 	"  --post-list N          WRs per ibv_post_send of its post-list band, 2..64 (default 8; 1: no such band)\n"
-	"  --app NAME             take the post list from NAME's probed histogram (its median batch)\n"
+	"  --concurrency QxT      its concurrency band: Q QPs driven by T threads, each thread owning Q/T QPs\n"
+	"                         and one send CQ, 2 <= Q <= 64, 1 <= T <= Q (default 4x2; loopback rc only,\n"
+	"                         capped by the device's max_qp and the CPUs the run may use; 'none': no band)\n"
+	"  --app NAME             take the post list (its median batch) and the concurrency (its QPs and posting\n"
+	"                         threads) from NAME's probed histogram\n"
 	"  --pkey-index N         P_Key table index 0..65535 (loopback only; default 0)\n"
 	"  --connect cm|manual    loopback rc qps through rdma_cm to the node's own address, or by hand with\n"
 	"                         ibv_modify_qp (default: rdma_cm on iWARP, whose rc qps connect only so; else manual)\n"
@@ -175,6 +180,29 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* "QxT" (2 <= Q <= 64, 1 <= T <= min(Q, 16)) or "none" (qps 0) into qps/threads; returns 0 or EINVAL. */
+static int parse_concurrency(const char *s, uint32_t *qps, uint32_t *threads)
+{
+	unsigned long q, t;
+	char *end;
+
+	if (strcmp(s, "none") == 0) {
+		*qps = *threads = 0;
+		return 0;
+	}
+	if (*s < '0' || *s > '9')
+		return EINVAL;
+	q = strtoul(s, &end, 10);
+	if (*end != 'x' || end[1] < '0' || end[1] > '9')
+		return EINVAL;
+	t = strtoul(end + 1, &end, 10);
+	if (*end || q < 2 || q > 64 || t < 1 || t > q || t > 16)
+		return EINVAL;
+	*qps = (uint32_t)q;
+	*threads = (uint32_t)t;
+	return 0;
+}
+
 static bool parse_int(const char *s, long lo, long hi, long *out)
 {
 	char *end;
@@ -274,19 +302,23 @@ static void print_summary(FILE *f, const struct rt_run *run)
 }
 
 /*
- * The post list of the sweep's post-list band from app's stored histograms: the largest median batch of its RC
- * opcodes (rt_cli_median_batch), 1 (no band) when it posts one WR per call. Returns 0, or RT_EXIT_USAGE when app has
- * no histogram (one line said), RT_EXIT_FAIL on a store error.
+ * The sweep's post-list and concurrency bands from app's stored histograms: the post list is the largest median batch
+ * of its RC opcodes (rt_cli_median_batch), 1 (no band) when it posts one WR per call; the concurrency its QPs and
+ * posting threads (rt_cli_app_concurrency; none for one QP), said on stderr when not as the app ran. Returns 0, or
+ * RT_EXIT_USAGE when app has no histogram (one line said), RT_EXIT_FAIL on a store error.
  */
-static int app_post_list(struct rt_store *st, const char *app, uint32_t *post_list)
+static int app_sizes(struct rt_store *st, const char *app, uint32_t *post_list, uint32_t *conc_qps,
+		     uint32_t *conc_threads)
 {
+	struct rt_store_histogram hs[RT_OP__COUNT];
 	uint32_t best = 0;
+	size_t n_h = 0;
 	bool any = false;
 
 	for (int op = 0; op < RT_OP__COUNT; op++) {
-		struct rt_store_histogram h;
+		struct rt_store_histogram *h = &hs[n_h];
 		struct rt_error e;
-		int rc = rt_store_get_histogram(st, app, (enum rt_opcode)op, RT_QPT_RC, &h, &e);
+		int rc = rt_store_get_histogram(st, app, (enum rt_opcode)op, RT_QPT_RC, h, &e);
 
 		if (rc == ENOENT)
 			continue;
@@ -295,8 +327,25 @@ static int app_post_list(struct rt_store *st, const char *app, uint32_t *post_li
 			return RT_EXIT_FAIL;
 		}
 		any = true;
-		if (rt_cli_median_batch(&h) > best)
-			best = rt_cli_median_batch(&h);
+		n_h++;
+		if (rt_cli_median_batch(h) > best)
+			best = rt_cli_median_batch(h);
+	}
+	switch (rt_cli_app_concurrency(hs, n_h, conc_qps, conc_threads)) {
+	case RT_APP_CONC_THREADS_UNKNOWN:
+		fprintf(stderr,
+			"calibrate: '%s' ran %u qps; its probe did not record the posting threads: %u threads assumed\n",
+			app, *conc_qps, *conc_threads);
+		break;
+	case RT_APP_CONC_SHARED_QPS:
+		fprintf(stderr, "calibrate: '%s' posts from more threads than qps: %u threads, one qp each\n", app,
+			*conc_threads);
+		break;
+	case RT_APP_CONC_CAPPED:
+		fprintf(stderr, "calibrate: '%s' ran more qps or threads than the band takes: %ux%u measured\n", app,
+			*conc_qps, *conc_threads);
+		break;
+	default: break;
 	}
 	if (!any) {
 		rt_cli_error("calibrate: no histogram of application '%s' in '%s' (run 'rtune probe' first)", app,
@@ -411,7 +460,8 @@ int cmd_calibrate(int argc, char **argv)
 		O_PKEY,
 		O_LARGE,
 		O_POSTLIST,
-		O_APP
+		O_APP,
+		O_CONC
 	};
 	static const struct option opts[] = {
 		{ "ib-dev", required_argument, NULL, 'd' },
@@ -441,13 +491,14 @@ int cmd_calibrate(int argc, char **argv)
 		{ "large-sizes", required_argument, NULL, O_LARGE },
 		{ "post-list", required_argument, NULL, O_POSTLIST },
 		{ "app", required_argument, NULL, O_APP },
+		{ "concurrency", required_argument, NULL, O_CONC },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct rt_cal_opts o;
 	struct cal_ctx x;
 	const char *db = NULL, *out = NULL, *app = NULL;
-	bool post_list_set = false;
+	bool post_list_set = false, conc_set = false;
 	bool json = false, store = true, samples = true, to_stdout = false;
 	int c, code = RT_EXIT_OK, n_runs = 1, per;
 	struct sigaction sa;
@@ -524,6 +575,15 @@ int cmd_calibrate(int argc, char **argv)
 			post_list_set = true;
 			break;
 		case O_APP: app = optarg; break;
+		case O_CONC:
+			if (parse_concurrency(optarg, &o.conc_qps, &o.conc_threads))
+				return rt_cli_usage_error(
+					"calibrate",
+					"option '--concurrency' takes QxT (2 <= Q <= 64 qps, 1 <= T <= "
+					"min(Q, 16) threads) or 'none', not '%s'",
+					optarg);
+			conc_set = true;
+			break;
 		case O_CAP:
 			if (!parse_int(optarg, 1, RT_ENGINE_MAX_MSG, &v))
 				return rt_cli_usage_error("calibrate",
@@ -644,6 +704,8 @@ int cmd_calibrate(int argc, char **argv)
 			o.sl >= 0 ? "sl" : "pkey-index", o.sl >= 0 ? "service level" : "P_Key");
 	if (app && post_list_set)
 		return rt_cli_usage_error("calibrate", "options '--app' and '--post-list' exclude each other");
+	if (app && conc_set)
+		return rt_cli_usage_error("calibrate", "options '--app' and '--concurrency' exclude each other");
 	if (app && !store)
 		return rt_cli_usage_error("calibrate", "option '--app' reads the store: it excludes '--no-store'");
 	if (o.peer && (o.connect || o.cm_addr))
@@ -682,7 +744,7 @@ int cmd_calibrate(int argc, char **argv)
 		}
 	}
 	if (app) {
-		int rc = app_post_list(x.st, app, &o.post_list);
+		int rc = app_sizes(x.st, app, &o.post_list, &o.conc_qps, &o.conc_threads);
 
 		if (rc) {
 			rt_store_close(x.st);

@@ -50,7 +50,7 @@ const char *rt_run_status_name(enum rt_run_status st)
 
 const char *rt_rate_band_name(enum rt_rate_band b)
 {
-	static const char *const band_names[] = { "small", "large", "post_list" };
+	static const char *const band_names[] = { "small", "large", "post_list", "concurrency" };
 
 	return name_of(band_names, N_OF(band_names), (unsigned)b);
 }

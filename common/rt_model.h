@@ -145,20 +145,25 @@ struct rt_rate_point {
 	uint64_t msgs;		  /* messages sent in total */
 	uint64_t enomem;	  /* ibv_post_send ENOMEM seen (must stay 0) */
 	uint32_t post_list;	  /* WRs per ibv_post_send call (a post list); 0 or 1 = one WR per call */
+	uint32_t qps;		  /* concurrency band: QPs posting at once (0 or 1 = one) */
+	uint32_t threads;	  /* concurrency band: sending threads, each owning qps / threads QPs (0 or 1 = one) */
 };
 
-/* The rate sweep's load bands: the small-message band (msg_bytes < RT_LARGE_MSG_BYTES, one WR per call) is the one the
- * signaling decision has always used; large messages and post lists are bands of their own, decided separately. */
+/* The rate sweep's load bands: the small-message band (msg_bytes < RT_LARGE_MSG_BYTES, one WR per call, one QP) is the
+ * one the signaling decision has always used; large messages, post lists and concurrency (several QPs driven by several
+ * threads) are bands of their own, decided separately. */
 #define RT_LARGE_MSG_BYTES 4096u
-enum rt_rate_band { RT_BAND_SMALL = 0, RT_BAND_LARGE, RT_BAND_POST_LIST, RT_BAND__COUNT };
+enum rt_rate_band { RT_BAND_SMALL = 0, RT_BAND_LARGE, RT_BAND_POST_LIST, RT_BAND_CONCURRENCY, RT_BAND__COUNT };
 /* The band of a rate point; never fails. */
 static inline enum rt_rate_band rt_rate_band_of(const struct rt_rate_point *p)
 {
+	if (p->qps > 1)
+		return RT_BAND_CONCURRENCY;
 	if (p->post_list > 1)
 		return RT_BAND_POST_LIST;
 	return p->msg_bytes >= RT_LARGE_MSG_BYTES ? RT_BAND_LARGE : RT_BAND_SMALL;
 }
-const char *rt_rate_band_name(enum rt_rate_band b); /* "small", "large", "post_list" */
+const char *rt_rate_band_name(enum rt_rate_band b); /* "small", "large", "post_list", "concurrency" */
 
 /* CQ moderation, as measured: supported == false means ibv_modify_cq refused it, never faked. */
 struct rt_cq_moderation {

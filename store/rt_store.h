@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 9
+#define RT_STORE_SCHEMA_VERSION 10
 
 struct rt_store;
 
@@ -181,6 +181,7 @@ struct rt_store_signal_band {
 	uint32_t signal_interval;	     /* N */
 	char verdict[32];		     /* the tuner's signal verdict name */
 	char confidence[16];		     /* "high", "medium", "low" */
+	uint32_t qps, threads;		     /* concurrency band: QPs and sending threads (1 and 1 otherwise) */
 };
 /* Replaces the signal bands of run_id with b[0..n) in one transaction. */
 int rt_store_put_signal_bands(struct rt_store *st, int64_t run_id, const struct rt_store_signal_band *b, size_t n,
@@ -205,6 +206,9 @@ struct rt_store_histogram {
 	uint64_t batch[RT_BATCH_BUCKETS];     /* post calls per rt_batch_bucket(WRs per call) */
 	uint32_t batch_max[RT_BATCH_BUCKETS]; /* largest batch seen per bucket, 0 = not recorded */
 	uint32_t max_send_wr;		      /* smallest max_send_wr of those QPs, 0 = unknown */
+	/* the concurrency the app posted with (schema v10): its QPs of this class and the distinct threads that posted
+	 * on them (the largest count of any of its processes); 0 = not recorded */
+	uint32_t qps, threads;
 };
 /* Stores one histogram of an application on node (upserted) in one transaction; sets h->id. */
 int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node, struct rt_store_histogram *h,

@@ -155,9 +155,19 @@ static const char migrate_v9[] =
 	" inline_ns INTEGER NOT NULL, noinline_ns INTEGER NOT NULL, revert INTEGER NOT NULL,"
 	" PRIMARY KEY(ctl_id, seq));";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3,
-								 migrate_v4, migrate_v5, migrate_v6,
-								 migrate_v7, migrate_v8, migrate_v9 };
+/* v9 -> v10: the concurrency band of the rate sweep (several QPs driven by several threads): its QPs and threads on
+ * each band rate point and band decision (1 and 1 for the other bands, as in older stores), and the app's QP and
+ * posting-thread counts beside its histogram (NULL: recorded before the probe counted them). */
+static const char migrate_v10[] = "ALTER TABLE band_rate_points ADD COLUMN qps INTEGER NOT NULL DEFAULT 1;"
+				  "ALTER TABLE band_rate_points ADD COLUMN threads INTEGER NOT NULL DEFAULT 1;"
+				  "ALTER TABLE signal_bands ADD COLUMN qps INTEGER NOT NULL DEFAULT 1;"
+				  "ALTER TABLE signal_bands ADD COLUMN threads INTEGER NOT NULL DEFAULT 1;"
+				  "ALTER TABLE histograms ADD COLUMN qps INTEGER;"
+				  "ALTER TABLE histograms ADD COLUMN threads INTEGER;";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3, migrate_v4,
+								 migrate_v5, migrate_v6, migrate_v7, migrate_v8,
+								 migrate_v9, migrate_v10 };
 
 int64_t rt_store_now_ns(void)
 {

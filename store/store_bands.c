@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The load bands of a run in the store (schema v8): the rate points of the bands other than the small-message one
- * (large messages, post lists; table band_rate_points, beside rate_points so that every reader of a run's sweep keeps
+ * The load bands of a run in the store (schema v8; v10: concurrency): the rate points of the bands other than the
+ * small-message one (large messages, post lists, several QPs by several threads; table band_rate_points, beside rate_points so that every reader of a run's sweep keeps
  * reading exactly the small band), and the signaling interval the tuner chose for each band (table signal_bands).
  */
 #include "store_internal.h"
@@ -39,8 +39,8 @@ static int add_bands(struct rt_store *st, int64_t run_id, const struct rt_rate_p
 	sqlite3_stmt *s = NULL;
 	int rc = prep(st,
 		      "INSERT INTO band_rate_points(run_id, band, op, qpt, msg_bytes, inl, post_list, signal_interval,"
-		      " sq_depth, reps, mops, mops_lo, mops_hi, cpu_ns_per_msg, msgs, enomem)"
-		      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		      " sq_depth, reps, mops, mops_lo, mops_hi, cpu_ns_per_msg, msgs, enomem, qps, threads)"
+		      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		      &s, err);
 
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -63,6 +63,8 @@ static int add_bands(struct rt_store *st, int64_t run_id, const struct rt_rate_p
 		sqlite3_bind_double(s, 14, p->cpu_ns_per_msg);
 		sqlite3_bind_int64(s, 15, (int64_t)p->msgs);
 		sqlite3_bind_int64(s, 16, (int64_t)p->enomem);
+		sqlite3_bind_int64(s, 17, p->qps > 1 ? p->qps : 1);
+		sqlite3_bind_int64(s, 18, p->threads > 1 ? p->threads : 1);
 		if (sqlite3_step(s) != SQLITE_DONE)
 			rc = rt_store_sql_error(st, "store band rate point", err);
 	}
@@ -93,7 +95,8 @@ int rt_store_run_load_bands(struct rt_store *st, struct rt_run *run, struct rt_e
 	run->n_band_rate = 0;
 	rc = prep(st,
 		  "SELECT op, qpt, msg_bytes, inl, signal_interval, sq_depth, reps, mops, mops_lo, mops_hi,"
-		  " cpu_ns_per_msg, msgs, enomem, post_list FROM band_rate_points WHERE run_id = ? ORDER BY id",
+		  " cpu_ns_per_msg, msgs, enomem, post_list, qps, threads FROM band_rate_points WHERE run_id = ?"
+		  " ORDER BY id",
 		  &s, err);
 	if (rc)
 		return rc;
@@ -115,6 +118,8 @@ int rt_store_run_load_bands(struct rt_store *st, struct rt_run *run, struct rt_e
 		p = &run->band_rate[run->n_band_rate++];
 		rt_store_rate_from_row(s, p);
 		p->post_list = (uint32_t)sqlite3_column_int64(s, 13);
+		p->qps = (uint32_t)sqlite3_column_int64(s, 14);
+		p->threads = (uint32_t)sqlite3_column_int64(s, 15);
 	}
 	rc = step == SQLITE_DONE ? 0 : rt_store_sql_error(st, "read band rate points", err);
 	sqlite3_finalize(s);
@@ -137,7 +142,7 @@ static int put_signal_bands(struct rt_store *st, int64_t run_id, const struct rt
 	if (!rc)
 		rc = prep(st,
 			  "INSERT INTO signal_bands(run_id, band, op, qpt, msg_bytes_lo, msg_bytes_hi, post_list,"
-			  " signal_interval, verdict, confidence) VALUES(?,?,?,?,?,?,?,?,?,?)",
+			  " signal_interval, verdict, confidence, qps, threads) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
 			  &s, err);
 	for (size_t i = 0; !rc && i < n; i++) {
 		sqlite3_reset(s);
@@ -151,6 +156,8 @@ static int put_signal_bands(struct rt_store *st, int64_t run_id, const struct rt
 		sqlite3_bind_int64(s, 8, b[i].signal_interval);
 		sqlite3_bind_text(s, 9, b[i].verdict, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 10, b[i].confidence, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 11, b[i].qps > 1 ? b[i].qps : 1);
+		sqlite3_bind_int64(s, 12, b[i].threads > 1 ? b[i].threads : 1);
 		if (sqlite3_step(s) != SQLITE_DONE)
 			rc = rt_store_sql_error(st, "store signal band", err);
 	}
@@ -178,8 +185,8 @@ int rt_store_get_signal_bands(struct rt_store *st, int64_t run_id, struct rt_sto
 	*out = NULL;
 	*n = 0;
 	rc = prep(st,
-		  "SELECT band, op, qpt, msg_bytes_lo, msg_bytes_hi, post_list, signal_interval, verdict, confidence"
-		  " FROM signal_bands WHERE run_id = ? ORDER BY band, op, qpt",
+		  "SELECT band, op, qpt, msg_bytes_lo, msg_bytes_hi, post_list, signal_interval, verdict, confidence,"
+		  " qps, threads FROM signal_bands WHERE run_id = ? ORDER BY band, op, qpt",
 		  &s, err);
 	if (rc)
 		return rc;
@@ -217,6 +224,8 @@ int rt_store_get_signal_bands(struct rt_store *st, int64_t run_id, struct rt_sto
 			 sqlite3_column_text(s, 7) ? (const char *)sqlite3_column_text(s, 7) : "");
 		snprintf(b->confidence, sizeof(b->confidence), "%s",
 			 sqlite3_column_text(s, 8) ? (const char *)sqlite3_column_text(s, 8) : "");
+		b->qps = (uint32_t)sqlite3_column_int64(s, 9);
+		b->threads = (uint32_t)sqlite3_column_int64(s, 10);
 	}
 	rc = step == SQLITE_DONE ? 0 : rt_store_sql_error(st, "read signal bands", err);
 	sqlite3_finalize(s);

@@ -17,6 +17,14 @@
 
 json_t *rt_store_band_json(const struct rt_profile_band *b)
 {
+	if (b->kind == RT_PROFILE_BAND_CONCURRENCY)
+		return json_pack(
+			"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o}", "kind", rt_profile_band_kind_name(b->kind),
+			"qps", (json_int_t)b->qps, "threads", (json_int_t)b->threads, "post_list",
+			(json_int_t)b->post_list, "msg_bytes_lo", (json_int_t)b->msg_bytes_lo, "msg_bytes_hi",
+			(json_int_t)b->msg_bytes_hi, "signal_interval", (json_int_t)b->signal_interval, "verdict",
+			b->verdict[0] ? json_string(b->verdict) : json_null(), "confidence",
+			b->has_confidence ? json_string(rt_profile_confidence_name(b->confidence)) : json_null());
 	return json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:o}", "kind", rt_profile_band_kind_name(b->kind), "post_list",
 			 (json_int_t)b->post_list, "msg_bytes_lo", (json_int_t)b->msg_bytes_lo, "msg_bytes_hi",
 			 (json_int_t)b->msg_bytes_hi, "signal_interval", (json_int_t)b->signal_interval, "verdict",
@@ -156,11 +164,18 @@ json_t *rt_store_entry_bands_json(struct rt_store *st, const struct rt_profile_e
 		struct rt_profile_band b;
 
 		if ((int)sb[i].op != (int)e->opcode || (int)sb[i].qpt != (int)e->qp_type ||
-		    (sb[i].band != RT_BAND_LARGE && sb[i].band != RT_BAND_POST_LIST))
+		    (sb[i].band != RT_BAND_LARGE && sb[i].band != RT_BAND_POST_LIST &&
+		     sb[i].band != RT_BAND_CONCURRENCY))
 			continue;
 		memset(&b, 0, sizeof(b));
-		b.kind = sb[i].band == RT_BAND_LARGE ? RT_PROFILE_BAND_LARGE : RT_PROFILE_BAND_POST_LIST;
+		b.kind = sb[i].band == RT_BAND_LARGE	   ? RT_PROFILE_BAND_LARGE
+			 : sb[i].band == RT_BAND_POST_LIST ? RT_PROFILE_BAND_POST_LIST
+							   : RT_PROFILE_BAND_CONCURRENCY;
 		b.post_list = sb[i].post_list ? sb[i].post_list : 1;
+		b.qps = sb[i].qps > 1 ? sb[i].qps : 1;
+		b.threads = sb[i].threads > 1 ? sb[i].threads : 1;
+		if (b.kind == RT_PROFILE_BAND_CONCURRENCY && b.qps < 2)
+			continue; /* not a band a reader would take */
 		b.msg_bytes_lo = sb[i].msg_bytes_lo;
 		b.msg_bytes_hi = sb[i].msg_bytes_hi;
 		b.signal_interval = sb[i].signal_interval ? sb[i].signal_interval : 1;

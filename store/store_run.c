@@ -1132,8 +1132,8 @@ int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node,
 	if ((rc = prepare(
 		     st,
 		     "INSERT INTO histograms(node_id, app, op, qpt, created_ns, messages, bytes, inline_count,"
-		     " signaled_count, sq_full_enomem, buckets, bucket_max, post_calls, batch, batch_max, max_send_wr)"
-		     " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+		     " signaled_count, sq_full_enomem, buckets, bucket_max, post_calls, batch, batch_max, max_send_wr,"
+		     " qps, threads) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 		     &s, err)))
 		goto out;
 	sqlite3_bind_int64(s, 1, node_id);
@@ -1152,6 +1152,10 @@ int rt_store_put_histogram(struct rt_store *st, const struct rt_node_info *node,
 	sqlite3_bind_blob(s, 14, batch, sizeof(batch), SQLITE_STATIC);
 	sqlite3_bind_blob(s, 15, batch_max, sizeof(batch_max), SQLITE_STATIC);
 	sqlite3_bind_int64(s, 16, (int64_t)h->max_send_wr);
+	if (h->qps)
+		sqlite3_bind_int64(s, 17, h->qps);
+	if (h->threads)
+		sqlite3_bind_int64(s, 18, h->threads);
 	if ((rc = step_done(st, s, "store histogram", err)))
 		goto out;
 	h->id = sqlite3_last_insert_rowid(st->db);
@@ -1172,7 +1176,7 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 	memset(out, 0, sizeof(*out));
 	if ((rc = prepare(st,
 			  "SELECT id, created_ns, messages, bytes, inline_count, signaled_count, sq_full_enomem,"
-			  " buckets, bucket_max, post_calls, batch, batch_max, max_send_wr"
+			  " buckets, bucket_max, post_calls, batch, batch_max, max_send_wr, qps, threads"
 			  " FROM histograms WHERE app = ? AND op = ? AND qpt = ?"
 			  " ORDER BY created_ns DESC, id DESC LIMIT 1",
 			  &s, err)))
@@ -1206,6 +1210,8 @@ int rt_store_get_histogram(struct rt_store *st, const char *app, enum rt_opcode 
 	blob_get(s, 10, out->batch, RT_BATCH_BUCKETS, 8);
 	blob_get(s, 11, out->batch_max, RT_BATCH_BUCKETS, 4);
 	out->max_send_wr = (uint32_t)sqlite3_column_int64(s, 12);
+	out->qps = (uint32_t)sqlite3_column_int64(s, 13);
+	out->threads = (uint32_t)sqlite3_column_int64(s, 14);
 	/* a largest size outside its bucket is not one the probe wrote: unknown */
 	for (unsigned b = 0; b < RT_HIST_BUCKETS; b++)
 		if (out->bucket_max[b] &&

@@ -208,12 +208,13 @@ enum rt_profile_confidence rt_profile_signal_confidence(const struct rt_profile_
 /*
  * ---- load bands and skipped measurements (schema 1.4) -------------------------------------------------------------
  * Besides the small-message rate sweep behind signal_interval, calibrate measures load bands -- large non-inline
- * messages (e.g. 4096-65536 B, one WR per ibv_post_send) and post lists of K WRs per ibv_post_send -- and tunes an N
- * per band. They are kept beside the entry (not in struct rt_profile_entry, whose layout only grows at its end) and
+ * messages (e.g. 4096-65536 B, one WR per ibv_post_send), post lists of K WRs per ibv_post_send, and concurrency (Q QPs
+ * driven by T threads, one WR per call) -- and tunes an N per band. A band of a kind this librtune does not know (a
+ * later addition) is passed over when the document is read. They are kept beside the entry (not in struct rt_profile_entry, whose layout only grows at its end) and
  * read with the calls below, which take the profile the entry came from. A document older than 1.4 has no bands and
  * no skips: every call then falls back to the entry (rt_profile_signal_interval_for() returns e->signal_interval).
  */
-enum rt_profile_band_kind { RT_PROFILE_BAND_LARGE = 1, RT_PROFILE_BAND_POST_LIST = 2 };
+enum rt_profile_band_kind { RT_PROFILE_BAND_LARGE = 1, RT_PROFILE_BAND_POST_LIST = 2, RT_PROFILE_BAND_CONCURRENCY = 3 };
 
 /* One load band of an entry (its opcode and QP type): "bands" in the JSON document. */
 struct rt_profile_band {
@@ -224,6 +225,8 @@ struct rt_profile_band {
 	bool has_confidence;		     /* false: the document had none (null) */
 	enum rt_profile_confidence confidence;
 	char verdict[32]; /* the tuner's signal verdict ("knee", "indifferent", ...), "" when none */
+	/* appended: a concurrency band's QPs and sending threads (1 and 1 for the other kinds) */
+	uint32_t qps, threads;
 };
 
 /* Bands of entry e of p (0 when e is not an entry of p, or the document has none). */
@@ -239,6 +242,14 @@ const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, con
  */
 uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct rt_profile_entry *e,
 					uint32_t msg_bytes, uint32_t post_list);
+/*
+ * As rt_profile_signal_interval_for(), for an application that posts on qps QPs from threads threads (0 and 1 both
+ * mean one): a large message is still the large band's and a list the post-list band's; otherwise, with qps >= 2, the
+ * concurrency band with the largest qps not above the application's (among those, the largest threads not above its
+ * threads, else the fewest threads) answers; else the entry's own signal_interval. Never 0. NULL p or e: 1.
+ */
+uint32_t rt_profile_signal_interval_for_load(const struct rt_profile *p, const struct rt_profile_entry *e,
+					     uint32_t msg_bytes, uint32_t post_list, uint32_t qps, uint32_t threads);
 
 /* What a skipped measurement concerns (the "kind" of a "skipped" item). */
 enum rt_profile_skip_kind {

@@ -9,6 +9,7 @@
 #include "rt_link.h"
 #include "rt_sched.h"
 #include "devinfo.h"
+#include "rt_concur.h"
 #include "rt_cpuplace.h"
 
 #include <arpa/inet.h>
@@ -18,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,8 @@ void rt_cal_opts_init(struct rt_cal_opts *o)
 	o->large_sizes[1] = 65536;
 	o->n_large = 2;
 	o->post_list = 8;
+	o->conc_qps = 4;
+	o->conc_threads = 2;
 	o->ops[RT_OP_SEND] = o->ops[RT_OP_WRITE] = true;
 	o->qpts[RT_QPT_RC] = o->qpts[RT_QPT_UD] = o->qpts[RT_QPT_SRD] = true;
 	o->budget_s = RT_ENGINE_DEFAULT_BUDGET_S;
@@ -98,6 +102,16 @@ struct cal {
 	uint32_t max_msg;		 /* the endpoints' largest payload */
 	double phase_s[2];		 /* seconds spent in the latency grid and the signaling sweep */
 	double bar_lo, bar_hi, bar_done; /* the progress bar: this phase's span of it, and what is drawn */
+	/* the concurrency band: its QPs and threads (NULL: not measured), the CPUs the run may use */
+	struct rt_conc *conc;
+	uint32_t conc_qps, conc_threads;
+	int conc_cpus[RT_CONC_MAX_THREADS];
+	char conc_why[160];	  /* why the band is not measured or was reduced, "" when as asked */
+	bool conc_yield;	  /* a sending thread shares the responder's CPU: both yield while the band runs */
+	atomic_bool conc_running; /* a concurrency cell is being measured */
+	atomic_bool conc_bands;	  /* the load bands are being measured: the responder refills the band's receives */
+	int allowed_cpus[RT_CONC_MAX_THREADS + 2];
+	size_t n_allowed_cpus;
 };
 
 static int64_t realtime_ns(void)
@@ -393,6 +407,9 @@ static int pick_cpu(struct cal *c, struct rt_error *err)
 	for (int i = 0; i < n_all; i++)
 		if (all[i] >= 0 && all[i] < CPU_SETSIZE && CPU_ISSET(all[i], &s))
 			allowed[n_allowed++] = all[i];
+	/* the concurrency band's sending threads may use these (pinning below narrows this thread's mask) */
+	for (int i = 0; i < n_allowed && c->n_allowed_cpus < sizeof(c->allowed_cpus) / sizeof(c->allowed_cpus[0]); i++)
+		c->allowed_cpus[c->n_allowed_cpus++] = allowed[i];
 	if (c->run->dev.local_cpus[0])
 		n_local = rt_cpulist_parse(c->run->dev.local_cpus, local, RT_CPUPLACE_MAX);
 	memset(&req, 0, sizeof(req));
@@ -449,13 +466,17 @@ static void *resp_thread(void *arg)
 	while (!c->resp_stop) {
 		int rc = rt_resp_step(&r, &c->resp_err);
 
+		/* the concurrency band's responder QPs: their shared receive CQ, refilled here while the bands run (never
+		 * in the latency grid: one more poll per step would delay every ping-pong answer) */
+		if (!rc && c->conc && atomic_load_explicit(&c->conc_bands, memory_order_acquire))
+			rc = rt_conc_resp_step(c->conc, &c->resp_err);
 		if (rc) {
 			c->resp_dead = 1;
 			break;
 		}
 		if (r.ended)
 			break;
-		if (c->cli.yield)
+		if (c->cli.yield || (c->conc_yield && atomic_load_explicit(&c->conc_running, memory_order_relaxed)))
 			sched_yield();
 	}
 	return NULL;
@@ -508,6 +529,86 @@ static void ep_cfg(struct cal *c, struct rt_ep_cfg *cfg, uint32_t max_msg)
 		(uint32_t)(c->run->dev.max_qp_wr > 0 && c->run->dev.max_qp_wr < 1024 ? c->run->dev.max_qp_wr : 1024);
 	cfg->ud = c->ud;
 	cfg->rc_qp = !c->no_rc;
+}
+
+/*
+ * Sizes and creates the concurrency band (o->conc_qps QPs x o->conc_threads threads): the QPs capped by the device's
+ * max_qp (the band's 2 Q beside the link's own), the threads by the QPs and by the CPUs the run may use (the measuring
+ * thread's CPU first, then the others, the responder's last: a thread there shares it and the threads yield), each
+ * thread pinned to its own. What reduced or dropped the band is c->conc_why (params.concurrency). A device refusing the
+ * band's QPs or CQs drops the band (params.skipped), the run goes on. Returns 0 or ENOMEM with err.
+ */
+static int setup_concurrency(struct cal *c, uint32_t max_msg, struct rt_error *err)
+{
+	const struct rt_cal_opts *o = c->o;
+	uint32_t q = o->conc_qps, t = o->conc_threads ? o->conc_threads : 1, n_cpu = 0;
+	int env_cpu = c->run->env.cpu, resp_cpu = c->resp_cpu, link_qps = c->ud ? 4 : 2;
+	struct rt_conc_setup s;
+	struct rt_error e;
+	int rc;
+
+	if (q <= 1)
+		return 0;
+	if (q > RT_CONC_MAX_QPS)
+		q = RT_CONC_MAX_QPS;
+	if (c->run->dev.max_qp > 0 && (int)(2 * q) > c->run->dev.max_qp - link_qps) {
+		q = c->run->dev.max_qp > link_qps ? (uint32_t)(c->run->dev.max_qp - link_qps) / 2 : 0;
+		snprintf(c->conc_why, sizeof(c->conc_why), "qps capped to %u by the device's max_qp %d", q,
+			 c->run->dev.max_qp);
+		if (q < 2) {
+			snprintf(c->conc_why, sizeof(c->conc_why),
+				 "the device's max_qp %d leaves no room for 2 qp pairs", c->run->dev.max_qp);
+			return 0;
+		}
+	}
+	if (t > q)
+		t = q;
+	if (t > RT_CONC_MAX_THREADS)
+		t = RT_CONC_MAX_THREADS;
+	c->conc_cpus[n_cpu++] = env_cpu;
+	for (size_t i = 0; i < c->n_allowed_cpus && n_cpu < t; i++)
+		if (c->allowed_cpus[i] != env_cpu && c->allowed_cpus[i] != resp_cpu)
+			c->conc_cpus[n_cpu++] = c->allowed_cpus[i];
+	for (size_t i = 0; i < c->n_allowed_cpus && n_cpu < t; i++)
+		if (c->allowed_cpus[i] == resp_cpu && resp_cpu != env_cpu) {
+			c->conc_cpus[n_cpu++] = resp_cpu;
+			c->conc_yield = true;
+			note(c, "a concurrency sending thread shares the responder's cpu: both yield while waiting");
+		}
+	if (n_cpu < t) {
+		char msg[120];
+
+		snprintf(msg, sizeof(msg), "threads capped to %u: the cpus this run may use", n_cpu);
+		snprintf(c->conc_why + strlen(c->conc_why), sizeof(c->conc_why) - strlen(c->conc_why), "%s%s",
+			 c->conc_why[0] ? "; " : "", msg);
+		t = n_cpu;
+	}
+	memset(&s, 0, sizeof(s));
+	memset(&e, 0, sizeof(e));
+	s.cep = &c->cep;
+	s.rep = &c->rep;
+	s.addr = &c->addr;
+	s.qps = q;
+	s.threads = t;
+	s.sq_depth = c->run->sq_depth;
+	s.max_inline = c->run->max_inline_used;
+	s.msg_bytes = max_msg < 256 ? max_msg : 256;
+	s.cpus = c->conc_cpus;
+	s.yield = c->conc_yield || resp_cpu == env_cpu;
+	c->conc_yield = s.yield;
+	s.stop = o->stop;
+	s.peer_dead = &c->resp_dead;
+	s.timeout_ns = 5e9;
+	rc = rt_conc_create(&s, &c->conc, &e);
+	if (rc == ENOMEM && strstr(e.text, "out of memory"))
+		return rt_error_set(err, ENOMEM, "out of memory");
+	if (rc) {
+		skip(c, "concurrency band", e.text);
+		return 0;
+	}
+	c->conc_qps = q;
+	c->conc_threads = t;
+	return 0;
 }
 
 static int connect_cm_loopback(struct cal *c, const struct rt_ep_cfg *cfg0, struct rt_error *err);
@@ -578,6 +679,15 @@ static int connect_loopback(struct cal *c, uint32_t max_msg, struct rt_error *er
 		rc = rt_ep_fill_recv(&c->rep, true, err);
 	if (rc)
 		return rc;
+	if (!c->use_cm && !c->no_rc) {
+		rc = setup_concurrency(c, max_msg, err);
+		if (rc)
+			return rc;
+	} else if (c->o->conc_qps > 1) {
+		snprintf(c->conc_why, sizeof(c->conc_why), "%s",
+			 c->no_rc ? "no rc qps on this device"
+				  : "rdma_cm loopback: its qps connect only through the cm");
+	}
 	if (c->resp_cpu == c->run->env.cpu) {
 		/* one CPU for both sides: without yielding, each spinning side would wait out the other's time slice */
 		c->cli.yield = true;
@@ -982,6 +1092,8 @@ static void teardown(struct cal *c)
 		pthread_join(c->thr, NULL);
 		c->thr_started = false;
 	}
+	rt_conc_destroy(c->conc); /* its QPs use the endpoints' PDs and MRs */
+	c->conc = NULL;
 	if (c->cm_connected) {
 		struct rdma_cm_event *ev;
 
@@ -1338,9 +1450,16 @@ static int measure_rate(struct cal *c, uint64_t deadline, struct rt_rate_point *
 			c->cli.dg_srd = r->qpt == RT_QPT_SRD;
 			rc = rt_client_phase(&c->cli, RT_MODE_SINK, false, false, r->msg_bytes, err);
 			c->cli.post_list = r->post_list;
-			if (!rc)
+			if (!rc && r->qps > 1) {
+				/* the concurrency band: its own QPs and threads, the responder refilling their receives */
+				atomic_store(&c->conc_running, true);
+				rc = rt_conc_rate(c->conc, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns, &rr,
+						  err);
+				atomic_store(&c->conc_running, false);
+			} else if (!rc) {
 				rc = rt_client_rate(&c->cli, r->op, r->msg_bytes, r->inl, r->signal_interval, rep_ns,
 						    &rr, err);
+			}
 			c->cli.post_list = 0;
 			if (rc)
 				goto out;
@@ -1383,8 +1502,10 @@ out:
 
 /*
  * The other load bands of the sweep into run->band_rate: large messages (o->large_sizes, non-inline, up to the
- * buffer) and a post list of o->post_list WRs per call (64 B, or the smallest swept size, inline when it fits), each
- * over the same signaling intervals. Nothing to do when both are off. Returns 0 or an errno with err.
+ * buffer), a post list of o->post_list WRs per call (64 B, or the largest inline size below it, inline when it fits)
+ * and the concurrency band (c->conc: conc_qps QPs by conc_threads threads, one WR per call, the post list's size and
+ * inlining), each over the same signaling intervals; the cells of all bands share the deadline in one seeded random
+ * order. Nothing to do when all are off. Returns 0 or an errno with err.
  */
 static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, struct rt_error *err)
 {
@@ -1398,8 +1519,10 @@ static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, st
 		if (o->large_sizes[i] <= max_msg)
 			large[n_large++] = o->large_sizes[i];
 	pl_size = run->max_inline_used >= 64 || !run->max_inline_used ? 64 : run->max_inline_used;
+	uint32_t n_pl = o->post_list > 1, n_conc = c->conc != NULL;
+
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		n_cells += o->ops[op] ? (size_t)(n_large + (o->post_list > 1)) * n_ns : 0;
+		n_cells += o->ops[op] ? (size_t)(n_large + n_pl + n_conc) * n_ns : 0;
 	if (!n_cells)
 		return 0;
 	run->band_rate = calloc(n_cells, sizeof(*run->band_rate));
@@ -1407,19 +1530,24 @@ static int run_rate_bands(struct cal *c, uint64_t deadline, uint32_t max_msg, st
 	if (!run->band_rate)
 		return rt_error_set(err, ENOMEM, "out of memory");
 	for (int op = 0; op < RT_OP__COUNT; op++)
-		for (uint32_t s = 0; o->ops[op] && s < n_large + (o->post_list > 1); s++)
+		for (uint32_t s = 0; o->ops[op] && s < n_large + n_pl + n_conc; s++)
 			for (uint32_t k = 0; k < n_ns; k++) {
 				struct rt_rate_point *r = &run->band_rate[run->n_band_rate++];
+				bool conc = s >= n_large + n_pl;
 
 				r->op = (enum rt_opcode)op;
 				r->qpt = RT_QPT_RC;
 				r->msg_bytes = s < n_large ? large[s] : pl_size;
 				r->inl = s >= n_large && pl_size <= run->max_inline_used && !c->inline_refused[op];
-				r->post_list = s < n_large ? 1 : o->post_list;
+				r->post_list = s < n_large || conc ? 1 : o->post_list;
+				r->qps = conc ? c->conc_qps : 1;
+				r->threads = conc ? c->conc_threads : 1;
 				r->signal_interval = ns[k];
 				r->sq_depth = run->sq_depth;
 			}
+	atomic_store_explicit(&c->conc_bands, c->conc != NULL, memory_order_release);
 	rc = measure_rate(c, deadline, run->band_rate, run->n_band_rate, "load bands", err);
+	atomic_store_explicit(&c->conc_bands, false, memory_order_release);
 	run->n_band_rate = drop_unmeasured(run->band_rate, run->n_band_rate);
 	return rc;
 }
@@ -1504,6 +1632,23 @@ static void set_params(struct cal *c)
 			json_array_append_new(sk, json_pack("{s:s, s:s}", "what", c->skipped[i].what, "reason",
 							    c->skipped[i].reason));
 		json_object_set_new(p, "skipped", sk);
+	}
+	if (c->conc) {
+		json_t *cpus = json_array();
+
+		for (uint32_t t = 0; t < c->conc_threads; t++)
+			json_array_append_new(cpus, json_integer(c->conc_cpus[t]));
+		json_object_set_new(p, "concurrency",
+				    json_pack("{s:i, s:i, s:s, s:o, s:i, s:b, s:s}", "qps", (int)c->conc_qps, "threads",
+					      (int)c->conc_threads, "send_cq", "per_thread", "cpus", cpus, "resp_cpu",
+					      c->run->env.resp_cpu, "pin_refused", rt_conc_pin_refused(c->conc),
+					      "reduced", c->conc_why));
+	} else if (o->conc_qps > 1) {
+		json_object_set_new(p, "concurrency",
+				    json_pack("{s:s}", "none",
+					      o->peer	       ? "two-node: the band is measured in loopback only"
+					      : c->conc_why[0] ? c->conc_why
+							       : "not measured"));
 	}
 	if (c->rnr_read)
 		json_object_set_new(p, "rnr", rnr_json(c));
@@ -1891,7 +2036,7 @@ int rt_engine_calibrate(const struct rt_cal_opts *o, struct rt_run *run, struct 
 	{
 		/* the load bands (large messages, post lists) take the last 40 % of the sweep's share */
 		uint64_t now = rt_clock_mono_ns(), small_end = rate_deadline;
-		bool bands = (o->n_large || o->post_list > 1) && !c->no_rc; /* the bands are rc */
+		bool bands = (o->n_large || o->post_list > 1 || c->conc) && !c->no_rc; /* the bands are rc */
 
 		double bar_mid = bands ? LAT_SHARE + 0.6 * (RATE_SHARE - LAT_SHARE) : RATE_SHARE;
 

@@ -51,7 +51,10 @@ struct rt_cal_opts {
 	uint32_t large_sizes[RT_ENGINE_MAX_LARGE]; /* large non-inline sizes (default 4096, 65536), n_large 0 = none */
 	size_t n_large;
 	uint32_t post_list; /* WRs per ibv_post_send of the post-list band (default 8), 0 or 1 = no such band */
-	const char *peer;   /* NULL = loopback, else "host[:port]" of `rtune serve` */
+	/* the concurrency band (loopback RC only): conc_qps QPs driven by conc_threads threads (default 4 x 2), capped
+	 * by the device's max_qp and the CPUs the run may use; conc_qps 0 or 1 = no such band */
+	uint32_t conc_qps, conc_threads;
+	const char *peer;	      /* NULL = loopback, else "host[:port]" of `rtune serve` */
 	enum rt_connect_mode connect; /* loopback only */
 	const char *cm_addr;	      /* rdma_cm loopback: the own IPv4 address, NULL = from the port's GIDs/netdev */
 	volatile sig_atomic_t *stop;  /* set asynchronously (SIGINT): the run ends as interrupted */

@@ -101,9 +101,13 @@ static json_t *rate_json(const struct rt_rate_point *r)
 	json_object_set_new(o, "mops_hi", num(r->mops_hi));
 	json_object_set_new(o, "cpu_ns_per_msg", num(r->cpu_ns_per_msg));
 	json_object_set_new(o, "post_ns_per_msg", num(r->post_ns_per_msg));
-	if (r->post_list > 1 || r->msg_bytes >= RT_LARGE_MSG_BYTES) {
+	if (r->post_list > 1 || r->msg_bytes >= RT_LARGE_MSG_BYTES || r->qps > 1) {
 		json_object_set_new(o, "band", json_string(rt_rate_band_name(rt_rate_band_of(r))));
 		json_object_set_new(o, "post_list", json_integer(r->post_list > 1 ? r->post_list : 1));
+		if (r->qps > 1) {
+			json_object_set_new(o, "qps", json_integer(r->qps));
+			json_object_set_new(o, "threads", json_integer(r->threads > 1 ? r->threads : 1));
+		}
 	}
 	return o;
 }

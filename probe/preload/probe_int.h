@@ -164,6 +164,7 @@ struct rtp_qp;
 struct rtp_slab {
 	_Atomic int owned;
 	struct rtp_slab *next; /* all slabs, newest first; immutable once published */
+	uint32_t id;	       /* creation order (0, 1, ...): names the slab's threads in "posters" */
 	size_t map_bytes;
 	uint32_t sample_ctr; /* signaled WRs since the last latency sample */
 	/* one-entry cache of the last QP posted to (rtp_cache_fill) */
@@ -240,11 +241,13 @@ struct rtp_qp {
 	uint32_t req_max_inline_data; /* what the application asked for */
 	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
-	uint32_t apply_limit;	/* max of apply_lim: nonzero = apply mode on this QP */
-	rt_inline_ctl *ctl;	/* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
-	atomic_flag ctl_lock;	/* held around every use of ctl: a poster or poller that finds it busy skips it */
-	uint32_t apply_lim[2];	/* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
-	struct rtp_qp_stat agg; /* folded from thread entries at destroy (under g_lock) */
+	uint32_t apply_limit;	 /* max of apply_lim: nonzero = apply mode on this QP */
+	rt_inline_ctl *ctl;	 /* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
+	atomic_flag ctl_lock;	 /* held around every use of ctl: a poster or poller that finds it busy skips it */
+	uint32_t apply_lim[2];	 /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
+	struct rtp_qp_stat agg;	 /* folded from thread entries at destroy (under g_lock) */
+	uint64_t posters_folded; /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
+	uint32_t posters_over;	 /* folded slabs with an id of 64 or more that posted (not told apart) */
 	/* extended API */
 	struct ibv_qp_ex *qpx;
 	struct rtp_qpx_orig xo;
@@ -381,6 +384,10 @@ void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct 
 void rtp_entry_clear_slots(struct rtp_entry *e);
 /* Sum of q's folded and live records into *out (under g_lock). */
 void rtp_qp_sum(const struct rtp_qp *q, struct rtp_qp_stat *out);
+/* The threads that posted on q, as the slabs whose entry for q has post calls (a slab is one thread at a time: threads
+ * that followed one another on a slab count once): *mask gets the slabs of id < 64; returns how many, all ids (under
+ * g_lock). No allocation, nothing on the send path. */
+unsigned rtp_qp_posters(const struct rtp_qp *q, uint64_t *mask);
 
 /* ---- recording (shared by probe_send.c and probe_ex.c) --------------------------------------------------------- */
 

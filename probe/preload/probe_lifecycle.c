@@ -488,6 +488,8 @@ static void reset_locked(void)
 		struct rtp_qp *q = g_qps[i];
 
 		rtp_stat_zero(&q->agg);
+		q->posters_folded = 0;
+		q->posters_over = 0;
 		atomic_flag_clear(&q->lat_lock);
 		atomic_store(&q->owner, NULL); /* the owner may be a slab of a thread the child does not have */
 		atomic_store(&q->sig_own, 0);

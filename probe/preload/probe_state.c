@@ -98,6 +98,7 @@ void rtp_pool_ensure(unsigned spare)
 			return;
 		s = p;
 		s->next = atomic_load_explicit(&g_slabs, memory_order_relaxed);
+		s->id = g_nslabs;
 		atomic_store_explicit(&g_slabs, s, memory_order_release);
 		g_nslabs++;
 		free_n++;
@@ -248,6 +249,17 @@ void rtp_cache_drop(const void *key)
 	}
 }
 
+/* True when e recorded a post call: counted in its stats, or single WRs in its slots (the fast path's). */
+static bool entry_posted(const struct rtp_entry *e)
+{
+	if (CTR_GET(e->st.post_calls))
+		return true;
+	for (unsigned i = 0; i < RTP_SLOTS; i++)
+		if (atomic_load_explicit(&e->slots[i].n, memory_order_relaxed))
+			return true;
+	return false;
+}
+
 /* Moves every thread's record of q into q->agg and frees the entries (under g_lock; q is destroyed). */
 void rtp_qp_fold(struct rtp_qp *q)
 {
@@ -258,6 +270,10 @@ void rtp_qp_fold(struct rtp_qp *q)
 		if (!i)
 			continue;
 		e = &s->ent[i - 1];
+		if (entry_posted(e) && s->id < 64)
+			q->posters_folded |= 1ull << s->id;
+		else if (entry_posted(e))
+			q->posters_over++;
 		rtp_stat_add(&q->agg, &e->st);
 		rtp_entry_expand(q, e, &q->agg);
 		rtp_stat_zero(&e->st);
@@ -266,6 +282,24 @@ void rtp_qp_fold(struct rtp_qp *q)
 		atomic_store(&s->map[q->slot], 0);
 		atomic_store_explicit(&e->state, RTP_ENT_FREE, memory_order_release);
 	}
+}
+
+unsigned rtp_qp_posters(const struct rtp_qp *q, uint64_t *mask)
+{
+	unsigned over = q->posters_over;
+
+	*mask = q->posters_folded;
+	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
+		unsigned i = atomic_load(&s->map[q->slot]);
+
+		if (!i || !entry_posted(&s->ent[i - 1]))
+			continue;
+		if (s->id < 64)
+			*mask |= 1ull << s->id;
+		else
+			over++;
+	}
+	return (unsigned)__builtin_popcountll(*mask) + over;
 }
 
 /* Sum of q's folded and live records. */

@@ -334,6 +334,16 @@ static int render_locked(bool final, char **out, size_t *len, bool *has_data)
 				  (unsigned long long)c);
 			first = false;
 		}
+		{
+			uint64_t mask;
+			unsigned n_posters = rtp_qp_posters(q, &mask);
+
+			/* the threads that posted on it (issue 16: the app's concurrency), and which (slab ids < 64) */
+			jb_printf(&b, "],\"posting_threads\":%u,\"posters\":[", n_posters);
+			for (unsigned k = 0, any_k = 0; k < 64; k++)
+				if (mask >> k & 1)
+					jb_printf(&b, "%s%u", any_k++ ? "," : "", k);
+		}
 		jb_printf(&b,
 			  "],\"errors\":{\"sq_full\":%llu,\"enomem_inline_too_big\":%llu,"
 			  "\"enomem_too_many_sge\":%llu,\"enomem_other\":%llu,\"einval\":%llu,\"other\":%llu,"

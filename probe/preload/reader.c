@@ -209,6 +209,17 @@ static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *er
 	q->inline_raised = json_is_true(json_object_get(j, "inline_raised"));
 	q->ex_api = json_is_true(json_object_get(j, "ex_api"));
 	q->post_calls = u64_of(j, "post_calls");
+	q->posting_threads = (uint32_t)u64_of(j, "posting_threads");
+	{
+		json_t *ps = json_object_get(j, "posters");
+
+		for (size_t k = 0; k < json_array_size(ps); k++) {
+			json_int_t v = json_integer_value(json_array_get(ps, k));
+
+			if (json_is_integer(json_array_get(ps, k)) && v >= 0 && v < 64)
+				q->posters |= 1ull << v;
+		}
+	}
 	if (json_is_object(e)) {
 		q->sq_full = u64_of(e, "sq_full");
 		q->enomem_other = u64_of(e, "enomem_inline_too_big") + u64_of(e, "enomem_too_many_sge") +
@@ -392,6 +403,53 @@ static void op_add(struct rt_probe_op_summary *d, const struct rt_probe_op_summa
 	}
 }
 
+/* True when q (of type want) sent WRs of the class op. */
+static bool in_class(const struct rt_probe_qp_summary *q, enum rt_opcode op, const char *want)
+{
+	if (strcmp(q->qp_type, want))
+		return false;
+	if (op == RT_OP_SEND)
+		return q->op[RT_PROBE_OP_SEND].wrs || q->op[RT_PROBE_OP_SEND_IMM].wrs ||
+		       q->op[RT_PROBE_OP_SEND_INV].wrs;
+	return q->op[RT_PROBE_OP_WRITE].wrs || q->op[RT_PROBE_OP_WRITE_IMM].wrs;
+}
+
+/*
+ * The distinct threads that posted on the class's QPs: per process, the union of the QPs' poster slabs, plus the most
+ * posters a QP of it had beyond those told apart (slab ids of 64 and more); 0 when no QP recorded its posters.
+ */
+static uint32_t class_threads(const struct rt_probe_summary *s, enum rt_opcode op, const char *want)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < s->n_qps; i++) {
+		uint64_t mask = 0;
+		uint32_t over = 0;
+		bool first = true;
+
+		if (!in_class(&s->qps[i], op, want) || !s->qps[i].posting_threads)
+			continue;
+		/* the first class QP of its process sums the process */
+		for (size_t j = 0; j < i && first; j++)
+			first = !(in_class(&s->qps[j], op, want) && s->qps[j].posting_threads &&
+				  s->qps[j].pid == s->qps[i].pid);
+		if (!first)
+			continue;
+		for (size_t j = i; j < s->n_qps; j++) {
+			const struct rt_probe_qp_summary *q = &s->qps[j];
+			uint32_t told = (uint32_t)__builtin_popcountll(q->posters);
+
+			if (!in_class(q, op, want) || !q->posting_threads || q->pid != s->qps[i].pid)
+				continue;
+			mask |= q->posters;
+			if (q->posting_threads > told && q->posting_threads - told > over)
+				over = q->posting_threads - told;
+		}
+		n += (uint32_t)__builtin_popcountll(mask) + over;
+	}
+	return n;
+}
+
 uint64_t rt_probe_summary_class_queue(const struct rt_probe_summary *s, enum rt_opcode op, enum rt_qp_type qpt,
 				      struct rt_probe_op_summary *out, struct rt_probe_class_queue *qq)
 {
@@ -427,6 +485,8 @@ uint64_t rt_probe_summary_class_queue(const struct rt_probe_summary *s, enum rt_
 		if (q->max_send_wr && (!qq->max_send_wr || q->max_send_wr < qq->max_send_wr))
 			qq->max_send_wr = q->max_send_wr;
 	}
+	if (qq)
+		qq->threads = class_threads(s, op, want);
 	return out->wrs;
 }
 

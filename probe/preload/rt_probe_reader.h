@@ -75,6 +75,10 @@ struct rt_probe_qp_summary {
 	struct rt_probe_op_summary op[RT_PROBE_OP__COUNT];
 	long pid; /* of the process whose file held the QP */
 	struct rt_probe_ctl_summary ctl;
+	/* the threads that posted on it ("posting_threads", "posters": the probe's per-thread slabs, a slab one thread at
+	 * a time); 0 = not recorded (a probe before it) */
+	uint32_t posting_threads;
+	uint64_t posters; /* bit k: slab k (k < 64) posted on it */
 };
 
 struct rt_probe_summary {
@@ -111,6 +115,7 @@ struct rt_probe_class_queue {
 	uint32_t batch_max[RT_BATCH_BUCKETS]; /* largest batch seen per bucket */
 	uint64_t sq_full;		      /* SQ-full ENOMEM events on those QPs */
 	uint32_t max_send_wr;		      /* the smallest max_send_wr among them (0 when none) */
+	uint32_t threads; /* distinct threads (per process: its slabs) that posted on those QPs, 0 = not recorded */
 };
 
 /*

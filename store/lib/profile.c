@@ -415,7 +415,7 @@ static int parse_measured(struct ctx *c, const char *where, json_t *je, struct r
 
 /* ---- 1.4: load bands of an entry, skipped measurements of the document ------------------------------------------ */
 
-static const char *const band_kind_names[] = { "", "large", "post_list" };
+static const char *const band_kind_names[] = { "", "large", "post_list", "concurrency" };
 static const char *const skip_kind_names[] = { "other", "inline", "qp_type", "opcode", "cq_moderation" };
 
 const char *rt_profile_band_kind_name(enum rt_profile_band_kind k)
@@ -455,7 +455,8 @@ static int get_name_or_null(struct ctx *c, const char *where, json_t *o, const c
 	return 0;
 }
 
-/* Reads one band object into b; 0 or EINVAL naming the field. */
+/* Reads one band object into b; 0, ENOENT (a kind this librtune does not know: passed over), or EINVAL naming the
+ * field. */
 static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_profile_band *b)
 {
 	char tmp[32] = "";
@@ -463,6 +464,7 @@ static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_pro
 
 	memset(b, 0, sizeof(*b));
 	b->post_list = 1;
+	b->qps = b->threads = 1;
 	if (!json_is_object(o))
 		return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
 	if ((rc = get_str(c, where, o, "kind", true, false, false, tmp, sizeof(tmp))))
@@ -471,8 +473,16 @@ static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_pro
 		b->kind = RT_PROFILE_BAND_LARGE;
 	else if (!strcmp(tmp, "post_list"))
 		b->kind = RT_PROFILE_BAND_POST_LIST;
+	else if (!strcmp(tmp, "concurrency"))
+		b->kind = RT_PROFILE_BAND_CONCURRENCY;
 	else
-		return fail(c, EINVAL, "%s.kind: '%s' is not large or post_list", where, tmp);
+		return ENOENT; /* minor versions only add: a later kind is not this library's to answer */
+	if (b->kind == RT_PROFILE_BAND_CONCURRENCY &&
+	    ((rc = get_u32(c, where, o, "qps", true, 2, RT_PROFILE_MAX_BAND_QPS, &b->qps)) ||
+	     (rc = get_u32(c, where, o, "threads", true, 1, RT_PROFILE_MAX_BAND_QPS, &b->threads))))
+		return rc;
+	if (b->threads > b->qps)
+		return fail(c, EINVAL, "%s.threads: %" PRIu32 " exceeds qps %" PRIu32, where, b->threads, b->qps);
 	if ((rc = get_u32(c, where, o, "post_list", false, 1, RT_PROFILE_MAX_POST_LIST, &b->post_list)) ||
 	    (rc = get_u32(c, where, o, "msg_bytes_lo", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_lo)) ||
 	    (rc = get_u32(c, where, o, "msg_bytes_hi", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_hi)) ||
@@ -521,7 +531,10 @@ static int parse_bands(struct ctx *c, json_t *je, size_t idx, struct rt_profile 
 		int rc;
 
 		snprintf(w2, sizeof(w2), "%s[%zu]", where, i);
-		if ((rc = parse_band(c, w2, json_array_get(a, i), &p->bands[p->n_bands])))
+		rc = parse_band(c, w2, json_array_get(a, i), &p->bands[p->n_bands]);
+		if (rc == ENOENT)
+			continue;
+		if (rc)
 			return rc;
 		p->n_bands++;
 		p->band_n[idx]++;
@@ -1049,7 +1062,29 @@ const struct rt_profile_band *rt_profile_band_at(const struct rt_profile *p, con
 uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct rt_profile_entry *e,
 					uint32_t msg_bytes, uint32_t post_list)
 {
-	const struct rt_profile_band *list = NULL, *large = NULL;
+	return rt_profile_signal_interval_for_load(p, e, msg_bytes, post_list, 1, 1);
+}
+
+/* True when concurrency band b fits an application of qps QPs and threads threads better than best (NULL: none). */
+static bool conc_better(const struct rt_profile_band *b, const struct rt_profile_band *best, uint32_t qps,
+			uint32_t threads)
+{
+	bool fits = b->threads <= threads, best_fits;
+
+	if (b->qps > qps)
+		return false;
+	if (!best || b->qps != best->qps)
+		return !best || b->qps > best->qps;
+	best_fits = best->threads <= threads;
+	if (fits != best_fits)
+		return fits;
+	return fits ? b->threads > best->threads : b->threads < best->threads;
+}
+
+uint32_t rt_profile_signal_interval_for_load(const struct rt_profile *p, const struct rt_profile_entry *e,
+					     uint32_t msg_bytes, uint32_t post_list, uint32_t qps, uint32_t threads)
+{
+	const struct rt_profile_band *list = NULL, *large = NULL, *conc = NULL;
 	size_t n = rt_profile_band_count(p, e);
 
 	if (!e)
@@ -1063,12 +1098,19 @@ uint32_t rt_profile_signal_interval_for(const struct rt_profile *p, const struct
 		else if (b->kind == RT_PROFILE_BAND_LARGE && msg_bytes >= b->msg_bytes_lo &&
 			 (!large || b->msg_bytes_lo > large->msg_bytes_lo))
 			large = b;
+		else if (b->kind == RT_PROFILE_BAND_CONCURRENCY && qps >= 2 &&
+			 conc_better(b, conc, qps, threads ? threads : 1))
+			conc = b;
 	}
-	/* a large message is the large band's, one at a time or in a list (the list band measured small messages) */
+	/* a large message is the large band's, one at a time or in a list (the list band measured small messages); a
+	 * list is the list band's (it measured the batching, on one QP); one WR at a time on several QPs the
+	 * concurrency band's */
 	if (large)
 		return large->signal_interval;
 	if (list)
 		return list->signal_interval;
+	if (conc)
+		return conc->signal_interval;
 	return e->signal_interval ? e->signal_interval : 1;
 }
 

@@ -91,6 +91,7 @@ int rt_profile_confidence_parse(const char *s, enum rt_profile_confidence *out);
 #define RT_PROFILE_MAX_PORT 255
 #define RT_PROFILE_MAX_NUMA 4095
 #define RT_PROFILE_MAX_BAND_BYTES (1u << 30)
+#define RT_PROFILE_MAX_BAND_QPS 65536u /* a concurrency band's qps and threads */
 #define RT_PROFILE_MAX_POST_LIST 65536u
 
 /* Band kinds and skip kinds as the document names them ("large", "post_list"; "inline", "qp_type", "opcode",

@@ -8,8 +8,8 @@
 #     measures only sizes up to 64, and the run records both sides' maxima, the negotiated 64 and the GID index
 #     rdma_cm used (the QP's address vector);
 #  3. a usage error: --sl with --peer (exit 2, one line);
-#  4. the rate sweep's load bands on rxe0: large messages (4096 B non-inline) and post lists of 8 measured,
-#     kept apart from the small band, an N per band stored.
+#  4. the rate sweep's load bands on rxe0: large messages (4096 B non-inline), post lists of 8 and concurrency (4
+#     QPs driven by 2 threads, one send CQ per thread) measured, kept apart from the small band, an N per band stored.
 set -uo pipefail
 B=${RTUNE_BUILD_DIR:?}
 rtune=$B/cli/rtune
@@ -67,9 +67,9 @@ $rtune calibrate --peer "$addr:18620" --sl 1 --no-store > /dev/null 2> /tmp/sl.e
 rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l < /tmp/sl.err)" -eq 1 ] || bad "--sl with --peer: exit $rc: $(cat /tmp/sl.err)"
 
-echo "== 4. load bands: 4 KB messages and post lists of 8 on rxe0 (N up to 16: TCG is slow)"
-$rtune calibrate -d "$dev" --quick --budget 60 --sizes 1,64 --ops write --qp-type rc --sq-depth 32 \
-  --large-sizes 4096 --post-list 8 --db /tmp/bands.db \
+echo "== 4. load bands: 4 KB messages, post lists of 8 and 4 qps x 2 threads on rxe0 (N up to 16: TCG is slow)"
+$rtune calibrate -d "$dev" --quick --budget 75 --sizes 1,64 --ops write --qp-type rc --sq-depth 32 \
+  --large-sizes 4096 --post-list 8 --concurrency 4x2 --db /tmp/bands.db \
   --out /tmp/bands.json > /tmp/bands.txt 2> /tmp/bands.err
 rc=$?
 cat /tmp/bands.err; grep -E "^signaling|^warning|^responder" /tmp/bands.txt
@@ -79,15 +79,23 @@ import json, sqlite3, sys
 r = json.load(open("/tmp/bands.json"))
 b = r.get("rate_bands", [])
 for p in sorted(b, key=lambda p: (p["band"], p["msg_bytes"], p["signal_interval"])):
-    print("%-9s %6d B list %d N=%-3d %.6f Mops (%.6f..%.6f) reps %d" % (p["band"], p["msg_bytes"], p["post_list"],
-          p["signal_interval"], p["mops"], p["mops_lo"], p["mops_hi"], p["reps"]))
+    print("%-11s %6d B list %d qps %d x %d N=%-3d %.6f Mops (%.6f..%.6f) reps %d cpu %.0f ns/msg" % (
+          p["band"], p["msg_bytes"], p["post_list"], p.get("qps", 1), p.get("threads", 1), p["signal_interval"],
+          p["mops"], p["mops_lo"], p["mops_hi"], p["reps"], p["cpu_ns_per_msg"]))
 db = sqlite3.connect("/tmp/bands.db")
-sb = db.execute("SELECT band, op, signal_interval, verdict, confidence FROM signal_bands").fetchall()
+sb = db.execute("SELECT band, op, qps, threads, signal_interval, verdict, confidence FROM signal_bands").fetchall()
 print("signal_bands:", sb)
+c = r["params"].get("concurrency", {})
+print("concurrency:", c)
 ok = {p["msg_bytes"] for p in b if p["band"] == "large" and p["mops"] > 0} == {4096}
-ok = ok and len(b) == 10  # 5 N x (4 KB, post list 8): every band point measured
+ok = ok and len(b) == 15  # 5 N x (4 KB, post list 8, concurrency): every band point measured
 ok = ok and any(p["band"] == "post_list" and p["post_list"] == 8 and p["mops"] > 0 for p in b)
-ok = ok and {s[0] for s in sb} == {"large", "post_list"}
+cc = [p for p in b if p["band"] == "concurrency"]
+ok = ok and c.get("qps") == 4 and c.get("threads") in (1, 2) and c.get("send_cq") == "per_thread"
+ok = ok and len(cc) == 5 and all(p["qps"] == 4 and p["threads"] == c["threads"] and p["mops"] > 0 for p in cc)
+ok = ok and {s[0] for s in sb} == {"large", "post_list", "concurrency"}
+ok = ok and [s[2:4] for s in sb if s[0] == "concurrency"] == [(4, c["threads"])]
+ok = ok and db.execute("SELECT count(*) FROM band_rate_points WHERE band = 'concurrency' AND qps = 4").fetchone()[0] == 5
 ok = ok and all(p["msg_bytes"] < 4096 for p in r["rate"])
 sys.exit(0 if ok else 1)
 PY

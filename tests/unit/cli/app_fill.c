@@ -7,6 +7,9 @@
  *   rcapp   sends only 64-byte SENDs, on RC QPs (500)
  *   batchy  64-byte SENDs on RC QPs posted in lists of 64 WRs, whose 32-WR send queue was full 7 times
  *   oldapp  64-byte SENDs on RC QPs, stored by an rtune that did not keep the largest size per bucket
+ *   fanout  64-byte SENDs one WR per call on 6 RC QPs posted from 3 threads (the concurrency band's --app)
+ *   oldfan  64-byte SENDs on 4 RC QPs, stored by a probe that did not record its posting threads
+ * (rcapp, udapp and batchy: one QP, one thread)
  * Prints "planted THRESHOLD N" on stdout.
  * usage: app_fill DB SEED
  */
@@ -33,6 +36,8 @@ static void sends_64(struct rt_store_histogram *h, const char *app, enum rt_qp_t
 	h->batch[0] = n;
 	h->batch_max[0] = 1;
 	h->max_send_wr = 128;
+	h->qps = 1;
+	h->threads = 1;
 }
 
 int main(int argc, char **argv)
@@ -125,6 +130,16 @@ int main(int argc, char **argv)
 	memset(h.batch, 0, sizeof(h.batch));
 	memset(h.batch_max, 0, sizeof(h.batch_max));
 	h.max_send_wr = 0;
+	if (rt_store_put_histogram(st, &r.node, &h, &err))
+		goto fail;
+	sends_64(&h, "fanout", RT_QPT_RC, 6000);
+	h.qps = 6;
+	h.threads = 3;
+	if (rt_store_put_histogram(st, &r.node, &h, &err))
+		goto fail;
+	sends_64(&h, "oldfan", RT_QPT_RC, 4000);
+	h.qps = 4;
+	h.threads = 0;
 	if (rt_store_put_histogram(st, &r.node, &h, &err))
 		goto fail;
 	printf("planted %u %u\n", c.true_threshold, c.true_n);

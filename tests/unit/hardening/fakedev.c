@@ -45,7 +45,10 @@
  * qp QPN rc|ud state S pkey_index P sl L global G tclass T", -1 where the mask leaves the attribute out) and per
  * ibv_create_ah ("create_ah sl L global G tclass T"). rt_fakedev_cq_polls(cq) (dlsym) counts ibv_poll_cq calls per CQ.
  * The report also has "post_list_max N" (most WRs in one ibv_post_send), "post_list_calls N" (calls with more than
- * one) and "large_wrs N" (WRs of 4096 bytes or more).
+ * one) and "large_wrs N" (WRs of 4096 bytes or more), and per QP that took at least 64 data WRs (SEND or WRITE with a
+ * payload; the engine's control words have none) one line "qp_wrs QPN WRS THREADS CQ" (THREADS: distinct threads that
+ * posted them, CQ: the send CQ's number in creation order), then "send_threads N" (distinct threads that posted data
+ * WRs) and "qps_per_send_cq_max N" (the most such QPs sharing one send CQ).
  *
  * AWS EFA (RT_FAKEDEV_EFA=1): vendor id 0x1d0f (Amazon), part 0xefa1, node type and transport unspecified, a port
  * with link layer unspecified, no LID and one GID (address handles without a GRH are refused, EINVAL, as EFA names
@@ -146,7 +149,72 @@ static int fk_inline_refusal = EINVAL;
 static int fk_pkeys = 1;				       /* RT_FAKEDEV_PKEYS: the port's P_Key table length */
 static FILE *fk_qp_log;					       /* RT_FAKEDEV_QP_LOG: one line per ibv_modify_qp */
 static unsigned long fk_list_max, fk_list_calls, fk_large_wrs; /* post lists and large WRs, for the report */
-static unsigned long fk_list_partial;			       /* lists taken in part (RT_FAKEDEV_LIST_ENOMEM_FIRST) */
+/* data WRs per QP and the threads that posted them, for the report (under fk_lock; QP numbers are never reused) */
+#define FK_TALLY_QPS 256
+#define FK_TALLY_THREADS 32
+static struct {
+	uint32_t qpn;
+	const void *send_cq;
+	unsigned long wrs;
+	pthread_t tid[FK_TALLY_THREADS];
+	unsigned n_tid;
+} fk_tally[FK_TALLY_QPS];
+static unsigned fk_n_tally;
+static const void *fk_cqs[FK_TALLY_QPS]; /* send CQs in first-use order */
+static unsigned fk_n_cqs;
+
+/* Adds tid to set (of *n, at most FK_TALLY_THREADS) when new. */
+static void fk_tid_add(pthread_t *set, unsigned *n, pthread_t tid)
+{
+	for (unsigned i = 0; i < *n; i++)
+		if (pthread_equal(set[i], tid))
+			return;
+	if (*n < FK_TALLY_THREADS)
+		set[(*n)++] = tid;
+}
+
+/* Counts k data WRs posted on qp by this thread. Under fk_lock. */
+static void fk_tally_wrs(const struct ibv_qp *qp, unsigned long k)
+{
+	unsigned i;
+
+	for (i = 0; i < fk_n_tally && fk_tally[i].qpn != qp->qp_num; i++)
+		;
+	if (i == FK_TALLY_QPS)
+		return;
+	if (i == fk_n_tally) {
+		fk_n_tally++;
+		fk_tally[i].qpn = qp->qp_num;
+		fk_tally[i].send_cq = qp->send_cq;
+	}
+	fk_tally[i].wrs += k;
+	fk_tid_add(fk_tally[i].tid, &fk_tally[i].n_tid, pthread_self());
+}
+
+static void fk_tally_report(FILE *f)
+{
+	unsigned per_cq_max = 0, n_threads = 0;
+	pthread_t seen[FK_TALLY_THREADS];
+
+	for (unsigned i = 0; i < fk_n_tally; i++) {
+		unsigned cq, same = 0;
+
+		if (fk_tally[i].wrs < 64)
+			continue;
+		for (cq = 0; cq < fk_n_cqs && fk_cqs[cq] != fk_tally[i].send_cq; cq++)
+			;
+		if (cq == fk_n_cqs && fk_n_cqs < FK_TALLY_QPS)
+			fk_cqs[fk_n_cqs++] = fk_tally[i].send_cq;
+		for (unsigned j = 0; j < fk_n_tally; j++)
+			same += fk_tally[j].wrs >= 64 && fk_tally[j].send_cq == fk_tally[i].send_cq;
+		per_cq_max = same > per_cq_max ? same : per_cq_max;
+		for (unsigned t = 0; t < fk_tally[i].n_tid; t++)
+			fk_tid_add(seen, &n_threads, fk_tally[i].tid[t]);
+		fprintf(f, "qp_wrs %u %lu %u %u\n", fk_tally[i].qpn, fk_tally[i].wrs, fk_tally[i].n_tid, cq);
+	}
+	fprintf(f, "send_threads %u\nqps_per_send_cq_max %u\n", n_threads, per_cq_max);
+}
+static unsigned long fk_list_partial; /* lists taken in part (RT_FAKEDEV_LIST_ENOMEM_FIRST) */
 static bool fk_list_enomem_first;
 static bool fk_efa;			       /* RT_FAKEDEV_EFA: an EFA device (UD and SRD, efadv) */
 static unsigned long fk_srd_qps, fk_srd_sends; /* for the report */
@@ -280,6 +348,7 @@ __attribute__((destructor)) static void fk_fini(void)
 	fprintf(f, "post_list_max %lu\npost_list_calls %lu\nlarge_wrs %lu\nlist_partial %lu\n", fk_list_max,
 		fk_list_calls, fk_large_wrs, fk_list_partial);
 	fprintf(f, "srd_qps %lu\nsrd_sends %lu\n", fk_srd_qps, fk_srd_sends);
+	fk_tally_report(f);
 	fclose(f);
 }
 
@@ -989,12 +1058,16 @@ static int fk_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_se
 
 	pthread_mutex_lock(&fk_lock);
 	{
-		unsigned long k = 0, big = 0;
+		unsigned long k = 0, big = 0, data = 0;
 
 		for (const struct ibv_send_wr *w = wr; w; w = w->next) {
 			k++;
 			big += w->num_sge && w->sg_list[0].length >= 4096;
+			data += (w->opcode == IBV_WR_SEND || w->opcode == IBV_WR_RDMA_WRITE) && w->num_sge &&
+				w->sg_list[0].length;
 		}
+		if (data)
+			fk_tally_wrs(qp, data);
 		fk_list_max = k > fk_list_max ? k : fk_list_max;
 		fk_list_calls += k > 1;
 		fk_large_wrs += big;

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # `rtune calibrate --tclass/--sl/--pkey-index` on fakedev.so (issue 16 item 9): the values reach the QP attributes
 # (RT_FAKEDEV_QP_LOG: the RC QPs' INIT P_Key index, their RTR address vector's SL, GRH and traffic class, the UD QPs'
-# INIT and their address handles), are 0 when not given, and are recorded in the run's params; bad values and
+# INIT and their address handles; the concurrency band's QP pairs as the link's RC pair), are 0 when not given, and
+# are recorded in the run's params; bad values and
 # impossible combinations are one-line usage errors with exit 2 (out of range, --sl/--pkey-index with --peer, a
 # traffic class on a LID-only InfiniBand port, an index past the port's P_Key table).
 set -uo pipefail
@@ -21,15 +22,18 @@ cal() { # cal ARGS...: quick calibration on a RoCE fake0 with a 2-entry P_Key ta
 }
 lines() { grep -c "$1" "$tmp/log" 2>/dev/null || true; }
 param() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['params'].get(sys.argv[2]))" "$tmp/json" "$1"; }
+# the RC QPs of the run: the link's pair and the concurrency band's pairs
+n_rc() { python3 -c "import json,sys; print(2 + 2 * json.load(open(sys.argv[1]))['params'].get('concurrency', {}).get('qps', 0))" "$tmp/json"; }
 
 cal --tclass 106 --sl 3 --pkey-index 1
 if [ $rc -ne 0 ]; then bad "tclass run: exit $rc: $(head -c 300 "$tmp/err")"; else
-  n=$(lines ' rc state 2 pkey_index -1 sl 3 global 1 tclass 106$')
-  [ "$n" = 2 ] && ok "both rc qps enter RTR with sl 3, a GRH and traffic class 106" ||
-    bad "rc RTR attributes: $n of 2 matching: $(grep ' rc state 2' "$tmp/log" | tr '\n' '|')"
+  n=$(lines ' rc state 2 pkey_index -1 sl 3 global 1 tclass 106$') want=$(n_rc)
+  [ "$n" = "$want" ] && [ "$want" -ge 10 ] &&
+    ok "all $n rc qps (the concurrency band's too) enter RTR with sl 3, a GRH and traffic class 106" ||
+    bad "rc RTR attributes: $n of $want matching: $(grep ' rc state 2' "$tmp/log" | tr '\n' '|')"
   n=$(lines ' state 1 pkey_index 1 ')
-  [ "$n" = 4 ] && ok "the rc and ud qps enter INIT with pkey index 1" ||
-    bad "INIT pkey index: $n of 4: $(grep ' state 1 ' "$tmp/log" | tr '\n' '|')"
+  [ "$n" = $((want + 2)) ] && ok "the rc and ud qps enter INIT with pkey index 1" ||
+    bad "INIT pkey index: $n of $((want + 2)): $(grep ' state 1 ' "$tmp/log" | tr '\n' '|')"
   n=$(lines '^create_ah sl 3 global 1 tclass 106$')
   [ "$n" = 2 ] && ok "the ud address handles carry sl 3 and traffic class 106" ||
     bad "ud address handles: $(grep create_ah "$tmp/log" | tr '\n' '|')"
@@ -39,8 +43,9 @@ fi
 
 cal
 if [ $rc -ne 0 ]; then bad "default run: exit $rc: $(head -c 300 "$tmp/err")"; else
-  n=$(lines ' rc state 2 pkey_index -1 sl 0 global 1 tclass 0$')
-  [ "$n" = 2 ] && [ "$(lines ' state 1 pkey_index 0 ')" = 4 ] && ok "without the options: sl 0, tclass 0, pkey index 0" ||
+  n=$(lines ' rc state 2 pkey_index -1 sl 0 global 1 tclass 0$') want=$(n_rc)
+  [ "$n" = "$want" ] && [ "$(lines ' state 1 pkey_index 0 ')" = $((want + 2)) ] &&
+    ok "without the options: sl 0, tclass 0, pkey index 0 ($n rc qps)" ||
     bad "defaults: $(tr '\n' '|' <"$tmp/log")"
   [ "$(param tclass) $(param sl) $(param pkey_index)" = "0 0 0" ] && ok "the default run records 0 0 0" ||
     bad "default params: $(param tclass) $(param sl) $(param pkey_index)"

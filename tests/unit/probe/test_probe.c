@@ -770,19 +770,23 @@ static void test_latency_and_wc_errors(void **state)
 #define NPOSTS 20000
 
 static struct ibv_qp *tqp[NQPS];
+static pthread_barrier_t wave_bar; /* the threads of a wave post at the same time: none exits before all posted */
 
 static void *poster(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
 	struct ibv_sge sge = { .addr = (uintptr_t)buf };
 	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+	void *ret = NULL;
 
-	for (unsigned i = 0; i < NPOSTS; i++) {
+	pthread_barrier_wait(&wave_bar);
+	for (unsigned i = 0; i < NPOSTS && !ret; i++) {
 		sge.length = (i * 7 + seed) % 300;
 		if (ibv_post_send(tqp[i % NQPS], &w, &bad))
-			return (void *)1;
+			ret = (void *)1;
 	}
-	return NULL;
+	pthread_barrier_wait(&wave_bar);
+	return ret;
 }
 
 static void test_threads(void **state)
@@ -794,6 +798,7 @@ static void test_threads(void **state)
 	(void)state;
 	for (int q = 0; q < NQPS; q++)
 		tqp[q] = fake_rc_qp(0, 0);
+	assert_int_equal(pthread_barrier_init(&wave_bar, NULL, NTHREADS), 0);
 	/* two waves: the second wave's threads inherit released slabs, nothing recorded by the first may be lost */
 	for (int wave = 0; wave < 2; wave++) {
 		for (int t = 0; t < NTHREADS; t++)
@@ -804,6 +809,9 @@ static void test_threads(void **state)
 			assert_int_equal(pthread_join(th[t], &ret), 0);
 			assert_null(ret);
 		}
+		/* the first wave's 8 threads posted on every QP at once: 8 posters each */
+		for (int q = 0; wave == 0 && q < NQPS; q++)
+			assert_int_equal(qp_rec(tqp[q]->qp_num)->posting_threads, NTHREADS);
 		for (int t = 0; t < NTHREADS; t++)
 			for (unsigned i = 0; i < NPOSTS; i++) {
 				uint32_t len = (i * 7 + (unsigned)(t + wave * 8)) % 300;
@@ -828,10 +836,67 @@ static void test_threads(void **state)
 		}
 		assert_int_equal(hsum, 2 * NTHREADS * NPOSTS / NQPS);
 		assert_int_equal(r->post_calls, 2 * NTHREADS * NPOSTS / NQPS);
+		/* the second wave's threads took released slabs (the first wave's or spare ones): a slab is one thread
+		 * at a time, so threads that followed one another may count once */
+		assert_true(r->posting_threads >= NTHREADS && r->posting_threads <= 2 * NTHREADS);
+		assert_int_equal(__builtin_popcountll(r->posters), r->posting_threads);
 	}
 	assert_int_equal(snap->drops, 0);
+	/* a QP only this thread posted on: one poster, also after its records are folded at destruction */
+	{
+		struct ibv_qp *one = fake_rc_qp(0, 0);
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+		struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
+		uint32_t qpn = one->qp_num;
+
+		assert_int_equal(qp_rec(qpn)->posting_threads, 0); /* none yet */
+		assert_int_equal(ibv_post_send(one, &w, &bad), 0);
+		assert_int_equal(qp_rec(qpn)->posting_threads, 1);
+		assert_int_equal(rt_probe_destroy_qp(one), 0);
+		assert_int_equal(qp_rec(qpn)->posting_threads, 1);
+	}
 	for (int q = 0; q < NQPS; q++)
 		assert_int_equal(rt_probe_destroy_qp(tqp[q]), 0);
+	pthread_barrier_destroy(&wave_bar);
+}
+
+/* The reader's class threads: per process the union of its QPs' posters; processes add up; unrecorded is 0. */
+static void test_reader_class_threads(void **state)
+{
+	const char *a =
+		"{\"format\":\"rtune-probe\",\"version\":1,\"pid\":10,\"qps\":["
+		"{\"qp_type\":\"RC\",\"posting_threads\":2,\"posters\":[0,1],\"ops\":{\"send\":{\"wrs\":4}}},"
+		"{\"qp_type\":\"RC\",\"posting_threads\":2,\"posters\":[1,2],\"ops\":{\"send\":{\"wrs\":4}}},"
+		"{\"qp_type\":\"RC\",\"posting_threads\":1,\"posters\":[5],\"ops\":{\"rdma_write\":{\"wrs\":4}}}]}";
+	const char *b = "{\"format\":\"rtune-probe\",\"version\":1,\"pid\":11,\"qps\":["
+			"{\"qp_type\":\"RC\",\"posting_threads\":1,\"posters\":[0],\"ops\":{\"send\":{\"wrs\":4}}}]}";
+	const char *old = "{\"format\":\"rtune-probe\",\"version\":1,\"qps\":["
+			  "{\"qp_type\":\"RC\",\"ops\":{\"send\":{\"wrs\":4}}}]}";
+	struct rt_probe_summary *s = NULL, *t = NULL;
+	struct rt_probe_op_summary o;
+	struct rt_probe_class_queue q;
+	struct rt_error err;
+
+	(void)state;
+	assert_int_equal(rt_probe_parse(a, strlen(a), &s, &err), 0);
+	assert_int_equal(rt_probe_parse(b, strlen(b), &t, &err), 0);
+	assert_int_equal(rt_probe_summary_class_queue(s, RT_OP_SEND, RT_QPT_RC, &o, &q), 8);
+	assert_int_equal(q.qps, 2);
+	assert_int_equal(q.threads, 3); /* slabs 0, 1, 2 of pid 10 */
+	assert_int_equal(rt_probe_summary_merge(s, t), 0);
+	rt_probe_summary_class_queue(s, RT_OP_SEND, RT_QPT_RC, &o, &q);
+	assert_int_equal(q.qps, 3);
+	assert_int_equal(q.threads, 4); /* + slab 0 of pid 11: another process's thread */
+	rt_probe_summary_class_queue(s, RT_OP_WRITE, RT_QPT_RC, &o, &q);
+	assert_int_equal(q.qps, 1);
+	assert_int_equal(q.threads, 1);
+	rt_probe_summary_free(s);
+	rt_probe_summary_free(t);
+	assert_int_equal(rt_probe_parse(old, strlen(old), &s, &err), 0);
+	rt_probe_summary_class_queue(s, RT_OP_SEND, RT_QPT_RC, &o, &q);
+	assert_int_equal(q.qps, 1);
+	assert_int_equal(q.threads, 0); /* a probe that did not record its posters */
+	rt_probe_summary_free(s);
 }
 
 static void test_fork(void **state)
@@ -1535,6 +1600,7 @@ int main(void)
 		cmocka_unit_test(test_counts_and_buckets),
 		cmocka_unit_test(test_size_and_batch_max),
 		cmocka_unit_test(test_reader_hist_max),
+		cmocka_unit_test(test_reader_class_threads),
 		cmocka_unit_test(test_slots_exact),
 		cmocka_unit_test(test_bad_wr_and_enomem),
 		cmocka_unit_test(test_apply_mode),

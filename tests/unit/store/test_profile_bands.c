@@ -4,7 +4,10 @@
  * signal bands and skipped measurements carries each entry's bands and the document's skips; importing that export
  * into a fresh store and exporting again gives the same bands and skips; librtune's rt_profile_signal_interval_for()
  * answers the band's N for a large message and for a post list and the entry's N otherwise, and falls back to the
- * entry's N for a 1.3 document without bands; an entry whose N the writer replaced (a pin) carries no bands.
+ * entry's N for a 1.3 document without bands; an entry whose N the writer replaced (a pin) carries no bands. The
+ * concurrency band (issue 16 item 14: QPs x threads) is exported with its qps and threads, kept by import, and answered
+ * by rt_profile_signal_interval_for_load() for an application of several QPs; a band kind this librtune does not know
+ * is passed over.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -35,14 +38,15 @@ static int teardown(void **state)
 #define REFUSED "ibv_post_send refused IBV_SEND_INLINE (Invalid argument) though the qp took max_inline_data 220"
 
 /* A store at db with one calibration run of mlx5_0 (the engine's params.skipped: inline write/rc refused, and cq
- * moderation), its signal bands (write/rc large N 32, post list of 8 N 8; send/rc large N 64) and the send/rc (N 16)
- * and write/rc (threshold 0, N 16) entries tuned from it. */
+ * moderation), its signal bands (write/rc large N 32, post list of 8 N 8, concurrency 4 QPs x 2 threads N 4; send/rc
+ * large N 64) and the send/rc (N 16) and write/rc (threshold 0, N 16) entries tuned from it. */
 static void fill(const char *db)
 {
-	struct rt_store_signal_band sb[3] = {
-		{ RT_BAND_LARGE, RT_OP_WRITE, RT_QPT_RC, 4096, 65536, 1, 32, "knee", "high" },
-		{ RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "indifferent", "medium" },
-		{ RT_BAND_LARGE, RT_OP_SEND, RT_QPT_RC, 4096, 65536, 1, 64, "", "" },
+	struct rt_store_signal_band sb[4] = {
+		{ RT_BAND_LARGE, RT_OP_WRITE, RT_QPT_RC, 4096, 65536, 1, 32, "knee", "high", 1, 1 },
+		{ RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "indifferent", "medium", 1, 1 },
+		{ RT_BAND_LARGE, RT_OP_SEND, RT_QPT_RC, 4096, 65536, 1, 64, "", "", 1, 1 },
+		{ RT_BAND_CONCURRENCY, RT_OP_WRITE, RT_QPT_RC, 64, 64, 1, 4, "knee", "medium", 4, 2 },
 	};
 	struct rt_profile_entry e[2];
 	struct rt_store *st = NULL;
@@ -55,7 +59,7 @@ static void fill(const char *db)
 		 "{\"quick\":true,\"skipped\":[{\"what\":\"inline write/rc\",\"reason\":\"" REFUSED "\"},"
 		 "{\"what\":\"cq moderation\",\"reason\":\"measured on the rc send cq\"}]}");
 	assert_int_equal(rt_store_run_save(st, &run, &err), 0);
-	assert_int_equal(rt_store_put_signal_bands(st, run.id, sb, 3, &err), 0);
+	assert_int_equal(rt_store_put_signal_bands(st, run.id, sb, 4, &err), 0);
 	tu_entry(&e[0], "mlx5_0", RT_PROFILE_OP_SEND, 128, 16, run.uuid, 1764590400);
 	tu_entry(&e[1], "mlx5_0", RT_PROFILE_OP_WRITE, 0, 16, run.uuid, 1764590400);
 	assert_int_equal(rt_store_put_profile(st, &run.node, NULL, e, 2, NULL, &err), 0);
@@ -101,9 +105,17 @@ static void test_export_carries_bands_and_skips(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(doc, "schema"), "version")), "1.4");
 	wb = json_object_get(entry_of(doc, "write"), "bands");
 	sb = json_object_get(entry_of(doc, "send"), "bands");
-	assert_int_equal(json_array_size(wb), 2);
+	assert_int_equal(json_array_size(wb), 3);
 	assert_int_equal(json_array_size(sb), 1);
+	/* the store's order: by band name */
 	k = json_array_get(wb, 0);
+	assert_string_equal(json_string_value(json_object_get(k, "kind")), "concurrency");
+	assert_int_equal(json_integer_value(json_object_get(k, "qps")), 4);
+	assert_int_equal(json_integer_value(json_object_get(k, "threads")), 2);
+	assert_int_equal(json_integer_value(json_object_get(k, "post_list")), 1);
+	assert_int_equal(json_integer_value(json_object_get(k, "signal_interval")), 4);
+	assert_null(json_object_get(json_array_get(wb, 1), "qps")); /* only a concurrency band has qps/threads */
+	k = json_array_get(wb, 1);
 	assert_string_equal(json_string_value(json_object_get(k, "kind")), "large");
 	assert_int_equal(json_integer_value(json_object_get(k, "msg_bytes_lo")), 4096);
 	assert_int_equal(json_integer_value(json_object_get(k, "msg_bytes_hi")), 65536);
@@ -111,7 +123,7 @@ static void test_export_carries_bands_and_skips(void **state)
 	assert_int_equal(json_integer_value(json_object_get(k, "signal_interval")), 32);
 	assert_string_equal(json_string_value(json_object_get(k, "verdict")), "knee");
 	assert_string_equal(json_string_value(json_object_get(k, "confidence")), "high");
-	k = json_array_get(wb, 1);
+	k = json_array_get(wb, 2);
 	assert_string_equal(json_string_value(json_object_get(k, "kind")), "post_list");
 	assert_int_equal(json_integer_value(json_object_get(k, "post_list")), 8);
 	assert_int_equal(json_integer_value(json_object_get(k, "signal_interval")), 8);
@@ -154,11 +166,25 @@ static void test_librtune_band_n_and_skips(void **state)
 	s = rt_profile_select(p, "mlx5_0", 1, RT_PROFILE_OP_SEND, RT_PROFILE_QPT_RC);
 	assert_non_null(w);
 	assert_non_null(s);
-	assert_int_equal(rt_profile_band_count(p, w), 2);
-	assert_int_equal(rt_profile_band_at(p, w, 0)->kind, RT_PROFILE_BAND_LARGE);
-	assert_true(rt_profile_band_at(p, w, 0)->has_confidence);
-	assert_int_equal(rt_profile_band_at(p, w, 0)->confidence, RT_PROFILE_CONF_HIGH);
-	assert_null(rt_profile_band_at(p, w, 2));
+	assert_int_equal(rt_profile_band_count(p, w), 3);
+	assert_int_equal(rt_profile_band_at(p, w, 0)->kind, RT_PROFILE_BAND_CONCURRENCY);
+	assert_int_equal(rt_profile_band_at(p, w, 0)->qps, 4);
+	assert_int_equal(rt_profile_band_at(p, w, 0)->threads, 2);
+	assert_int_equal(rt_profile_band_at(p, w, 1)->kind, RT_PROFILE_BAND_LARGE);
+	assert_int_equal(rt_profile_band_at(p, w, 1)->qps, 1);
+	assert_true(rt_profile_band_at(p, w, 1)->has_confidence);
+	assert_int_equal(rt_profile_band_at(p, w, 1)->confidence, RT_PROFILE_CONF_HIGH);
+	assert_null(rt_profile_band_at(p, w, 3));
+	/* several QPs: the concurrency band's N for small messages one WR at a time; large or listed WRs keep theirs */
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 4, 2), 4);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 32, 8), 4);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 0, 4, 0), 4);  /* 4 QPs, 1 thread: fewest */
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 3, 3), 16); /* fewer QPs than measured */
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 1, 1, 1), 16);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 65536, 1, 4, 2), 32);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, w, 64, 8, 4, 2), 8);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, s, 64, 1, 4, 2), 16); /* send has no such band */
+	assert_int_equal(rt_profile_signal_interval_for_load(p, NULL, 64, 1, 4, 2), 1);
 	/* large messages: the large band's N; a post list: the post-list band's; otherwise the entry's */
 	assert_int_equal(rt_profile_signal_interval_for(p, w, 65536, 1), 32);
 	assert_int_equal(rt_profile_signal_interval_for(p, w, 4096, 0), 32);
@@ -223,7 +249,7 @@ static void test_import_then_export_is_the_same(void **state)
 			       json_object_get(entry_of(b, "write"), "bands")));
 	assert_true(json_equal(json_object_get(entry_of(a, "send"), "bands"),
 			       json_object_get(entry_of(b, "send"), "bands")));
-	assert_int_equal(json_array_size(json_object_get(entry_of(b, "write"), "bands")), 2);
+	assert_int_equal(json_array_size(json_object_get(entry_of(b, "write"), "bands")), 3);
 	assert_true(json_equal(json_object_get(a, "skipped"), json_object_get(b, "skipped")));
 	assert_int_equal(json_array_size(json_object_get(b, "skipped")), 2);
 	json_decref(a);
@@ -291,13 +317,32 @@ static void test_older_document_falls_back(void **state)
 	assert_int_equal(rt_profile_skip_count(p), 0);
 	assert_null(rt_profile_entry_skip(p, e, 0));
 	rt_profile_free(p);
-	/* a band or skip that is not valid names the field; a kind of a later minor reads as other */
+	/* a band or skip that is not valid names the field; a band of a kind of a later minor is passed over (as the
+	 * concurrency band would have broken every reader before it), a skip of one reads as other */
 	assert_int_equal(parse("1.4",
 			       ", \"bands\": [{\"kind\": \"huge\", \"msg_bytes_lo\": 1, \"msg_bytes_hi\": 2,"
-			       " \"signal_interval\": 4}]",
+			       " \"signal_interval\": 4}, {\"kind\": \"concurrency\", \"qps\": 8, \"threads\": 2,"
+			       " \"msg_bytes_lo\": 64, \"msg_bytes_hi\": 64, \"signal_interval\": 2}]",
+			       "", &p, &err),
+			 0);
+	e = rt_profile_entry_at(p, 0);
+	assert_int_equal(rt_profile_band_count(p, e), 1);
+	assert_int_equal(rt_profile_band_at(p, e, 0)->kind, RT_PROFILE_BAND_CONCURRENCY);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, e, 64, 1, 8, 2), 2);
+	assert_int_equal(rt_profile_signal_interval_for_load(p, e, 64, 1, 4, 2), 16);
+	rt_profile_free(p);
+	assert_int_equal(parse("1.4",
+			       ", \"bands\": [{\"kind\": \"concurrency\", \"qps\": 2, \"threads\": 4,"
+			       " \"msg_bytes_lo\": 64, \"msg_bytes_hi\": 64, \"signal_interval\": 2}]",
 			       "", &p, &err),
 			 EINVAL);
-	assert_non_null(strstr(err.text, "entries[0].bands[0].kind: 'huge'"));
+	assert_non_null(strstr(err.text, "entries[0].bands[0].threads: 4 exceeds qps 2"));
+	assert_int_equal(parse("1.4",
+			       ", \"bands\": [{\"kind\": \"concurrency\", \"threads\": 1,"
+			       " \"msg_bytes_lo\": 64, \"msg_bytes_hi\": 64, \"signal_interval\": 2}]",
+			       "", &p, &err),
+			 EINVAL);
+	assert_non_null(strstr(err.text, "entries[0].bands[0].qps: missing"));
 	assert_int_equal(parse("1.4",
 			       ", \"bands\": [{\"kind\": \"large\", \"msg_bytes_lo\": 9, \"msg_bytes_hi\": 2,"
 			       " \"signal_interval\": 4}]",

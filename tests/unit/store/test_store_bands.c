@@ -34,10 +34,11 @@ static void test_bands_roundtrip(void **state)
 	struct rt_store *st = NULL;
 	struct rt_error err;
 	struct rt_run run, pts, back;
-	struct rt_rate_point band[3];
-	struct rt_store_signal_band sb[2] = {
-		{ RT_BAND_LARGE, RT_OP_WRITE, RT_QPT_RC, 4096, 65536, 1, 32, "knee", "high" },
-		{ RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "indifferent", "medium" },
+	struct rt_rate_point band[4];
+	struct rt_store_signal_band sb[3] = {
+		{ RT_BAND_LARGE, RT_OP_WRITE, RT_QPT_RC, 4096, 65536, 1, 32, "knee", "high", 1, 1 },
+		{ RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "indifferent", "medium", 1, 1 },
+		{ RT_BAND_CONCURRENCY, RT_OP_WRITE, RT_QPT_RC, 64, 64, 1, 4, "knee", "low", 4, 2 },
 	}, *got = NULL;
 	size_t n = 0;
 
@@ -49,12 +50,14 @@ static void test_bands_roundtrip(void **state)
 	tu_run(&pts, "host-a", "mlx5_0", 2, 4);
 	assert_int_equal(rt_store_run_add_points(st, run.id, pts.lat, pts.n_lat, pts.rate, pts.n_rate, &err), 0);
 	memset(band, 0, sizeof(band));
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		band[i].op = RT_OP_WRITE;
 		band[i].qpt = RT_QPT_RC;
 		band[i].msg_bytes = i < 2 ? 4096u << (4 * i) : 64;
-		band[i].inl = i == 2;
+		band[i].inl = i >= 2;
 		band[i].post_list = i == 2 ? 8 : 1;
+		band[i].qps = i == 3 ? 4 : 0;
+		band[i].threads = i == 3 ? 2 : 0;
 		band[i].signal_interval = 1u << i;
 		band[i].sq_depth = 128;
 		band[i].reps = 5;
@@ -66,7 +69,8 @@ static void test_bands_roundtrip(void **state)
 	}
 	assert_int_equal(rt_rate_band_of(&band[0]), RT_BAND_LARGE);
 	assert_int_equal(rt_rate_band_of(&band[2]), RT_BAND_POST_LIST);
-	assert_int_equal(rt_store_run_add_bands(st, run.id, band, 3, &err), 0);
+	assert_int_equal(rt_rate_band_of(&band[3]), RT_BAND_CONCURRENCY);
+	assert_int_equal(rt_store_run_add_bands(st, run.id, band, 4, &err), 0);
 	assert_int_equal(rt_store_run_finish(st, run.id, RT_RUN_COMPLETE, &err), 0);
 
 	memset(&back, 0, sizeof(back));
@@ -74,13 +78,16 @@ static void test_bands_roundtrip(void **state)
 	assert_int_equal(back.n_rate, pts.n_rate); /* the small band alone */
 	assert_int_equal(back.n_band_rate, 0);	   /* bands are loaded on request */
 	assert_int_equal(rt_store_run_load_bands(st, &back, &err), 0);
-	assert_int_equal(back.n_band_rate, 3);
-	for (int i = 0; i < 3; i++) {
+	assert_int_equal(back.n_band_rate, 4);
+	for (int i = 0; i < 4; i++) {
 		const struct rt_rate_point *p = &back.band_rate[i];
 
 		assert_int_equal(p->msg_bytes, band[i].msg_bytes);
 		assert_int_equal(p->inl, band[i].inl);
 		assert_int_equal(p->post_list, band[i].post_list);
+		assert_int_equal(p->qps, i == 3 ? 4 : 1); /* one QP and one thread outside the concurrency band */
+		assert_int_equal(p->threads, i == 3 ? 2 : 1);
+		assert_int_equal(rt_rate_band_of(p), rt_rate_band_of(&band[i]));
 		assert_int_equal(p->signal_interval, band[i].signal_interval);
 		assert_int_equal(p->reps, 5);
 		assert_true(p->mops == band[i].mops && p->mops_hi == band[i].mops_hi);
@@ -88,12 +95,19 @@ static void test_bands_roundtrip(void **state)
 	}
 
 	/* N per band: replaced per run */
-	assert_int_equal(rt_store_put_signal_bands(st, run.id, sb, 2, &err), 0);
+	assert_int_equal(rt_store_put_signal_bands(st, run.id, sb, 3, &err), 0);
 	sb[0].signal_interval = 64;
-	assert_int_equal(rt_store_put_signal_bands(st, run.id, sb, 2, &err), 0);
+	assert_int_equal(rt_store_put_signal_bands(st, run.id, sb, 3, &err), 0);
 	assert_int_equal(rt_store_get_signal_bands(st, run.id, &got, &n, &err), 0);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
+	/* ordered by band name: concurrency, large, post_list */
+	assert_int_equal(got[0].band, RT_BAND_CONCURRENCY);
+	assert_int_equal(got[0].qps, 4);
+	assert_int_equal(got[0].threads, 2);
+	assert_int_equal(got[0].signal_interval, 4);
+	memmove(got, got + 1, 2 * sizeof(*got));
 	assert_int_equal(got[0].band, RT_BAND_LARGE);
+	assert_int_equal(got[0].qps, 1);
 	assert_int_equal(got[0].signal_interval, 64);
 	assert_int_equal(got[0].msg_bytes_hi, 65536);
 	assert_string_equal(got[0].verdict, "knee");

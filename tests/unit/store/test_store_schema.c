@@ -323,6 +323,100 @@ static void mk_ctl(struct rt_store_inline_ctl *c, const char *app, const char *d
 							   .revert = k == n_moves - 1 };
 }
 
+/* Turns the current layout into schema 9's: v10 added the concurrency columns. */
+#define V10_COLUMNS_DROPPED                                                                                \
+	" ALTER TABLE band_rate_points DROP COLUMN qps; ALTER TABLE band_rate_points DROP COLUMN threads;" \
+	" ALTER TABLE signal_bands DROP COLUMN qps; ALTER TABLE signal_bands DROP COLUMN threads;"         \
+	" ALTER TABLE histograms DROP COLUMN qps; ALTER TABLE histograms DROP COLUMN threads;"
+
+/*
+ * A schema 9 store (before the concurrency band) holding a histogram and a run with a post-list band point and its N:
+ * migrated, the old rows read as one QP and one thread (the histogram's counts as not recorded, 0), and then a
+ * concurrency band's point and N and an app's QP and thread counts round-trip.
+ */
+static void test_migrate_from_v9(void **state)
+{
+	char path[1200];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct rt_store_histogram h, back;
+	struct rt_store_signal_band
+		sb = { RT_BAND_POST_LIST, RT_OP_WRITE, RT_QPT_RC, 64, 64, 8, 8, "knee", "high", 0, 0 },
+		*got = NULL;
+	struct rt_rate_point p;
+	struct rt_run run, loaded;
+	struct rt_node_info node;
+	size_t n = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/v9.db", dir);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	memset(&h, 0, sizeof(h));
+	snprintf(h.app, sizeof(h.app), "kv");
+	h.messages = 7;
+	h.buckets[rt_hist_bucket(64)] = 7;
+	tu_node(&node, "host-a");
+	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
+	tu_run(&run, "host-a", "mlx5_0", 0, 0);
+	assert_int_equal(rt_store_run_begin(st, &run, &err), 0);
+	memset(&p, 0, sizeof(p));
+	p.op = RT_OP_WRITE;
+	p.msg_bytes = 64;
+	p.post_list = 8;
+	p.signal_interval = 8;
+	p.reps = 3;
+	assert_int_equal(rt_store_run_add_bands(st, run.id, &p, 1, &err), 0);
+	assert_int_equal(rt_store_put_signal_bands(st, run.id, &sb, 1, &err), 0);
+	rt_store_close(st);
+	sql(path, "PRAGMA journal_mode=DELETE;" V10_COLUMNS_DROPPED " PRAGMA user_version = 9;");
+	assert_int_equal(
+		sql_int(NULL, path, "SELECT count(*) FROM pragma_table_info('signal_bands') WHERE name = 'qps'"), 0);
+
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
+	assert_int_equal(rt_store_check(st, &err), 0);
+	assert_int_equal(rt_store_get_histogram(st, "kv", RT_OP_SEND, RT_QPT_RC, &back, &err), 0);
+	assert_int_equal(back.messages, 7);
+	assert_int_equal(back.qps + back.threads, 0); /* not recorded: none invented */
+	memset(&loaded, 0, sizeof(loaded));
+	loaded.id = run.id;
+	assert_int_equal(rt_store_run_load_bands(st, &loaded, &err), 0);
+	assert_int_equal(loaded.n_band_rate, 1);
+	assert_int_equal(loaded.band_rate[0].post_list, 8);
+	assert_int_equal(loaded.band_rate[0].qps, 1);
+	assert_int_equal(loaded.band_rate[0].threads, 1);
+	assert_int_equal(rt_rate_band_of(&loaded.band_rate[0]), RT_BAND_POST_LIST);
+	assert_int_equal(rt_store_get_signal_bands(st, run.id, &got, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(got[0].qps, 1);
+	assert_int_equal(got[0].threads, 1);
+	free(got);
+	rt_run_release(&loaded);
+
+	/* the new columns now hold what is written */
+	h.qps = 6;
+	h.threads = 3;
+	h.created_ns = 4000000000000000000LL; /* after the first import */
+	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
+	assert_int_equal(rt_store_get_histogram(st, "kv", RT_OP_SEND, RT_QPT_RC, &back, &err), 0);
+	assert_int_equal(back.qps, 6);
+	assert_int_equal(back.threads, 3);
+	p.post_list = 1;
+	p.qps = 4;
+	p.threads = 2;
+	assert_int_equal(rt_store_run_add_bands(st, run.id, &p, 1, &err), 0);
+	memset(&loaded, 0, sizeof(loaded));
+	loaded.id = run.id;
+	assert_int_equal(rt_store_run_load_bands(st, &loaded, &err), 0);
+	assert_int_equal(loaded.n_band_rate, 2);
+	assert_int_equal(rt_rate_band_of(&loaded.band_rate[1]), RT_BAND_CONCURRENCY);
+	assert_int_equal(loaded.band_rate[1].qps, 4);
+	assert_int_equal(loaded.band_rate[1].threads, 2);
+	rt_run_release(&loaded);
+	rt_run_release(&run);
+	rt_store_close(st);
+}
+
 /*
  * A schema 8 store (the layout before the controllers' tables) holding a histogram: migrated to the current schema,
  * the histogram kept; the probe's controllers then round-trip with their moves, a read gives each application's
@@ -350,7 +444,7 @@ static void test_migrate_from_v8(void **state)
 	assert_int_equal(rt_store_put_histogram(st, &node, &h, &err), 0);
 	rt_store_close(st);
 	/* schema 8 is the current layout without v9's two tables */
-	sql(path, "PRAGMA journal_mode=DELETE; DROP TABLE inline_ctl_moves; DROP TABLE inline_ctl;"
+	sql(path, "PRAGMA journal_mode=DELETE; DROP TABLE inline_ctl_moves; DROP TABLE inline_ctl;" V10_COLUMNS_DROPPED
 		  " PRAGMA user_version = 8;");
 	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'inline_ctl%'"), 0);
 
@@ -600,6 +694,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_from_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v8, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_from_v9, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_never_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_sqlite_database, setup, teardown),
