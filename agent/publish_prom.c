@@ -12,6 +12,7 @@
  */
 #include "publish_util.h"
 #include "rt_store_json.h"
+#include "rt_json_arena.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -220,7 +221,7 @@ static void entry_part(struct rt_buf *b, const struct rt_agent_publication *pub)
 void rt_publish_prom_render(const struct rt_agent_publication *pub, struct rt_buf *b)
 {
 	/* the load bands and skips are read from the published document itself: what librtune loads is what is shown */
-	json_t *doc = pub->profile_json ? json_loadb(pub->profile_json, pub->profile_json_len, 0, NULL) : NULL;
+	json_t *doc = pub->profile_json ? rt_json_loadb(pub->profile_json, pub->profile_json_len, 0, NULL) : NULL;
 
 	node_part(b, pub);
 	device_part(b, pub);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "rt_pool.h"
 #include "rt_store.h"
+#include "rt_json_arena.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -177,7 +178,7 @@ static void import_stdin(struct rt_store *st, struct import_out *out)
 			break;
 		docs++;
 		snprintf(name, sizeof(name), docs == 1 ? "standard input" : "standard input, document %d", docs);
-		doc = json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK, &je);
+		doc = rt_json_loadb(buf + off, len - off, JSON_DISABLE_EOF_CHECK, &je);
 		doc_len = doc ? (size_t)je.position : len - off;
 		json_decref(doc);
 		res.rc = rt_store_import_text(st, name, buf + off, doc_len, &res.added, &res.skipped, &res.err);

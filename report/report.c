@@ -24,6 +24,7 @@
 
 /* librtune's validating converter from a parsed document (store/lib, shared by the store's import) */
 #include "lib/profile_internal.h"
+#include "rt_json_arena.h"
 
 #define RP_MAX_FILE_BYTES (16u << 20)
 #define RP_MAX_DEPTH 32
@@ -447,9 +448,9 @@ static int parse_json_doc(struct rt_json_arena *a, const char *name, const char 
 	/* scratch (len bytes, or NULL): the squeezed text is parsed; only a document that fails is parsed again as it
 	 * is, for the line and column of its error */
 	if (scratch)
-		root = json_loadb(scratch, json_squeeze(text, len, scratch), JSON_REJECT_DUPLICATES, &jerr);
+		root = rt_json_loadb(scratch, json_squeeze(text, len, scratch), JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+		root = rt_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		rt_json_arena_reset(a);
 		snprintf(problem, plen, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);

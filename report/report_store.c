@@ -17,6 +17,7 @@
 #include "rt_store.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
+#include "rt_json_arena.h"
 #include <rtune/profile.h>
 
 static const char *col(sqlite3_stmt *s, int i)
@@ -462,7 +463,7 @@ static long read_store_bulk(struct rt_report *r, struct rt_store *st, sqlite3 *d
 			nodes[k].newest = e->measured_at;
 		if (sqlite3_column_type(s, 17) == SQLITE_TEXT) {
 			/* an imported entry's evidence, kept by `rtune import` (its run is on its own node) */
-			json_t *m = json_loads(col(s, 17), 0, NULL);
+			json_t *m = rt_json_loads(col(s, 17), 0, NULL);
 			struct rt_profile_entry pe;
 
 			rt_store_measured_read(m, &pe);

@@ -7,6 +7,10 @@
 #ifndef RT_JSON_ARENA_H
 #define RT_JSON_ARENA_H
 
+#include <stddef.h>
+
+#include <jansson.h>
+
 struct rt_json_arena_chunk;
 struct rt_json_arena {
 	struct rt_json_arena_chunk *head;
@@ -26,5 +30,17 @@ void rt_json_arena_reset(struct rt_json_arena *a);
 void rt_json_arena_leave(struct rt_json_arena *a);
 /* Releases a and detaches it from the thread. */
 void rt_json_arena_end(struct rt_json_arena *a);
+
+/*
+ * json_loadb() that survives allocation failure: jansson 2.14 aborts (an assert in its lexer) when an allocation fails
+ * while it saves a string with escape sequences. Here an allocation that fails during the parse is served from a
+ * per-thread reserve of 64 KB + 16 bytes per input byte (allocated on the first call, grown for a larger document,
+ * released at thread exit; one above 1 MB after its parse), and the document is refused. Returns the tree as
+ * json_loadb() would, with an arena active too; or NULL and error as json_loadb() gives them for a bad document; or
+ * NULL, errno ENOMEM and error->text "out of memory" when an allocation failed (the partial tree is freed) or the
+ * reserve cannot be had. rtune parses every JSON text through this or rt_json_loads() (NUL-terminated text).
+ */
+json_t *rt_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *error);
+json_t *rt_json_loads(const char *text, size_t flags, json_error_t *error);
 
 #endif

@@ -113,7 +113,7 @@ static char *reasons_to_json(const struct rt_profile_entry *e)
  * code. 0 or ENOMEM; text that is not a JSON array reads as no reasons. */
 static int reasons_parse(const char *text, struct rt_store_reason **out, size_t *n)
 {
-	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *a = text ? rt_json_loads(text, 0, NULL) : NULL;
 	size_t cnt = json_is_array(a) ? json_array_size(a) : 0;
 	struct rt_store_reason *v = NULL;
 
@@ -252,7 +252,7 @@ static char *hysteresis_to_json(const struct rt_profile_entry *e, const struct r
 		json_object_set_new(o, "measured", rt_store_measured_json(e));
 	/* and its schema 1.4 "bands" and "skipped" (rt_store_import_extra) */
 	if (o && extra && extra[0]) {
-		json_t *x = json_loads(extra, 0, NULL);
+		json_t *x = rt_json_loads(extra, 0, NULL);
 
 		if (!x || json_object_update(o, x)) {
 			json_decref(x);
@@ -288,7 +288,7 @@ static void change_read(json_t *o, const char *run_id, uint32_t *runs, char sinc
 /* Fills e's evidence fields (and t's changes when t is not NULL) from a hysteresis column (NULL: an older row). */
 static void hysteresis_read(const char *text, struct rt_profile_entry *e, struct rt_store_tuned *t)
 {
-	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *o = text ? rt_json_loads(text, 0, NULL) : NULL;
 
 	change_read(json_object_get(o, "inline"), e->run_id, &e->inline_runs, e->inline_since, t ? &t->inl : NULL);
 	change_read(json_object_get(o, "signal"), e->run_id, &e->signal_runs, e->signal_since, t ? &t->sig : NULL);

@@ -9,6 +9,7 @@
 #include "store_internal.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
+#include "rt_json_arena.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ static int64_t run_row(struct rt_store *st, const char *uuid, char **params)
 /* A JSON array parsed from text, or a new empty one (text NULL or not an array). */
 static json_t *array_of(const char *text)
 {
-	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *a = text ? rt_json_loads(text, 0, NULL) : NULL;
 
 	if (json_is_array(a))
 		return a;
@@ -209,7 +210,7 @@ static void skips_of_run(struct rt_store *st, const struct rt_profile_entry *e, 
 	uint32_t n_unused;
 
 	if (run_row(st, e->run_id, &params)) {
-		json_t *p = params ? json_loads(params, 0, NULL) : NULL, *sk = json_object_get(p, "skipped");
+		json_t *p = params ? rt_json_loads(params, 0, NULL) : NULL, *sk = json_object_get(p, "skipped");
 
 		for (size_t i = 0; i < json_array_size(sk); i++) {
 			const char *w = json_string_value(json_object_get(json_array_get(sk, i), "what"));

@@ -7,6 +7,7 @@
  */
 #include "store_internal.h"
 #include "rt_buf.h"
+#include "rt_json_arena.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +61,7 @@ static char *env_to_json(const struct rt_run_env *e)
 
 static void env_from_json(const char *text, struct rt_run_env *e)
 {
-	json_t *o = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *o = text ? rt_json_loads(text, 0, NULL) : NULL;
 
 	memset(e, 0, sizeof(*e));
 	e->cpu = e->cpu_numa_node = e->device_numa_node = -1;
@@ -107,7 +108,7 @@ static char *cqmod_to_json(const struct rt_cq_moderation *m)
 
 static void cqmod_from_json(const char *text, struct rt_cq_moderation *m)
 {
-	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *a = text ? rt_json_loads(text, 0, NULL) : NULL;
 
 	memset(m, 0, sizeof(*m) * RT_OP__COUNT);
 	for (size_t i = 0; a && i < json_array_size(a) && i < RT_OP__COUNT; i++) {
@@ -139,7 +140,7 @@ static char *gids_to_json(const struct rt_port_info *p)
 
 static void gids_from_json(const char *text, struct rt_port_info *p)
 {
-	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *a = text ? rt_json_loads(text, 0, NULL) : NULL;
 
 	p->gid_count = 0;
 	for (size_t i = 0; a && i < json_array_size(a) && i < RT_MAX_GIDS; i++) {
@@ -202,7 +203,7 @@ static int device_from_json(const char *text, struct rt_device_info *d)
 
 	if (!text)
 		return ENOENT;
-	o = json_loads(text, 0, NULL);
+	o = rt_json_loads(text, 0, NULL);
 	if (!json_is_object(o) || !json_is_string(json_object_get(o, "name"))) {
 		json_decref(o);
 		return EINVAL;

@@ -4,6 +4,7 @@
  * docs/calibrate.md; non-finite numbers are written as null.
  */
 #include "rt_engine.h"
+#include "rt_json_arena.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -148,7 +149,7 @@ char *rt_engine_run_json(const struct rt_run *run, bool with_samples)
 	json_object_set_new(root, "port", json_integer(run->port_num));
 	json_object_set_new(root, "gid_index", json_integer(run->gid_index));
 	json_object_set_new(root, "env", env_json(&run->env));
-	params = json_loads(run->params[0] ? run->params : "{}", 0, &je);
+	params = rt_json_loads(run->params[0] ? run->params : "{}", 0, &je);
 	json_object_set_new(root, "params", params ? params : json_string(run->params));
 	json_object_set_new(root, "max_inline_used", json_integer(run->max_inline_used));
 	json_object_set_new(root, "sq_depth", json_integer(run->sq_depth));

@@ -3,6 +3,7 @@
  * Reader of the probe's JSON (see rt_probe_reader.h and docs/probe.md), with jansson.
  */
 #include "rt_probe_reader.h"
+#include "rt_json_arena.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -250,7 +251,7 @@ static int read_qp(json_t *j, struct rt_probe_qp_summary *q, struct rt_error *er
 int rt_probe_parse(const char *text, size_t len, struct rt_probe_summary **out, struct rt_error *err)
 {
 	json_error_t je;
-	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *qps, *fmt, *ver, *ap, *v;
+	json_t *root = rt_json_loadb(text, len, JSON_REJECT_DUPLICATES, &je), *qps, *fmt, *ver, *ap, *v;
 	struct rt_probe_summary *s = NULL;
 	long long major;
 	int ret = 0;
