@@ -43,6 +43,10 @@ void rt_store_band_line(const json_t *band, char *buf, size_t len)
 		snprintf(what, sizeof(what), "large messages %s", sizes);
 	else if (!strcmp(kind, "post_list"))
 		snprintf(what, sizeof(what), "post lists of %" JSON_INTEGER_FORMAT " WRs (%s)", k, sizes);
+	else if (!strcmp(kind, "concurrency"))
+		snprintf(what, sizeof(what),
+			 "concurrency %" JSON_INTEGER_FORMAT " QPs x %" JSON_INTEGER_FORMAT " threads (%s)",
+			 int_of(band, "qps"), int_of(band, "threads"), sizes);
 	else if (k > 1)
 		snprintf(what, sizeof(what), "%s %s, post lists of %" JSON_INTEGER_FORMAT, kind[0] ? kind : "band",
 			 sizes, k);
@@ -83,9 +87,13 @@ void rt_store_env_bands(struct rt_buf *b, const json_t *bands, const char *sfx)
 		env_word(str_of(o, "kind"), kind, sizeof(kind));
 		if (!kind[0])
 			continue;
-		/* a post-list band is named by its list length: one device may have bands of 8 and of 64 WRs */
+		/* a post-list band is named by its list length (one device may have bands of 8 and of 64 WRs), a
+		 * concurrency band by its QPs and threads */
 		if (k > 1)
 			snprintf(list, sizeof(list), "%" JSON_INTEGER_FORMAT "_", k);
+		else if (int_of(o, "qps") > 0)
+			snprintf(list, sizeof(list), "%" JSON_INTEGER_FORMAT "X%" JSON_INTEGER_FORMAT "_",
+				 int_of(o, "qps"), int_of(o, "threads"));
 		rt_buf_printf(b, "# %s\n", line);
 		rt_buf_printf(b, "export RTUNE_SIGNAL_INTERVAL_%s_%s%s=%" JSON_INTEGER_FORMAT "\n", kind, list, sfx,
 			      int_of(o, "signal_interval"));
@@ -116,7 +124,8 @@ static void label_int(struct rt_buf *b, const char *name, json_int_t v)
 	rt_buf_printf(b, ",%s=\"%" JSON_INTEGER_FORMAT "\"", name, v);
 }
 
-/* [node,]device,port,opcode,qp_type,app of entry e, then band,post_list of band o */
+/* [node,]device,port,opcode,qp_type,app of entry e, then band,post_list,qps,threads of band o (1 where the kind has
+ * none) */
 static void band_labels(struct rt_buf *b, const char *node, const json_t *e, const json_t *o)
 {
 	if (node)
@@ -128,6 +137,8 @@ static void band_labels(struct rt_buf *b, const char *node, const json_t *e, con
 	label(b, "app", str_of(e, "app"), false);
 	label(b, "band", str_of(o, "kind"), false);
 	label_int(b, "post_list", int_of(o, "post_list") > 0 ? int_of(o, "post_list") : 1);
+	label_int(b, "qps", int_of(o, "qps") > 0 ? int_of(o, "qps") : 1);
+	label_int(b, "threads", int_of(o, "threads") > 0 ? int_of(o, "threads") : 1);
 }
 
 enum band_family { F_SIGNAL, F_CONF, F_INFO, F__COUNT };

@@ -127,15 +127,20 @@ static void test_prom_bands(void **state)
 	(void)state;
 	pub_fixture_init(&f);
 	t = render_prom(&f);
-	assert_non_null(strstr(t, "rtune_band_signal_interval{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
-				  "qp_type=\"rc\",app=\"\",band=\"large\",post_list=\"1\"} 64\n"));
-	assert_non_null(strstr(t, "rtune_band_signal_interval{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
-				  "qp_type=\"rc\",app=\"\",band=\"post_list\",post_list=\"8\"} 32\n"));
-	assert_non_null(strstr(t, "rtune_band_confidence{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
-				  "qp_type=\"rc\",app=\"\",band=\"large\",post_list=\"1\"} 2\n"));
+	assert_non_null(strstr(t,
+			       "rtune_band_signal_interval{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
+			       "qp_type=\"rc\",app=\"\",band=\"large\",post_list=\"1\",qps=\"1\",threads=\"1\"} 64\n"));
+	assert_non_null(
+		strstr(t, "rtune_band_signal_interval{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
+			  "qp_type=\"rc\",app=\"\",band=\"post_list\",post_list=\"8\",qps=\"1\",threads=\"1\"} 32\n"));
+	assert_non_null(strstr(t,
+			       "rtune_band_confidence{device=\"mlx5_0\",port=\"1\",opcode=\"send\","
+			       "qp_type=\"rc\",app=\"\",band=\"large\",post_list=\"1\",qps=\"1\",threads=\"1\"} 2\n"));
 	assert_int_equal(count(t, "rtune_band_confidence{"), 1);
-	assert_non_null(strstr(t, "band=\"large\",post_list=\"1\",msg_bytes_lo=\"4096\",msg_bytes_hi=\"65536\","
-				  "verdict=\"indifferent\"} 1\n"));
+	assert_non_null(strstr(
+		t,
+		"band=\"large\",post_list=\"1\",qps=\"1\",threads=\"1\",msg_bytes_lo=\"4096\",msg_bytes_hi=\"65536\","
+		"verdict=\"indifferent\"} 1\n"));
 	assert_non_null(strstr(t, "rtune_skipped_measurement_info{device=\"mlx5_0\",port=\"1\",what=\"cq moderation\","
 				  "kind=\"cq_moderation\",opcode=\"\",qp_type=\"\",reason=\"ibv_modify_cq refused it\","
 				  "run_id=\"\"} 1\n"));
