@@ -534,32 +534,58 @@ int rt_jlex_end(struct rt_jlex *l)
 static int reopen(struct rt_jlex *l, const struct rt_jv *v, struct rt_jit *it)
 {
 	l->rc = 0;
+	l->arena_used = 0; /* strings decoded by the previous walk are given up */
 	l->p = l->text + v->off;
 	l->depth = 0;
 	l->n_keys = 0;
 	return rt_jlex_open(l, it);
 }
 
-int rt_jlex_member(struct rt_jlex *l, const struct rt_jv *obj, const char *key, struct rt_jv *v)
+int rt_jlex_members(struct rt_jlex *l, const struct rt_jv *obj, const char *const *keys, size_t n, struct rt_jv *out)
 {
-	size_t kn = strlen(key);
 	struct rt_jit it;
-	struct rt_jv k;
+	struct rt_jv k, skip;
 	int r;
 
-	memset(v, 0, sizeof(*v));
+	memset(out, 0, n * sizeof(*out));
 	if (obj->t != RT_JV_OBJ)
 		return 0;
 	if (reopen(l, obj, &it))
 		return l->rc;
 	while ((r = rt_jlex_next(l, &it, &k)) > 0) {
-		if (k.n == kn && !memcmp(k.s, key, kn))
-			return rt_jlex_value(l, v);
+		struct rt_jv *v = &skip;
+
+		for (size_t i = 0; i < n; i++)
+			if (!strncmp(keys[i], k.s, k.n) && !keys[i][k.n]) {
+				v = &out[i];
+				break;
+			}
 		if (rt_jlex_value(l, v))
 			return l->rc;
 	}
-	memset(v, 0, sizeof(*v));
 	return r < 0 ? l->rc : 0;
+}
+
+int rt_jlex_member(struct rt_jlex *l, const struct rt_jv *obj, const char *key, struct rt_jv *v)
+{
+	return rt_jlex_members(l, obj, &key, 1, v);
+}
+
+size_t rt_jlex_elements(struct rt_jlex *l, const struct rt_jv *arr, struct rt_jv *out, size_t max)
+{
+	struct rt_jit it;
+	struct rt_jv skip;
+	size_t k = 0;
+
+	if (arr->t != RT_JV_ARR || reopen(l, arr, &it))
+		return 0;
+	while (rt_jlex_next(l, &it, NULL) > 0) {
+		if (rt_jlex_value(l, k < max ? &out[k] : &skip))
+			return 0;
+		if (k < max)
+			k++;
+	}
+	return l->rc ? 0 : k;
 }
 
 int rt_jlex_element(struct rt_jlex *l, const struct rt_jv *arr, size_t i, struct rt_jv *v)

@@ -94,13 +94,18 @@ int rt_jlex_end(struct rt_jlex *l);
 void rt_jlex_error_text(const struct rt_jlex *l, char *buf, size_t len);
 
 /*
- * Cursor over a container inside a document the lexer has accepted (the report reads the fields librtune ignores
- * this way): the member key of the object whose text is doc[obj->off .. +obj->len], into *v (RT_JV_ABSENT when
- * there is none, or obj is not an object). Strings are decoded into the lexer's arena: l must be a lexer over the
- * whole document (rt_jlex_init(l, doc, ...)); its cursor is moved. 0, or an errno.
+ * Cursors over containers inside a document the lexer has accepted (the report reads the members librtune ignores
+ * this way). l must be a lexer over the whole document (rt_jlex_init(l, doc, ...)); each call moves its cursor, and
+ * strings a call decodes (escapes) stay valid only until the next call.
+ * rt_jlex_members: in one walk of the object obj (doc[obj->off ..]), the members named keys[0 .. n) into out[]
+ * (RT_JV_ABSENT for each one missing, all of them when obj is not an object). 0, or an errno.
  */
+int rt_jlex_members(struct rt_jlex *l, const struct rt_jv *obj, const char *const *keys, size_t n, struct rt_jv *out);
+/* The member key of obj into *v, as rt_jlex_members for one key. */
 int rt_jlex_member(struct rt_jlex *l, const struct rt_jv *obj, const char *key, struct rt_jv *v);
-/* The same for element i of an array; RT_JV_ABSENT past the end. */
+/* Element i of the array arr into *v; RT_JV_ABSENT past the end or when arr is not an array. 0, or an errno. */
 int rt_jlex_element(struct rt_jlex *l, const struct rt_jv *arr, size_t i, struct rt_jv *v);
+/* In one walk, the first max elements of arr into out[]; how many (0 when arr is not an array). */
+size_t rt_jlex_elements(struct rt_jlex *l, const struct rt_jv *arr, struct rt_jv *out, size_t max);
 
 #endif
