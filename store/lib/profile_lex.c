@@ -60,10 +60,24 @@ void rt_jlex_error_text(const struct rt_jlex *l, char *buf, size_t len)
 	snprintf(buf, len, "line %d column %d: %s", line, col, l->rc == ENOMEM ? "out of memory" : l->why);
 }
 
+/* A byte a string holds as it is: printable ASCII but '"' and '\\' (one range compare and two equalities). */
+static inline bool plain_byte(unsigned char c)
+{
+	return (unsigned char)(c - 0x20) < 0x60 && c != '"' && c != '\\';
+}
+
+static inline bool ws_byte(unsigned char c)
+{
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
 static void skip_ws(struct rt_jlex *l)
 {
-	while (l->p < l->end && (*l->p == ' ' || *l->p == '\n' || *l->p == '\t' || *l->p == '\r'))
-		l->p++;
+	const char *p = l->p;
+
+	while (p < l->end && ws_byte((unsigned char)*p))
+		p++;
+	l->p = p;
 }
 
 int rt_jlex_peek(struct rt_jlex *l)
@@ -187,6 +201,11 @@ static int lex_string(struct rt_jlex *l, struct rt_jv *v)
 	for (;;) {
 		unsigned char c;
 
+		if (!o) {
+			/* the common run: bytes kept as they are, in place */
+			while (p < l->end && plain_byte((unsigned char)*p))
+				p++;
+		}
 		if (p >= l->end)
 			return lex_fail(l, EINVAL, p, "premature end of input");
 		c = (unsigned char)*p;
@@ -254,6 +273,52 @@ static bool is_digit(int c)
 	return c >= '0' && c <= '9';
 }
 
+/* The real in [s, e) (a number token already checked) when it converts exactly without strtod: at most 19 digits
+ * whose value is below 2^53, and a power of ten within 10^22 (both exact doubles, so one multiplication or division
+ * rounds once, correctly: what strtod returns). False for every other token (strtod's turn). */
+static bool fast_real(const char *s, const char *e, double *out)
+{
+	static const double pow10[] = { 1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
+					1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	bool neg = *s == '-';
+	uint64_t m = 0;
+	int digits = 0, scale = 0, ex = 0;
+	const char *p = s + neg;
+
+	for (; p < e && is_digit(*p); p++) {
+		if (++digits > 19)
+			return false;
+		m = m * 10 + (uint64_t)(*p - '0');
+	}
+	if (p < e && *p == '.')
+		for (p++; p < e && is_digit(*p); p++, scale++) {
+			if (++digits > 19)
+				return false;
+			m = m * 10 + (uint64_t)(*p - '0');
+		}
+	if (p < e && (*p == 'e' || *p == 'E')) {
+		bool eneg = false;
+
+		p++;
+		if (*p == '+' || *p == '-')
+			eneg = *p++ == '-';
+		for (; p < e; p++) {
+			if (ex > 100)
+				return false;
+			ex = ex * 10 + (*p - '0');
+		}
+		if (eneg)
+			ex = -ex;
+	}
+	ex -= scale;
+	if (m > (1ull << 53) || ex < -22 || ex > 22)
+		return false;
+	*out = ex < 0 ? (double)m / pow10[-ex] : (double)m * pow10[ex];
+	if (neg)
+		*out = -*out;
+	return true;
+}
+
 /* Reads the number at the cursor into v: an integer when it has no fraction or exponent (refused beyond int64, as
  * jansson's strtoll), else a real (refused when it overflows a double). 0 or the sticky error. */
 static int lex_number(struct rt_jlex *l, struct rt_jv *v)
@@ -308,21 +373,30 @@ static int lex_number(struct rt_jlex *l, struct rt_jv *v)
 		v->i = neg ? (u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u) : (int64_t)u;
 		return 0;
 	}
+	if (fast_real(s, p, &v->d)) {
+		v->t = RT_JV_REAL;
+		return 0;
+	}
 	{
 		/* strtod wants a terminated string in the C locale's notation: a copy, its '.' as the locale writes it */
 		char small[64], *buf = small, *end;
-		const char *dp = localeconv()->decimal_point;
 		size_t n = (size_t)(p - s);
 
+		if (!l->decimal_point) {
+			/* looked up once per document (a program may change its locale between documents) */
+			const char *dp = localeconv()->decimal_point;
+
+			l->decimal_point = dp && dp[0] && !dp[1] ? dp[0] : '.';
+		}
 		if (n >= sizeof(small) && !(buf = malloc(n + 1)))
 			return lex_fail(l, ENOMEM, s, "out of memory");
 		memcpy(buf, s, n);
 		buf[n] = '\0';
-		if (dp && dp[0] && dp[0] != '.' && !dp[1]) {
+		if (l->decimal_point != '.') {
 			char *dot = memchr(buf, '.', n);
 
 			if (dot)
-				*dot = dp[0];
+				*dot = l->decimal_point;
 		}
 		errno = 0;
 		v->d = strtod(buf, &end);
@@ -373,6 +447,7 @@ int rt_jlex_open(struct rt_jlex *l, struct rt_jit *it)
 	l->p++;
 	it->obj = c == '{';
 	it->first = true;
+	it->seen = 0;
 	it->key_base = l->n_keys;
 	return 0;
 }
@@ -386,20 +461,19 @@ static int key_cmp(const void *a, const void *b)
 	return memcmp(x->s, y->s, x->n);
 }
 
-/* Checks keys[base ..] for a duplicate (jansson's JSON_REJECT_DUPLICATES) and pops them. */
+/* Objects of up to this many keys are checked for a duplicate as each key comes (a 64-bit filter of the keys seen,
+ * and a compare only on a filter hit); a larger object is checked once when it closes (sorted). */
+#define RT_JLEX_FILTER_KEYS 64
+
+/* Checks a large object's keys[base ..] for a duplicate (jansson's JSON_REJECT_DUPLICATES) and pops them. */
 static int close_keys(struct rt_jlex *l, size_t base)
 {
 	struct rt_jkey *k = l->keys + base;
 	size_t n = l->n_keys - base;
 
 	l->n_keys = base;
-	if (n <= 24) {
-		for (size_t i = 1; i < n; i++)
-			for (size_t j = 0; j < i; j++)
-				if (k[i].n == k[j].n && !memcmp(k[i].s, k[j].s, k[i].n))
-					return lex_fail(l, EINVAL, k[i].s, "duplicate object key");
+	if (n <= RT_JLEX_FILTER_KEYS)
 		return 0;
-	}
 	qsort(k, n, sizeof(*k), key_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (!key_cmp(&k[i - 1], &k[i]))
@@ -407,8 +481,31 @@ static int close_keys(struct rt_jlex *l, size_t base)
 	return 0;
 }
 
-static int push_key(struct rt_jlex *l, const struct rt_jv *key)
+static unsigned key_bit(const struct rt_jv *key)
 {
+	const unsigned char *s = (const unsigned char *)key->s;
+	size_t n = key->n;
+
+	if (!n)
+		return 0;
+	return (unsigned)((n * 0x9Eu) ^ (s[0] * 0x3Bu) ^ (s[n - 1] * 0x5Du) ^ (s[n / 2] * 0x7u) ^ (s[n / 2] >> 3)) &
+	       63u;
+}
+
+/* Records key of the object it; a key already in it is refused. 0 or the sticky error. */
+static int push_key(struct rt_jlex *l, struct rt_jit *it, const struct rt_jv *key)
+{
+	size_t have = l->n_keys - it->key_base;
+
+	if (have < RT_JLEX_FILTER_KEYS) {
+		uint64_t bit = 1ull << key_bit(key);
+
+		if (it->seen & bit)
+			for (size_t i = it->key_base; i < l->n_keys; i++)
+				if (l->keys[i].n == key->n && !memcmp(l->keys[i].s, key->s, key->n))
+					return lex_fail(l, EINVAL, key->s, "duplicate object key");
+		it->seen |= bit;
+	}
 	if (l->n_keys == l->cap_keys) {
 		size_t cap = l->cap_keys * 2;
 		struct rt_jkey *nk = malloc(cap * sizeof(*nk));
@@ -459,7 +556,7 @@ int rt_jlex_next(struct rt_jlex *l, struct rt_jit *it, struct rt_jv *key)
 	{
 		struct rt_jv k;
 
-		if (lex_string(l, &k) || push_key(l, &k))
+		if (lex_string(l, &k) || push_key(l, it, &k))
 			return -1;
 		if (key)
 			*key = k;

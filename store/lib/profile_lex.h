@@ -46,8 +46,9 @@ struct rt_jkey {
 /* The lexer over one document. rc is sticky: once a call fails every later one fails with it. */
 struct rt_jlex {
 	const char *text, *p, *end;
-	unsigned depth; /* containers open */
-	int rc;		/* 0, EINVAL (not JSON jansson accepts: why and at err_off) or ENOMEM */
+	unsigned depth;	    /* containers open */
+	char decimal_point; /* the locale's, for strtod (0: not looked up yet) */
+	int rc;		    /* 0, EINVAL (not JSON jansson accepts: why and at err_off) or ENOMEM */
 	const char *why;
 	char why_buf[48];
 	size_t err_off;
@@ -61,6 +62,7 @@ struct rt_jlex {
 /* A container being walked: rt_jlex_open() fills it, rt_jlex_next() steps through it. */
 struct rt_jit {
 	size_t key_base;
+	uint64_t seen; /* a filter of the keys met (objects) */
 	bool obj, first;
 };
 

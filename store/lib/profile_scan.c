@@ -172,12 +172,36 @@ static int get_name_or_null(struct ctx *c, const char *where, const struct rt_jv
 	return 0;
 }
 
+/* Writes a, b and, when idx is not SIZE_MAX, "[idx]" into buf[len], truncated as snprintf truncates: the field paths
+ * of the messages, built for every entry without the cost of a printf. */
+static void path(char *buf, size_t len, const char *a, const char *b, size_t idx)
+{
+	char num[24], *d = num + sizeof(num);
+	size_t o = 0;
+
+	for (const char *s = a; *s && o + 1 < len; s++)
+		buf[o++] = *s;
+	for (const char *s = b; *s && o + 1 < len; s++)
+		buf[o++] = *s;
+	if (idx != SIZE_MAX) {
+		*--d = '\0';
+		*--d = ']';
+		do
+			*--d = (char)('0' + idx % 10);
+		while ((idx /= 10));
+		*--d = '[';
+		for (; *d && o + 1 < len; d++)
+			buf[o++] = *d;
+	}
+	buf[o] = '\0';
+}
+
 /* ---- capture: the members of an object the profile defines ------------------------------------------------------ */
 
 static int key_index(const struct kdef *t, size_t n, const struct rt_jv *k)
 {
 	for (size_t i = 0; i < n; i++)
-		if (t[i].n == k->n && !memcmp(t[i].k, k->s, k->n))
+		if (t[i].n == k->n && t[i].k[0] == k->s[0] && !memcmp(t[i].k, k->s, k->n))
 			return (int)i;
 	return -1;
 }
@@ -374,7 +398,7 @@ static int check_decision_fields(struct ctx *c, const char *where, const struct 
 	for (int k = 0; k < 2; k++) {
 		enum rt_profile_confidence *conf = k ? &e->signal_confidence : &e->inline_confidence;
 
-		snprintf(w2, sizeof(w2), "%s_confidence", keys[k]);
+		path(w2, sizeof(w2), keys[k], "_confidence", SIZE_MAX);
 		tmp[0] = '\0';
 		if ((rc = get_str(c, where, &ec->f[k ? E_SCONF : E_ICONF], w2, false, true, false, tmp, sizeof(tmp))))
 			return rc;
@@ -390,7 +414,7 @@ static int check_decision_fields(struct ctx *c, const char *where, const struct 
 	for (int k = 0; k < 2; k++) {
 		const struct rt_jv *d = &ec->ev[k];
 
-		snprintf(w2, sizeof(w2), "%s.evidence.%s", where, keys[k]);
+		path(w2, sizeof(w2), where, k ? ".evidence.signal" : ".evidence.inline", SIZE_MAX);
 		if (absent_or_null(d))
 			continue;
 		if (d->t != RT_JV_OBJ)
@@ -416,7 +440,7 @@ static int check_measured(struct ctx *c, const char *where, const struct entry_c
 	e->lat_inline_ns = e->lat_noinline_ns = e->mops_at_n = e->mops_at_n1 = e->noise_pct = NAN;
 	if (absent_or_null(m))
 		return 0;
-	snprintf(w2, sizeof(w2), "%s.measured", where);
+	path(w2, sizeof(w2), where, ".measured", SIZE_MAX);
 	if (m->t != RT_JV_OBJ)
 		return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(m));
 	if ((rc = get_str(c, w2, &f[M_KIND], "latency_kind", false, true, false, e->lat_kind, sizeof(e->lat_kind))))
@@ -484,7 +508,7 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 	long long v;
 	int rc;
 
-	snprintf(where, sizeof(where), "entries[%zu]", idx);
+	path(where, sizeof(where), "entries", "", idx);
 	memset(e, 0, sizeof(*e));
 	e->numa_node = -1;
 	if ((rc = get_str(c, where, &f[E_DEVICE], "device", true, false, false, e->device, sizeof(e->device))) ||
@@ -517,7 +541,7 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 		if (f[E_CQ_MOD].t != RT_JV_OBJ)
 			return fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where,
 				    type_name(&f[E_CQ_MOD]));
-		snprintf(w2, sizeof(w2), "%s.cq_moderation", where);
+		path(w2, sizeof(w2), where, ".cq_moderation", SIZE_MAX);
 		if ((rc = get_u32(c, w2, &ec->cqm[0], "count", true, 0, RT_PROFILE_MAX_CQ_MOD_COUNT,
 				  &e->cq_mod_count)) ||
 		    (rc = get_u32(c, w2, &ec->cqm[1], "period_us", true, 0, RT_PROFILE_MAX_CQ_MOD_PERIOD_US,
@@ -542,7 +566,7 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 	for (size_t i = 0; i < ec->n_reason_el; i++) {
 		char w2[64];
 
-		snprintf(w2, sizeof(w2), "%s.reasons[%zu]", where, i);
+		path(w2, sizeof(w2), where, ".reasons", i);
 		if (ec->reason_el[i].t != RT_JV_OBJ)
 			return fail(c, EINVAL, "%s: expected an object, got %s", w2, type_name(&ec->reason_el[i]));
 		if (e->n_reasons == RT_PROFILE_MAX_REASONS)
@@ -574,19 +598,19 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 	}
 	rt_profile_entry_derive(e);
 	/* the entry's bands (1.4) */
-	snprintf(where, sizeof(where), "entries[%zu].bands", idx);
 	p->band_first[idx] = p->n_bands;
 	p->band_n[idx] = 0;
 	if (absent_or_null(&f[E_BANDS]))
 		return 0;
+	path(tmp, sizeof(where), where, ".bands", SIZE_MAX);
 	if (f[E_BANDS].t != RT_JV_ARR)
-		return fail(c, EINVAL, "%s: expected an array, got %s", where, type_name(&f[E_BANDS]));
+		return fail(c, EINVAL, "%s: expected an array, got %s", tmp, type_name(&f[E_BANDS]));
 	if (grow(s, (void **)&p->bands, &s->cap_bands, p->n_bands + ec->n_bands, sizeof(*p->bands)))
 		return fail(c, ENOMEM, "out of memory");
 	for (size_t i = 0; i < ec->n_bands; i++) {
 		char w2[64];
 
-		snprintf(w2, sizeof(w2), "%s[%zu]", where, i);
+		path(w2, sizeof(w2), tmp, "", i);
 		if ((rc = check_band(c, w2, &s->band_caps[i], &p->bands[p->n_bands])))
 			return rc;
 		p->n_bands++;

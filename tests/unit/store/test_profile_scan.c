@@ -456,6 +456,78 @@ static void test_length_bounds(void **state)
 	rt_profile_free(p);
 }
 
+/* Reals as the documents write them and in every other form (1-21 digits, a point anywhere, exponents -30..30):
+ * the single-pass reader's exact fast path and its strtod fallback give the bits jansson's strtod gives. */
+static void test_reals_bit_exact(void **state)
+{
+	char doc[2048], num[64];
+	size_t n[4] = { 0 };
+
+	(void)state;
+	for (int round = 0; round < 20000; round++) {
+		int digits = 1 + (int)pick(21), point = (int)pick((size_t)digits + 1), o = 0, len;
+		enum rt_pdiff_outcome out;
+
+		for (int i = 0; i < digits; i++) {
+			if (i == point && i > 0)
+				num[o++] = '.';
+			num[o++] = (char)((i == 0 && digits > 1 ? '1' + pick(9) : '0' + pick(10)));
+		}
+		if (pick(3) == 0)
+			o += snprintf(num + o, sizeof(num) - (size_t)o, "e%d", (int)pick(61) - 30);
+		else if (point == 0 && pick(2))
+			o += snprintf(num + o, sizeof(num) - (size_t)o, ".%d", (int)pick(1000));
+		num[o] = '\0';
+		len = snprintf(doc, sizeof(doc),
+			       DOC("\"rtune_version\":\"1\",", ENTRY(",\"measured\":{\"latency_inline_ns\":%s}"), ""),
+			       num);
+		expect_agree(doc, (size_t)len, &out);
+		n[out]++;
+	}
+	print_message("reals: %zu accepted, %zu refused as JSON, %zu refused for a field\n", n[RT_PDIFF_BOTH_ACCEPT],
+		      n[RT_PDIFF_BOTH_REFUSE_JSON], n[RT_PDIFF_BOTH_REFUSE_FIELD]);
+	assert_true(n[RT_PDIFF_BOTH_ACCEPT] >= 5000);
+}
+
+/* Objects past the key filter (more than 64 keys): a duplicate is still refused, wherever it is. */
+static void test_many_keys(void **state)
+{
+	char doc[8192];
+	int o;
+
+	(void)state;
+	for (int dup = 0; dup < 3; dup++) {
+		/* the unknown object "x" with 101 keys, the last one repeating key dup * 40 */
+		o = snprintf(doc, sizeof(doc), "{\"x\":{");
+		for (int k = 0; k < 100; k++)
+			o += snprintf(doc + o, sizeof(doc) - (size_t)o, "\"k%d\":%d,", k, k);
+		o += snprintf(doc + o, sizeof(doc) - (size_t)o, "\"k%d\":0},%s", dup * 40,
+			      DOC("\"rtune_version\":\"1\",", ENTRY(""), "") + 1);
+		expect_agree(doc, (size_t)o, NULL);
+		{
+			struct rt_profile *p;
+			struct rt_error err;
+
+			assert_int_equal(rt_profile_scan(doc, (size_t)o, NULL, &p, NULL, &err), EINVAL);
+			assert_non_null(strstr(err.text, "duplicate object key"));
+		}
+	}
+	/* and without the duplicate it loads */
+	o = snprintf(doc, sizeof(doc), "{\"x\":{");
+	for (int k = 0; k < 100; k++)
+		o += snprintf(doc + o, sizeof(doc) - (size_t)o, "\"k%d\":%d,", k, k);
+	o += snprintf(doc + o, sizeof(doc) - (size_t)o, "\"last\":0},%s",
+		      DOC("\"rtune_version\":\"1\",", ENTRY(""), "") + 1);
+	expect_agree(doc, (size_t)o, NULL);
+	{
+		struct rt_profile *p;
+		struct rt_error err;
+
+		assert_int_equal(rt_profile_scan(doc, (size_t)o, NULL, &p, NULL, &err), 0);
+		rt_profile_free(p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -466,6 +538,8 @@ int main(void)
 		cmocka_unit_test(test_reasons_past_the_kept),
 		cmocka_unit_test(test_extras),
 		cmocka_unit_test(test_length_bounds),
+		cmocka_unit_test(test_reals_bit_exact),
+		cmocka_unit_test(test_many_keys),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
