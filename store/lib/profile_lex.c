@@ -165,7 +165,6 @@ static size_t unescape(struct rt_jlex *l, const char *p, char **o)
 				return lex_fail(l, EINVAL, p, "invalid unicode (a high surrogate without its low one)"),
 				       0;
 			v = ((v - 0xD800) << 10) + (v2 - 0xDC00) + 0x10000;
-			p += 6;
 		}
 		if (v < 0x80) {
 			*t++ = (char)v;
@@ -197,6 +196,8 @@ static int lex_string(struct rt_jlex *l, struct rt_jv *v)
 	char *o = NULL;
 
 	v->t = RT_JV_STR;
+	v->s = start;
+	v->n = 0;
 	v->off = (size_t)(l->p - l->text);
 	for (;;) {
 		unsigned char c;
@@ -554,7 +555,7 @@ int rt_jlex_next(struct rt_jlex *l, struct rt_jit *it, struct rt_jv *key)
 	if (c != '"')
 		return lex_fail(l, EINVAL, l->p, "string or '}' expected"), -1;
 	{
-		struct rt_jv k;
+		struct rt_jv k = { 0 };
 
 		if (lex_string(l, &k) || push_key(l, it, &k))
 			return -1;
@@ -575,7 +576,7 @@ int rt_jlex_value(struct rt_jlex *l, struct rt_jv *v)
 	if (l->rc)
 		return l->rc;
 	if (c == '{' || c == '[') {
-		struct rt_jit it;
+		struct rt_jit it = { 0 };
 		const char *start = l->p;
 		int r;
 
@@ -640,7 +641,7 @@ static int reopen(struct rt_jlex *l, const struct rt_jv *v, struct rt_jit *it)
 
 int rt_jlex_members(struct rt_jlex *l, const struct rt_jv *obj, const char *const *keys, size_t n, struct rt_jv *out)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	struct rt_jv k, skip;
 	int r;
 
@@ -670,7 +671,7 @@ int rt_jlex_member(struct rt_jlex *l, const struct rt_jv *obj, const char *key, 
 
 size_t rt_jlex_elements(struct rt_jlex *l, const struct rt_jv *arr, struct rt_jv *out, size_t max)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	struct rt_jv skip;
 	size_t k = 0;
 
@@ -687,7 +688,7 @@ size_t rt_jlex_elements(struct rt_jlex *l, const struct rt_jv *arr, struct rt_jv
 
 int rt_jlex_element(struct rt_jlex *l, const struct rt_jv *arr, size_t i, struct rt_jv *v)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	size_t k = 0;
 	int r;
 

@@ -210,7 +210,7 @@ static int key_index(const struct kdef *t, size_t n, const struct rt_jv *k)
  * text); the others are skipped. 0, or -1 on a lexer error. */
 static int scan_flat(struct rt_jlex *l, const struct kdef *t, size_t n, struct rt_jv *slots)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	struct rt_jv k, skip;
 	int r;
 
@@ -623,7 +623,7 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
  * (which must consume it). 0 or -1. */
 static int scan_array(struct scan *s, struct rt_jv *v, int (*each)(struct scan *, void *, size_t), void *arg)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	size_t off, i = 0;
 	int r;
 
@@ -670,7 +670,7 @@ static int each_band(struct scan *s, void *arg, size_t i)
 /* Reads the "evidence" value at the cursor into ec. 0 or -1. */
 static int scan_evidence(struct scan *s, struct entry_cap *ec)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	struct rt_jv k, skip;
 	size_t off;
 	int r;
@@ -700,7 +700,7 @@ static int each_entry(struct scan *s, void *arg, size_t idx)
 	struct rt_profile *p = s->p;
 	struct entry_cap ec;
 	struct rt_jv el;
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	struct rt_jv k, skip;
 	bool inherit = false;
 	int r;
@@ -786,7 +786,6 @@ static int each_skip(struct scan *s, void *arg, size_t i)
 	struct ctx c = { s->c.name, &s->skipped_err };
 	char where[32], kind[32] = "";
 	long long port = 0;
-	int rc;
 
 	(void)arg;
 	if (s->skipped_err.code)
@@ -802,16 +801,16 @@ static int each_skip(struct scan *s, void *arg, size_t i)
 		return -1;
 	k = &p->skips[i];
 	memset(k, 0, sizeof(*k));
-	if ((rc = get_str(&c, where, &f[S_DEVICE], "device", true, false, false, k->device, sizeof(k->device))) ||
-	    (rc = get_int(&c, where, &f[S_PORT], "port", true, 1, RT_PROFILE_MAX_PORT, &port)) ||
-	    (rc = get_str(&c, where, &f[S_WHAT], "what", true, false, true, k->what, sizeof(k->what))) ||
-	    (rc = get_str(&c, where, &f[S_KIND], "kind", false, true, false, kind, sizeof(kind))) ||
-	    (rc = get_name_or_null(&c, where, &f[S_OPCODE], "opcode", op_names, N_OF(op_names), "send or write",
-				   &k->opcode)) ||
-	    (rc = get_name_or_null(&c, where, &f[S_QP_TYPE], "qp_type", qpt_names, N_OF(qpt_names), "rc or ud",
-				   &k->qp_type)) ||
-	    (rc = get_str(&c, where, &f[S_REASON], "reason", true, false, true, k->reason, sizeof(k->reason))) ||
-	    (rc = get_str(&c, where, &f[S_RUN_ID], "run_id", false, true, false, k->run_id, sizeof(k->run_id))))
+	if ((get_str(&c, where, &f[S_DEVICE], "device", true, false, false, k->device, sizeof(k->device))) ||
+	    (get_int(&c, where, &f[S_PORT], "port", true, 1, RT_PROFILE_MAX_PORT, &port)) ||
+	    (get_str(&c, where, &f[S_WHAT], "what", true, false, true, k->what, sizeof(k->what))) ||
+	    (get_str(&c, where, &f[S_KIND], "kind", false, true, false, kind, sizeof(kind))) ||
+	    (get_name_or_null(&c, where, &f[S_OPCODE], "opcode", op_names, N_OF(op_names), "send or write",
+			      &k->opcode)) ||
+	    (get_name_or_null(&c, where, &f[S_QP_TYPE], "qp_type", qpt_names, N_OF(qpt_names), "rc or ud",
+			      &k->qp_type)) ||
+	    (get_str(&c, where, &f[S_REASON], "reason", true, false, true, k->reason, sizeof(k->reason))) ||
+	    (get_str(&c, where, &f[S_RUN_ID], "run_id", false, true, false, k->run_id, sizeof(k->run_id))))
 		return 0;
 	if (!k->device[0]) {
 		fail(&c, EINVAL, "%s.device: empty", where);
@@ -915,7 +914,7 @@ static int check_root(struct scan *s, const struct rt_jv *root, const struct roo
 /* Reads the top-level value (the document) into root and rc_. 0, or -1 on a lexer error or s->nomem. */
 static int scan_root(struct scan *s, struct rt_jv *root, struct root_cap *rc_)
 {
-	struct rt_jit it;
+	struct rt_jit it = { 0 };
 	struct rt_jv k, skip;
 	int c = rt_jlex_peek(&s->l), r;
 
