@@ -66,11 +66,13 @@ static inline bool plain_byte(unsigned char c)
 	return (unsigned char)(c - 0x20) < 0x60 && c != '"' && c != '\\';
 }
 
+/* JSON whitespace. */
 static inline bool ws_byte(unsigned char c)
 {
 	return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
 
+/* Moves the cursor past whitespace. */
 static void skip_ws(struct rt_jlex *l)
 {
 	const char *p = l->p;
@@ -114,6 +116,7 @@ static size_t utf8_seq(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
+/* The 4 hex digits at p (before end) into *out; 0, or -1 when they are not 4 hex digits. */
 static int hex4(const char *p, const char *end, uint32_t *out)
 {
 	uint32_t v = 0;
@@ -269,6 +272,7 @@ static const char *skip_ungot_nul(const struct rt_jlex *l, const char *p)
 	return p < l->end && *p == '\0' ? p + 1 : p;
 }
 
+/* An ASCII decimal digit. */
 static bool is_digit(int c)
 {
 	return c >= '0' && c <= '9';
@@ -410,6 +414,7 @@ static int lex_number(struct rt_jlex *l, struct rt_jv *v)
 	return 0;
 }
 
+/* Reads true, false or null at the cursor into v; any other word is the sticky error. */
 static int lex_literal(struct rt_jlex *l, struct rt_jv *v)
 {
 	static const struct {
@@ -453,6 +458,7 @@ int rt_jlex_open(struct rt_jlex *l, struct rt_jit *it)
 	return 0;
 }
 
+/* Orders keys by length, then bytes (qsort). */
 static int key_cmp(const void *a, const void *b)
 {
 	const struct rt_jkey *x = a, *y = b;
@@ -482,6 +488,7 @@ static int close_keys(struct rt_jlex *l, size_t base)
 	return 0;
 }
 
+/* The key's bit (0..63) in an object's key filter. */
 static unsigned key_bit(const struct rt_jv *key)
 {
 	const unsigned char *s = (const unsigned char *)key->s;

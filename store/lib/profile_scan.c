@@ -50,6 +50,7 @@ __attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int code, c
 	return rt_error_set(c->err, code, "profile: %s", msg);
 }
 
+/* The JSON type of v in the reference's words ("an integer", "null"). */
 static const char *type_name(const struct rt_jv *v)
 {
 	switch (v->t) {
@@ -66,11 +67,14 @@ static const char *type_name(const struct rt_jv *v)
 	return "unknown";
 }
 
+/* True when the member is missing or null. */
 static bool absent_or_null(const struct rt_jv *v)
 {
 	return v->t == RT_JV_ABSENT || v->t == RT_JV_NULL;
 }
 
+/* Reads the integer member key (value v) in [lo, hi] into *out: an integral real counts (16.0); absent is EINVAL
+ * ("missing") when required, else 0 with *out untouched. 0, or EINVAL naming where.key. */
 static int get_int(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
 		   long long lo, long long hi, long long *out)
 {
@@ -97,6 +101,7 @@ static int get_int(struct ctx *c, const char *where, const struct rt_jv *v, cons
 	return 0;
 }
 
+/* get_int() into a uint32_t. */
 static int get_u32(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required, uint32_t lo,
 		   uint32_t hi, uint32_t *out)
 {
@@ -108,6 +113,8 @@ static int get_u32(struct ctx *c, const char *where, const struct rt_jv *v, cons
 	return rc;
 }
 
+/* Reads the string member key into buf[len]: too long is EINVAL unless truncate (then cut at a UTF-8 character
+ * boundary); null reads as "" when nullable; absent leaves buf alone (EINVAL when required). 0 or EINVAL. */
 static int get_str(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
 		   bool nullable, bool truncate, char *buf, size_t len)
 {
@@ -131,6 +138,7 @@ static int get_str(struct ctx *c, const char *where, const struct rt_jv *v, cons
 	return 0;
 }
 
+/* Reads an optional number (absent or null: NAN) in [lo, hi] into *out. 0 or EINVAL. */
 static int get_real(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, double lo, double hi,
 		    double *out)
 {
@@ -148,6 +156,7 @@ static int get_real(struct ctx *c, const char *where, const struct rt_jv *v, con
 	return 0;
 }
 
+/* Index of s in names[0 .. n), or -1. */
 static int name_index(const char *const *names, size_t n, const char *s)
 {
 	for (size_t i = 0; i < n; i++)
@@ -156,6 +165,7 @@ static int name_index(const char *const *names, size_t n, const char *s)
 	return -1;
 }
 
+/* Reads an optional enum-named string member (null or absent: *out = -1) of names; EINVAL naming it otherwise. */
 static int get_name_or_null(struct ctx *c, const char *where, const struct rt_jv *v, const char *key,
 			    const char *const *names, size_t n, const char *expect, int *out)
 {
@@ -198,6 +208,7 @@ static void path(char *buf, size_t len, const char *a, const char *b, size_t idx
 
 /* ---- capture: the members of an object the profile defines ------------------------------------------------------ */
 
+/* Index of the key k in t[0 .. n), or -1 when the profile does not define it there. */
 static int key_index(const struct kdef *t, size_t n, const struct rt_jv *k)
 {
 	for (size_t i = 0; i < n; i++)
@@ -387,6 +398,8 @@ static int grow(struct scan *s, void **v, size_t *cap, size_t n, size_t sz)
 
 /* ---- validation in the reference's order ------------------------------------------------------------------------ */
 
+/* The 1.2 fields of an entry (its confidence read already): each decision's confidence and the "evidence" object.
+ * 0, or EINVAL naming the field (the reference's parse_decision_fields). */
 static int check_decision_fields(struct ctx *c, const char *where, const struct entry_cap *ec,
 				 struct rt_profile_entry *e)
 {
@@ -428,6 +441,7 @@ static int check_decision_fields(struct ctx *c, const char *where, const struct 
 	return 0;
 }
 
+/* The 1.3 "measured" object of an entry (absent or null: has_measured false, figures NAN). 0 or EINVAL. */
 static int check_measured(struct ctx *c, const char *where, const struct entry_cap *ec, struct rt_profile_entry *e)
 {
 	const struct rt_jv *m = &ec->f[E_MEASURED], *f = ec->meas;
@@ -458,6 +472,7 @@ static int check_measured(struct ctx *c, const char *where, const struct entry_c
 	return 0;
 }
 
+/* One band (1.4) into b. 0, or EINVAL naming the field (the reference's parse_band). */
 static int check_band(struct ctx *c, const char *where, const struct band_cap *bc, struct rt_profile_band *b)
 {
 	const struct rt_jv *f = bc->f;
@@ -644,6 +659,7 @@ static int scan_array(struct scan *s, struct rt_jv *v, int (*each)(struct scan *
 	return 0;
 }
 
+/* One element of an entry's "reasons": captured up to the one past the kept eight, later ones only lexed. 0 or -1. */
 static int each_reason(struct scan *s, void *arg, size_t i)
 {
 	struct entry_cap *ec = arg;
@@ -657,6 +673,7 @@ static int each_reason(struct scan *s, void *arg, size_t i)
 	return scan_sub(&s->l, &ec->reason_el[i], reason_keys, 2, ec->reason_f[i]);
 }
 
+/* One element of an entry's "bands": captured into s->band_caps. 0, or -1 (lexer error, out of memory). */
 static int each_band(struct scan *s, void *arg, size_t i)
 {
 	struct entry_cap *ec = arg;
@@ -833,6 +850,8 @@ struct root_cap {
 	struct rt_jv schema[2], node[N_N], group[1];
 };
 
+/* Validates the document's own members in the reference's order, then reports the first invalid entry or skip
+ * found while reading; sets the inherited rtune_versions. 0, or an errno with err set. */
 static int check_root(struct scan *s, const struct rt_jv *root, const struct root_cap *rc_)
 {
 	struct ctx *c = &s->c;
