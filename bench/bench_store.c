@@ -249,8 +249,8 @@ int main(void)
 		rt_profile_free(p);
 	}
 	c_parse = cpu_s() - c0;
-	/* jansson's json_loadb alone on the same files, from memory, in a jansson arena as the import's workers parse:
-	 * the part of the work the issue's "parsed with jansson only" fixes */
+	/* jansson's json_loadb alone on the same files, from memory, in a jansson arena: what the tree alone cost the
+	 * import before librtune's single-pass reader (rt_profile_load, above, reads without one) */
 	{
 		struct rt_json_arena a = { 0 };
 		const size_t cap = RT_BENCH_MAX_FILE;
@@ -313,16 +313,17 @@ int main(void)
 		       one.wall_s, NODES / one.wall_s, one.cpu_s / NODES * 1e6, workers, cpus, one.wall_s / m->wall_s);
 		printf("store re-import (idempotent, %zu entries skipped): wall %.3f s = %.0f profiles/s\n", re.skipped,
 		       re.wall_s, NODES / re.wall_s);
-		/* the one-thread import's CPU split: reading + parsing + validating (librtune), of which jansson's
-		 * parse, and the rest (the SQLite writes, serialising the reasons, copying the hardware) */
-		printf("of the one-thread CPU: reading + parsing + validating alone (rt_profile_load of each file) %.1f us "
-		       "per profile, of which jansson's json_loadb %.1f us; the rest (SQLite writes, reasons, hardware) "
-		       "%.1f us\n",
+		/* the one-thread import's CPU split: reading + parsing + validating (librtune's single-pass reader), and
+		 * the rest (the SQLite writes, serialising the reasons, copying the hardware); jansson's tree alone for
+		 * comparison (the reference reader, which the import used before) */
+		printf("of the one-thread CPU: reading + parsing + validating alone (rt_profile_load of each file, the "
+		       "single-pass reader) %.1f us per profile (jansson's json_loadb alone on the same text: %.1f us); the "
+		       "rest (SQLite writes, reasons, hardware) %.1f us\n",
 		       c_parse / NODES * 1e6, c_jansson * 1e6, (one.cpu_s - c_parse) / NODES * 1e6);
 		/* what this machine allows at most, whatever else the import costs: every CPU busy, each profile needing
-		 * at least jansson's parse and that rest */
-		printf("ceiling on %ld CPUs, all busy, with only jansson's parse + the rest: %.0f profiles/s\n", cpus,
-		       cpus / (c_jansson + (one.cpu_s - c_parse) / NODES));
+		 * at least librtune's read and that rest */
+		printf("ceiling on %ld CPUs, all busy, with only librtune's read + the rest: %.0f profiles/s\n", cpus,
+		       cpus / (c_parse / NODES + (one.cpu_s - c_parse) / NODES));
 		if (l1 >= 0)
 			printf("(load average during the run: %.2f, on %ld CPUs)\n", l1, cpus);
 	}

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The fleet report's inputs: the report object, its problem list, walking files and directories, telling stores from
- * JSON profiles, reading a JSON profile v1 document (entries validated by librtune's rt_profile_parse, exactly as
- * applications would; the optional "hardware" object, per-entry "calibration" and the node identity read with jansson),
- * and merging a node met in several inputs.
+ * JSON profiles, reading a JSON profile v1 document (in one pass by librtune's own reader, rt_profile_scan, exactly as
+ * applications read it, without a jansson tree; the optional "hardware" object, per-entry "calibration" and the node's
+ * raw fields read with the same lexer's cursor), and merging a node met in several inputs.
  */
 #include "report_internal.h"
 #include "rt_store.h" /* rt_store_node_key_of: one node identity */
@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,7 +23,7 @@
 
 /* librtune's validating converter from a parsed document (store/lib, shared by the store's import) */
 #include "lib/profile_internal.h"
-#include "rt_json_arena.h"
+#include "lib/profile_scan.h"
 
 #define RP_MAX_FILE_BYTES (16u << 20)
 #define RP_MAX_DEPTH 32
@@ -281,59 +280,79 @@ static void copy_str(char *dst, size_t len, const char *s)
 	dst[n] = '\0';
 }
 
-static void copy_json_str(char *dst, size_t len, json_t *o, const char *key)
+/* A string value of a document (v: RT_JV_STR, else "") into dst[len], truncated as copy_str does. */
+static void copy_jv_str(char *dst, size_t len, const struct rt_jv *v)
 {
-	copy_str(dst, len, json_string_value(json_object_get(o, key)));
+	size_t n = v->t == RT_JV_STR ? v->n : 0;
+
+	if (n > len - 1)
+		n = len - 1;
+	memcpy(dst, n ? v->s : "", n);
+	dst[n] = '\0';
 }
 
-static int json_int_or(json_t *o, const char *key, int dflt)
+/* A malloc'd copy of a string value ("" when v is no string); NULL when out of memory. */
+static char *jv_strdup(const struct rt_jv *v)
 {
-	json_t *v = json_object_get(o, key);
+	size_t n = v->t == RT_JV_STR ? v->n : 0;
+	char *s = malloc(n + 1);
 
-	return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+	if (s) {
+		memcpy(s, n ? v->s : "", n);
+		s[n] = '\0';
+	}
+	return s;
 }
 
-/* The optional "hardware" object (docs/report.md); a malformed one is ignored with has_hw false. */
-static void read_hardware(json_t *hw, struct rp_node *n)
+static int jv_int_or(const struct rt_jv *v, int dflt)
 {
-	json_t *devs = json_object_get(hw, "devices");
+	return v->t == RT_JV_INT ? (int)v->i : dflt;
+}
+
+/* The optional "hardware" object (docs/report.md), read with the cursor l over its document; a malformed one is
+ * ignored with has_hw false. */
+static void read_hardware(struct rt_jlex *l, const struct rt_jv *hw, struct rp_node *n)
+{
+	static const char *const hw_keys[] = { "cpu_model", "numa_nodes", "devices" };
+	static const char *const dev_keys[] = { "name",		  "guid",      "vendor_id",
+						"vendor_part_id", "fw_ver",    "link_layer",
+						"active_mtu",	  "numa_node", "pcie" };
+	static const char *const pcie_keys[] = { "speed", "width", "max_payload_bytes", "max_read_request_bytes" };
+	struct rt_jv h[3], devs[RP_MAX_DEVS];
 	size_t cnt;
 
-	if (!json_is_object(hw))
+	if (hw->t != RT_JV_OBJ || rt_jlex_members(l, hw, hw_keys, 3, h))
 		return;
-	if (json_is_string(json_object_get(hw, "cpu_model"))) {
+	if (h[0].t == RT_JV_STR) {
 		free(n->cpu_model);
-		n->cpu_model = rp_strdup(json_string_value(json_object_get(hw, "cpu_model")));
+		n->cpu_model = jv_strdup(&h[0]);
 	}
-	n->numa_nodes = json_int_or(hw, "numa_nodes", n->numa_nodes);
-	cnt = json_is_array(devs) ? json_array_size(devs) : 0;
-	if (cnt > RP_MAX_DEVS)
-		cnt = RP_MAX_DEVS;
+	n->numa_nodes = jv_int_or(&h[1], n->numa_nodes);
+	cnt = rt_jlex_elements(l, &h[2], devs, RP_MAX_DEVS);
 	n->devs = cnt ? calloc(cnt, sizeof(*n->devs)) : NULL;
 	if (cnt && !n->devs)
 		return;
 	for (size_t i = 0; i < cnt; i++) {
-		json_t *d = json_array_get(devs, i), *p;
+		struct rt_jv d[9], pc[4];
 		struct rp_dev *o = &n->devs[n->n_devs];
 
-		if (!json_is_object(d))
+		if (devs[i].t != RT_JV_OBJ || rt_jlex_members(l, &devs[i], dev_keys, 9, d))
 			continue;
-		copy_json_str(o->name, sizeof(o->name), d, "name");
-		copy_json_str(o->guid, sizeof(o->guid), d, "guid");
-		o->vendor_id = json_int_or(d, "vendor_id", -1);
-		o->vendor_part_id = json_int_or(d, "vendor_part_id", -1);
-		copy_json_str(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
-		copy_json_str(o->link_layer, sizeof(o->link_layer), d, "link_layer");
-		o->active_mtu = json_int_or(d, "active_mtu", -1);
-		o->numa_node = json_int_or(d, "numa_node", -1);
+		copy_jv_str(o->name, sizeof(o->name), &d[0]);
+		copy_jv_str(o->guid, sizeof(o->guid), &d[1]);
+		o->vendor_id = jv_int_or(&d[2], -1);
+		o->vendor_part_id = jv_int_or(&d[3], -1);
+		copy_jv_str(o->fw_ver, sizeof(o->fw_ver), &d[4]);
+		copy_jv_str(o->link_layer, sizeof(o->link_layer), &d[5]);
+		o->active_mtu = jv_int_or(&d[6], -1);
+		o->numa_node = jv_int_or(&d[7], -1);
 		o->mps = o->mrrs = o->pcie_width = -1;
-		p = json_object_get(d, "pcie");
-		if (json_is_object(p)) {
+		if (d[8].t == RT_JV_OBJ && !rt_jlex_members(l, &d[8], pcie_keys, 4, pc)) {
 			o->has_pcie = true;
-			copy_json_str(o->pcie_speed, sizeof(o->pcie_speed), p, "speed");
-			o->pcie_width = json_int_or(p, "width", -1);
-			o->mps = json_int_or(p, "max_payload_bytes", -1);
-			o->mrrs = json_int_or(p, "max_read_request_bytes", -1);
+			copy_jv_str(o->pcie_speed, sizeof(o->pcie_speed), &pc[0]);
+			o->pcie_width = jv_int_or(&pc[1], -1);
+			o->mps = jv_int_or(&pc[2], -1);
+			o->mrrs = jv_int_or(&pc[3], -1);
 		}
 		n->n_devs++;
 	}
@@ -381,86 +400,45 @@ void rp_entry_evidence(struct rp_entry *o, const struct rt_profile_entry *e)
 	o->mops = (float)e->mops_at_n;
 }
 
-/* Per-entry "calibration": {"cpu_numa_node": int|null, "numa_local": bool}. */
-static void read_calibration(json_t *je, struct rp_entry *o)
+/* Per-entry "calibration": {"cpu_numa_node": int|null, "numa_local": bool}, read with the cursor l. */
+static void read_calibration(struct rt_jlex *l, const struct rt_jv *cal, struct rp_entry *o)
 {
-	json_t *c = json_object_get(je, "calibration"), *v;
+	static const char *const keys[] = { "cpu_numa_node", "numa_local" };
+	struct rt_jv v[2];
 
-	if (!json_is_object(c))
+	if (cal->t != RT_JV_OBJ || rt_jlex_members(l, cal, keys, 2, v))
 		return;
-	v = json_object_get(c, "cpu_numa_node");
-	if (json_is_integer(v))
-		o->cal_cpu_numa = (int16_t)json_integer_value(v);
-	v = json_object_get(c, "numa_local");
-	if (json_is_boolean(v))
-		o->cal_local = json_is_true(v) ? 1 : 0;
+	if (v[0].t == RT_JV_INT)
+		o->cal_cpu_numa = (int16_t)v[0].i;
+	if (v[1].t == RT_JV_TRUE || v[1].t == RT_JV_FALSE)
+		o->cal_local = v[1].t == RT_JV_TRUE ? 1 : 0;
 	else if (o->cal_cpu_numa >= 0 && o->numa_node >= 0)
 		o->cal_local = o->cal_cpu_numa == o->numa_node;
 }
 
 /*
  * Parses one JSON profile document into *n. Returns 1 (a node), 0 (not usable: why in problem), or -ENOMEM. Touches
- * nothing shared, so several workers may parse at once. One jansson parse per document (a fleet is 100,000 of them):
- * the tree is validated by librtune's own converter, so what the report accepts is exactly what applications accept,
- * and the report's extra fields ("hardware", per-entry "calibration", the machine-id) are read from the same tree.
- * The tree is built in the calling thread's arena a (rt_json_arena_begin) and dropped with it before returning.
+ * nothing shared, so several workers may parse at once. A fleet is 100,000 documents: each is read in one pass by
+ * librtune's own single-pass reader (rt_profile_scan: no tree, what the report accepts is exactly what applications
+ * accept), which also says where the report's extra fields are ("hardware", per-entry "calibration", the node's
+ * untruncated cpu_model and raw numa_nodes); those are read with the lexer's cursor over the same text.
  */
-/* Copies the n bytes of JSON text in to out (n bytes of room) without the whitespace between tokens; returns the
- * length. Strings (with their escapes) are copied as they are. jansson's lexer costs several ns per character, and
- * a profile laid out as `rtune export` writes it (JSON_INDENT(2)) is about 40 % indentation: squeezed first, the
- * parse is that much shorter for the same tree. */
-static size_t json_squeeze(const char *in, size_t n, char *out)
+static int parse_json_doc(const char *name, const char *text, size_t len, struct rp_node *n, char *problem, size_t plen)
 {
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		char c = in[i];
-
-		if (c == ' ' || c == '\n' || c == '\t' || c == '\r')
-			continue;
-		out[o++] = c;
-		if (c != '"')
-			continue;
-		/* a string: copied up to its closing quote */
-		for (i++; i < n; i++) {
-			char d = in[i];
-
-			out[o++] = d;
-			if (d == '\\' && i + 1 < n)
-				out[o++] = in[++i];
-			else if (d == '"')
-				break;
-		}
-	}
-	return o;
-}
-
-static int parse_json_doc(struct rt_json_arena *a, const char *name, const char *text, size_t len, char *scratch,
-			  struct rp_node *n, char *problem, size_t plen)
-{
+	static const char *const node_keys[] = { "cpu_model", "numa_nodes" };
+	struct rt_profile_scan_extra x;
 	struct rt_profile *p = NULL;
 	struct rt_error err;
-	json_t *root = NULL, *node, *entries;
-	json_error_t jerr;
+	struct rt_jlex l;
+	struct rt_jv nv[2];
 	size_t cnt;
+	int rc;
 
 	memset(n, 0, sizeof(*n));
-	/* scratch (len bytes, or NULL): the squeezed text is parsed; only a document that fails is parsed again as it
-	 * is, for the line and column of its error */
-	if (scratch)
-		root = rt_json_loadb(scratch, json_squeeze(text, len, scratch), JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
-		root = rt_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		rt_json_arena_reset(a);
-		snprintf(problem, plen, "%s: line %d column %d: %s", name, jerr.line, jerr.column, jerr.text);
-		return 0;
-	}
-	if (rt_profile_from_json(root, NULL, &p, &err)) {
+	if (rt_profile_scan(text, len, NULL, &p, &x, &err)) {
 		/* librtune's messages start with "profile: " when no name is given */
 		const char *why = strncmp(err.text, "profile: ", 9) == 0 ? err.text + 9 : err.text;
 
-		rt_json_arena_reset(a);
 		if (err.code == ENOMEM)
 			return -ENOMEM;
 		snprintf(problem, plen, "%s: %s", name, why);
@@ -470,33 +448,34 @@ static int parse_json_doc(struct rt_json_arena *a, const char *name, const char 
 		/* written by --group-profiles: the recommendation of a class, not a node of the fleet */
 		snprintf(problem, plen, "%s: a group profile (of %u nodes), not a node's profile", name,
 			 rt_profile_group_nodes(p));
-		rt_json_arena_reset(a);
+		rt_profile_scan_extra_free(&x);
 		rt_profile_free(p);
 		return 0;
 	}
-	node = json_object_get(root, "node");
+	rt_jlex_init(&l, text, len);
 	n->hostname = rp_strdup(rt_profile_hostname(p));
 	{
-		/* the store's identity of the node (rt_store_node_key), from the fields as the store would keep them */
-		const char *mid = json_string_value(json_object_get(node, "machine_id"));
+		/* the store's identity of the node (rt_store_node_key), from the fields as the store would keep them (a
+		 * machine_id the reader accepted is a string of at most 63 bytes, or null: "") */
 		char mid_cut[RT_NAME_LEN], host_cut[RT_TEXT_LEN], key[RT_STORE_NODE_KEY_LEN];
 
-		snprintf(mid_cut, sizeof(mid_cut), "%s", mid ? mid : "");
+		snprintf(mid_cut, sizeof(mid_cut), "%s", p->machine_id);
 		snprintf(host_cut, sizeof(host_cut), "%s", rt_profile_hostname(p));
 		rt_store_node_key_of(mid_cut, host_cut, key, sizeof(key));
 		n->node_key = rp_strdup(key);
 	}
 	n->source = rp_strdup(name);
-	n->cpu_model = rp_strdup(json_string_value(json_object_get(node, "cpu_model")));
+	rc = rt_jlex_members(&l, &x.node, node_keys, 2, nv);
+	n->cpu_model = rc ? NULL : jv_strdup(&nv[0]);
 	copy_str(n->hw_sig, sizeof(n->hw_sig), rt_profile_hw_signature(p));
-	n->numa_nodes = json_int_or(node, "numa_nodes", -1);
+	n->numa_nodes = jv_int_or(&nv[1], -1);
 	n->group = -1;
-	read_hardware(json_object_get(root, "hardware"), n);
+	read_hardware(&l, &x.hardware, n);
 	cnt = rt_profile_entry_count(p);
-	entries = json_object_get(root, "entries");
 	n->entries = cnt ? calloc(cnt, sizeof(*n->entries)) : NULL;
 	if (!n->hostname || !n->node_key || !n->source || !n->cpu_model || (cnt && !n->entries)) {
-		rt_json_arena_reset(a);
+		rt_jlex_fini(&l);
+		rt_profile_scan_extra_free(&x);
 		rt_profile_free(p);
 		rp_node_release(n);
 		return -ENOMEM;
@@ -505,11 +484,13 @@ static int parse_json_doc(struct rt_json_arena *a, const char *name, const char 
 		struct rp_entry *o = &n->entries[n->n_entries++];
 
 		entry_from_profile(rt_profile_entry_at(p, i), o);
-		read_calibration(json_array_get(entries, i), o);
+		if (i < x.n_calibration)
+			read_calibration(&l, &x.calibration[i], o);
 		if (o->measured_at > n->newest)
 			n->newest = o->measured_at;
 	}
-	rt_json_arena_reset(a);
+	rt_jlex_fini(&l);
+	rt_profile_scan_extra_free(&x);
 	rt_profile_free(p);
 	if (n->n_entries == 0) {
 		snprintf(problem, plen, "%s: profile of '%s' has no entries", name, n->hostname);
@@ -538,13 +519,10 @@ static long take_result(struct rt_report *r, int rc, struct rp_node *n, const ch
 long rt_report_add_json_text(struct rt_report *r, const char *name, const char *text, size_t len)
 {
 	char problem[1024];
-	struct rt_json_arena a = { 0 };
 	struct rp_node n;
 	int rc;
 
-	rt_json_arena_begin(&a);
-	rc = parse_json_doc(&a, name, text, len, NULL, &n, problem, sizeof(problem));
-	rt_json_arena_end(&a);
+	rc = parse_json_doc(name, text, len, &n, problem, sizeof(problem));
 	return take_result(r, rc, &n, problem);
 }
 
@@ -619,12 +597,12 @@ __attribute__((format(printf, 2, 3))) static void job_problem(struct job *j, con
 
 /*
  * Opens path and classifies it; JSON documents are parsed right away. Thread-safe (touches only j and the worker's
- * buffer b and arena a). System calls are what a small file costs most (in a VM above all): a file the walk found to
+ * buffer b). System calls are what a small file costs most (in a VM above all): a file the walk found to
  * be regular (its directory entry says so) is opened relative to its directory and read with one read() into a 64 KiB
  * buffer - a read that does not fill it has met the end of the regular file - then closed: three calls. Files named
  * on the command line, and files that fill the buffer, are fstat'ed first (type, size limit, the rest of the file).
  */
-static void run_job(struct job *j, struct rbuf *b, struct rt_json_arena *a)
+static void run_job(struct job *j, struct rbuf *b)
 {
 	char problem[1024];
 	struct stat sb;
@@ -702,12 +680,7 @@ static void run_job(struct job *j, struct rbuf *b, struct rt_json_arena *a)
 		}
 		got += more;
 	}
-	/* room behind the text for its squeezed copy */
-	if (rbuf_reserve(b, 2 * (size_t)got + 2)) {
-		j->state = J_NOMEM;
-		goto out;
-	}
-	rc = parse_json_doc(a, j->path, b->p, (size_t)got, b->p + got + 1, &j->node, problem, sizeof(problem));
+	rc = parse_json_doc(j->path, b->p, (size_t)got, &j->node, problem, sizeof(problem));
 	if (rc == 0)
 		j->problem = strdup(problem);
 	j->state = rc < 0 ? J_NOMEM : rc ? J_NODE : J_PROBLEM;
@@ -725,13 +698,10 @@ static void *worker(void *arg)
 {
 	struct pool *p = arg;
 	struct rbuf b = { 0 };
-	struct rt_json_arena a = { 0 };
 	size_t i;
 
-	rt_json_arena_begin(&a);
 	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
-		run_job(&p->jobs[i], &b, &a);
-	rt_json_arena_end(&a);
+		run_job(&p->jobs[i], &b);
 	free(b.p);
 	return NULL;
 }
@@ -745,7 +715,6 @@ static long run_jobs(struct rt_report *r, struct job *jobs, size_t n)
 	int nt = 0;
 
 	if (n >= 64 && cpus > 1) {
-		json_object_seed(0); /* jansson's hash seed, set before any thread can race to set it */
 		for (nt = 0; nt < (cpus < 8 ? (int)cpus : 8) - 1; nt++)
 			if (pthread_create(&tid[nt], NULL, worker, &p))
 				break;

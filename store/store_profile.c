@@ -11,6 +11,7 @@
 #include "rt_json_arena.h"
 #include "rt_store_json.h"
 #include "lib/profile_internal.h"
+#include "lib/profile_scan.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -1305,70 +1306,86 @@ static void import_scratch_free(void *scratch)
 }
 
 /* An integer member in lo..hi, else dflt. */
-static int json_int_in(json_t *o, const char *key, long long lo, long long hi, int dflt)
+/* An integer member value v in lo..hi, else dflt (absent, another type, out of range). */
+static int jv_int_in(const struct rt_jv *v, long long lo, long long hi, int dflt)
 {
-	json_t *v = json_object_get(o, key);
-
-	if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+	if (v->t != RT_JV_INT || v->i < lo || v->i > hi)
 		return dflt;
-	return (int)json_integer_value(v);
+	return (int)v->i;
+}
+
+/* A string member value v into dst[len] (cut at a UTF-8 character boundary), "" when it is no string. */
+static void jv_copy_str(char *dst, size_t len, const struct rt_jv *v)
+{
+	size_t n = v->t == RT_JV_STR ? rt_profile_utf8_fit(v->s, v->n, len) : 0;
+
+	if (n)
+		memcpy(dst, v->s, n);
+	dst[n] = '\0';
 }
 
 /*
- * Reads the optional "hardware" object (docs/profile-schema.md) into sc->devs, so that an imported node keeps what
- * `rtune report` groups by and `rtune export` writes back. Lenient like every reader of optional fields: a malformed
- * object or device is skipped, out-of-range numbers read as unknown. Returns the number of devices read.
+ * Reads the optional "hardware" object (docs/profile-schema.md; hw, in the document the cursor l walks) into
+ * sc->devs, so that an imported node keeps what `rtune report` groups by and `rtune export` writes back. Lenient like
+ * every reader of optional fields: a malformed object or device is skipped, out-of-range numbers read as unknown.
+ * Returns the number of devices read.
  */
-static size_t hardware_from_json(json_t *hw, struct import_scratch *sc)
+static size_t hardware_from_doc(struct rt_jlex *l, const struct rt_jv *hw, struct import_scratch *sc)
 {
-	json_t *devs = json_object_get(hw, "devices");
-	size_t cnt = json_is_array(devs) ? json_array_size(devs) : 0, n = 0;
+	static const char *const dev_keys[] = { "name",	     "guid",	   "fw_ver",	 "vendor_id", "vendor_part_id",
+						"numa_node", "link_layer", "active_mtu", "pcie" };
+	static const char *const pcie_keys[] = { "speed", "width", "max_payload_bytes", "max_read_request_bytes" };
+	struct rt_jv devs_v, devs[IMPORT_MAX_DEVS];
+	size_t cnt, n = 0;
 
-	if (!json_is_object(hw))
+	if (hw->t != RT_JV_OBJ || rt_jlex_member(l, hw, "devices", &devs_v))
 		return 0;
-	if (cnt > IMPORT_MAX_DEVS)
-		cnt = IMPORT_MAX_DEVS;
+	cnt = rt_jlex_elements(l, &devs_v, devs, IMPORT_MAX_DEVS);
 	for (size_t i = 0; i < cnt; i++) {
-		json_t *d = json_array_get(devs, i), *pcie = json_object_get(d, "pcie");
 		struct import_dev *o = &sc->devs[n];
+		struct rt_jv d[9], pc[4];
 
-		if (!json_is_object(d) || !json_is_string(json_object_get(d, "name")))
+		if (devs[i].t != RT_JV_OBJ || rt_jlex_members(l, &devs[i], dev_keys, 9, d) || d[0].t != RT_JV_STR)
 			continue;
-		rt_store_json_copy_str(o->name, sizeof(o->name), d, "name");
+		jv_copy_str(o->name, sizeof(o->name), &d[0]);
 		if (!o->name[0])
 			continue;
-		rt_store_json_copy_str(o->guid, sizeof(o->guid), d, "guid");
-		rt_store_json_copy_str(o->fw_ver, sizeof(o->fw_ver), d, "fw_ver");
-		o->vendor_id = (uint32_t)json_int_in(d, "vendor_id", 0, UINT32_MAX >> 1, 0);
-		o->vendor_part_id = (uint32_t)json_int_in(d, "vendor_part_id", 0, UINT32_MAX >> 1, 0);
-		o->numa_node = json_int_in(d, "numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
-		rt_store_json_copy_str(o->link_layer, sizeof(o->link_layer), d, "link_layer");
-		o->active_mtu_bytes = json_int_in(d, "active_mtu", 0, 65536, 0);
-		o->has_pcie = json_is_object(pcie);
+		jv_copy_str(o->guid, sizeof(o->guid), &d[1]);
+		jv_copy_str(o->fw_ver, sizeof(o->fw_ver), &d[2]);
+		o->vendor_id = (uint32_t)jv_int_in(&d[3], 0, UINT32_MAX >> 1, 0);
+		o->vendor_part_id = (uint32_t)jv_int_in(&d[4], 0, UINT32_MAX >> 1, 0);
+		o->numa_node = jv_int_in(&d[5], 0, RT_PROFILE_MAX_NUMA, -1);
+		jv_copy_str(o->link_layer, sizeof(o->link_layer), &d[6]);
+		o->active_mtu_bytes = jv_int_in(&d[7], 0, 65536, 0);
+		o->has_pcie = d[8].t == RT_JV_OBJ;
 		o->pcie_speed[0] = '\0';
 		o->pcie_width = o->pcie_max_payload_bytes = o->pcie_max_read_req_bytes = 0;
 		if (o->has_pcie) {
-			rt_store_json_copy_str(o->pcie_speed, sizeof(o->pcie_speed), pcie, "speed");
-			o->pcie_width = json_int_in(pcie, "width", 0, 64, 0);
-			o->pcie_max_payload_bytes = json_int_in(pcie, "max_payload_bytes", 0, 4096, 0);
-			o->pcie_max_read_req_bytes = json_int_in(pcie, "max_read_request_bytes", 0, 4096, 0);
+			if (rt_jlex_members(l, &d[8], pcie_keys, 4, pc))
+				memset(pc, 0, sizeof(pc));
+			jv_copy_str(o->pcie_speed, sizeof(o->pcie_speed), &pc[0]);
+			o->pcie_width = jv_int_in(&pc[1], 0, 64, 0);
+			o->pcie_max_payload_bytes = jv_int_in(&pc[2], 0, 4096, 0);
+			o->pcie_max_read_req_bytes = jv_int_in(&pc[3], 0, 4096, 0);
 		}
 		n++;
 	}
 	return n;
 }
 
-/* Reads each entry's optional "calibration" object ({"cpu_numa_node": n|null, "numa_local": bool}) into cal. */
-static void calibration_from_json(json_t *root, size_t n, struct rt_cal *cal)
+/* Reads each of the n entries' optional "calibration" object ({"cpu_numa_node": n|null, "numa_local": bool}; where
+ * the reader found them, x) into cal. */
+static void calibration_from_doc(struct rt_jlex *l, const struct rt_profile_scan_extra *x, size_t n, struct rt_cal *cal)
 {
-	json_t *entries = json_object_get(root, "entries");
+	static const char *const keys[] = { "cpu_numa_node", "numa_local" };
 
 	for (size_t i = 0; i < n; i++) {
-		json_t *c = json_object_get(json_array_get(entries, i), "calibration");
-		json_t *local = json_object_get(c, "numa_local");
+		struct rt_jv v[2] = { { 0 } };
 
-		cal[i].cpu_numa_node = json_int_in(c, "cpu_numa_node", 0, RT_PROFILE_MAX_NUMA, -1);
-		cal[i].numa_local = json_is_boolean(local) ? json_is_true(local) : -1;
+		if (i < x->n_calibration && rt_jlex_members(l, &x->calibration[i], keys, 2, v))
+			memset(v, 0, sizeof(v));
+		cal[i].cpu_numa_node = jv_int_in(&v[0], 0, RT_PROFILE_MAX_NUMA, -1);
+		cal[i].numa_local = v[1].t == RT_JV_TRUE ? 1 : v[1].t == RT_JV_FALSE ? 0 : -1;
 	}
 }
 
@@ -1436,8 +1453,9 @@ static int dump_append(struct rt_buf *b, const json_t *j)
 }
 
 /*
- * Parses and validates text (name for messages) with the scratch's buffers and arena; 0 and *out, or an errno + err.
- * The document's jansson tree lives in the arena only while its fields are copied out.
+ * Parses and validates text (name for messages) with librtune's single-pass reader and the scratch's buffers and
+ * arena; 0 and *out, or an errno + err. The JSON texts the store keeps (reasons, extras) are built as jansson trees in
+ * the arena only while they are dumped.
  */
 static int prepare_text(struct import_scratch *sc, const char *name, const char *text, size_t len,
 			struct prepared **out, struct rt_error *err)
@@ -1445,14 +1463,17 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 	struct rt_profile *p = NULL;
 	struct prepared *pr;
 	struct rt_cal cal_stack[16], *cal = cal_stack;
-	json_t *root = NULL;
+	struct rt_profile_scan_extra found = { 0 };
+	struct rt_jlex l;
 	size_t n, n_devs, size, off_cal, off_devs, off_text;
 	unsigned char *block;
 	int rc;
 
 	*out = NULL;
+	rt_jlex_init(&l, text, len);
 	rt_json_arena_begin(&sc->arena);
-	if ((rc = rt_profile_parse_root(text, len, name, &p, &root, err)))
+	/* librtune's single-pass reader (what applications accept), which also finds the hardware and calibrations */
+	if ((rc = rt_profile_scan(text, len, name, &p, &found, err)))
 		goto out;
 	n = p->n_entries;
 	if (n > sizeof(cal_stack) / sizeof(cal_stack[0]) && !(cal = calloc(n, sizeof(*cal)))) {
@@ -1474,8 +1495,8 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 		sc->extra_off = o;
 		sc->reason_cap = n;
 	}
-	n_devs = hardware_from_json(json_object_get(root, "hardware"), sc);
-	calibration_from_json(root, n, cal);
+	n_devs = hardware_from_doc(&l, &found.hardware, sc);
+	calibration_from_doc(&l, &found, n, cal);
 	sc->reasons.len = 0;
 	sc->extra.len = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1519,8 +1540,10 @@ static int prepare_text(struct import_scratch *sc, const char *name, const char 
 	p = NULL;
 	*out = pr;
 out:
-	/* the tree is in the arena: dropped whole, no json_decref walk */
+	/* the reasons' and extras' trees are in the arena: dropped whole, no json_decref walk */
 	rt_json_arena_leave(&sc->arena);
+	rt_jlex_fini(&l);
+	rt_profile_scan_extra_free(&found);
 	if (cal != cal_stack)
 		free(cal);
 	rt_profile_free(p);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * librtune's profile loader: reads a JSON profile document with jansson, checks its schema version (a major it does not
- * know is refused, a newer minor is read), validates every value against the ranges of docs/profile-v1.schema.json
- * (unknown fields are ignored), and answers lookups by device/GUID, port, opcode and QP type. Also used by the store's
- * import, so what the store accepts is exactly what applications accept.
+ * librtune's profile loader: reads a JSON profile document (with the single-pass reader of profile_scan.c; the jansson
+ * converter here, rt_profile_from_json, is its reference and the import's parser), checks its schema version (a major
+ * it does not know is refused, a newer minor is read), validates every value against the ranges of
+ * docs/profile-v1.schema.json (unknown fields are ignored), and answers lookups by device/GUID, port, opcode and QP
+ * type. Also used by the store's import, so what the store accepts is exactly what applications accept.
  */
 #include "profile_internal.h"
+#include "profile_scan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,7 +111,7 @@ void rt_profile_entry_derive(struct rt_profile_entry *e)
 	e->inline_limit_excl = e->inline_threshold ? e->inline_threshold + 1 : 0;
 }
 
-static bool is_uuid(const char *s)
+bool rt_profile_is_uuid(const char *s)
 {
 	static const char pat[] = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
 
@@ -166,15 +168,16 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 				    RT_PROFILE_MAX_NUMA);
 	if ((unsigned)e->inline_confidence >= N_OF(conf_names) || (unsigned)e->signal_confidence >= N_OF(conf_names))
 		return rt_error_set(err, EINVAL, "%s.inline_confidence/signal_confidence: invalid", P(prefix));
-	if ((e->inline_since[0] && !is_uuid(e->inline_since)) || (e->signal_since[0] && !is_uuid(e->signal_since)))
+	if ((e->inline_since[0] && !rt_profile_is_uuid(e->inline_since)) ||
+	    (e->signal_since[0] && !rt_profile_is_uuid(e->signal_since)))
 		return rt_error_set(err, EINVAL, "%s.evidence: since_run '%s' is not a uuid", P(prefix),
-				    e->inline_since[0] && !is_uuid(e->inline_since) ? e->inline_since
-										    : e->signal_since);
+				    e->inline_since[0] && !rt_profile_is_uuid(e->inline_since) ? e->inline_since
+											       : e->signal_since);
 	if (e->n_reasons > RT_PROFILE_MAX_REASONS)
 		return rt_error_set(err, EINVAL, "%s.reasons: more than %d", P(prefix), RT_PROFILE_MAX_REASONS);
 	if (e->measured_at < 0)
 		return rt_error_set(err, EINVAL, "%s.measured_at: before 1970", P(prefix));
-	if (!is_uuid(e->run_id))
+	if (!rt_profile_is_uuid(e->run_id))
 		return rt_error_set(err, EINVAL, "%s.run_id: '%s' is not a uuid", P(prefix), e->run_id);
 	return 0;
 }
@@ -260,9 +263,7 @@ static int get_u32(struct ctx *c, const char *where, json_t *obj, const char *ke
 	return rc;
 }
 
-/* Parses a schema version "MAJOR.MINOR" (two decimal ints, as sscanf's "%d.%d" with nothing after) into *major and
- * *minor; returns 0, or -1 if s is not one or a number does not fit an int (sscanf's overflow was undefined). */
-static int parse_version(const char *s, int *major, int *minor)
+int rt_profile_version_parse(const char *s, int *major, int *minor)
 {
 	char *end;
 	long a, b;
@@ -576,7 +577,7 @@ static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
 			return rc;
 		if (!k->device[0])
 			return fail(c, EINVAL, "%s.device: empty", where);
-		if (k->run_id[0] && !is_uuid(k->run_id))
+		if (k->run_id[0] && !rt_profile_is_uuid(k->run_id))
 			return fail(c, EINVAL, "%s.run_id: '%s' is not a uuid", where, k->run_id);
 		k->port = (int)port;
 		/* a kind of a later minor version reads as "other": minor versions only add */
@@ -708,7 +709,7 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 		return rc;
 	if (strcmp(sname, RT_PROFILE_SCHEMA_NAME) != 0)
 		return fail(&c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
-	if (parse_version(sver, &major, &minor) || major < 0 || minor < 0)
+	if (rt_profile_version_parse(sver, &major, &minor) || major < 0 || minor < 0)
 		return fail(&c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
 	if (major != RT_PROFILE_SCHEMA_MAJOR)
 		return fail(&c, ENOTSUP, "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",
@@ -797,7 +798,9 @@ out:
 int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
 			   struct rt_error *err)
 {
-	return rt_profile_parse_root(text, len, name, out, NULL, err);
+	/* the single-pass reader (profile_scan.c): the same acceptance and struct as the jansson path below, which
+	 * stays the reference (and the import's parser, which needs the tree) */
+	return rt_profile_scan(text, len, name, out, NULL, err);
 }
 
 int rt_profile_parse_root(const char *text, size_t len, const char *name, struct rt_profile **out, json_t **root_out,

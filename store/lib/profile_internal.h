@@ -43,11 +43,12 @@ struct rt_profile {
  */
 int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out, struct rt_error *err);
 
-/* Parses text with jansson (size bounded; nesting bounded by jansson's JSON_PARSER_MAX_DEPTH); name as above. */
+/* Parses text (size bounded) with the single-pass reader (rt_profile_scan: same acceptance, struct and messages as
+ * jansson + rt_profile_from_json, without the tree); name as above. */
 int rt_profile_parse_named(const char *text, size_t len, const char *name, struct rt_profile **out,
 			   struct rt_error *err);
 
-/* As rt_profile_parse_named(), and on success hands the parsed document to *root_out (the caller's reference: release
+/* As rt_profile_parse_named() but with jansson (nesting bounded by JSON_PARSER_MAX_DEPTH), and on success hands the parsed document to *root_out (the caller's reference: release
  * with json_decref) when root_out is not NULL, for readers of the fields librtune ignores ("hardware", "calibration"). */
 int rt_profile_parse_root(const char *text, size_t len, const char *name, struct rt_profile **out, json_t **root_out,
 			  struct rt_error *err);
@@ -75,6 +76,13 @@ void rt_profile_entry_derive(struct rt_profile_entry *e);
 void rt_profile_time_format(int64_t t, char out[32]);
 /* Parses "YYYY-MM-DDTHH:MM:SSZ" (UTC); 0 or EINVAL. */
 int rt_profile_time_parse(const char *s, int64_t *out);
+
+/* Parses a schema version "MAJOR.MINOR" (two decimal ints, as sscanf's "%d.%d" with nothing after) into *major and
+ * *minor; returns 0, or -1 if s is not one or a number does not fit an int (sscanf's overflow was undefined). */
+int rt_profile_version_parse(const char *s, int *major, int *minor);
+
+/* True when s is a uuid (8-4-4-4-12 hex digits). */
+bool rt_profile_is_uuid(const char *s);
 
 /* Node / opcode names in the document. */
 int rt_profile_opcode_parse(const char *s, enum rt_profile_opcode *out);
