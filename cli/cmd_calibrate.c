@@ -8,6 +8,7 @@
 #include "app_concurrency.h"
 #include "calibrate_bands.h"
 #include "rt_engine.h"
+#include "rt_json_arena.h"
 #include "rt_out.h"
 #include "rt_store.h"
 
@@ -231,6 +232,24 @@ static int exit_code_of(int rc, bool began)
 	}
 }
 
+/* What the run skipped and why (params.skipped: a refused inline opcode, a QP type the device lacks, a load band
+ * whose resources it refused), one "skipped: WHAT: REASON" line each; nothing when params cannot be read. */
+static void print_skipped(FILE *f, const struct rt_run *run)
+{
+	json_t *p = run->params[0] ? rt_json_loads(run->params, 0, NULL) : NULL;
+	json_t *sk = json_object_get(p, "skipped");
+
+	for (size_t i = 0; i < json_array_size(sk); i++) {
+		json_t *o = json_array_get(sk, i);
+		const char *what = json_string_value(json_object_get(o, "what"));
+		const char *why = json_string_value(json_object_get(o, "reason"));
+
+		if (what && why)
+			fprintf(f, "skipped: %s: %s\n", what, why);
+	}
+	json_decref(p);
+}
+
 static void print_summary(FILE *f, const struct rt_run *run)
 {
 	fprintf(f, "calibrated %s port %d (%s, gid index %d) from cpu %d (numa node %d%s), clock %s\n", run->dev.name,
@@ -299,6 +318,7 @@ static void print_summary(FILE *f, const struct rt_run *run)
 			fprintf(f, "cq moderation (%s): unsupported: %s\n", rt_opcode_name((enum rt_opcode)op),
 				m->reason);
 	}
+	print_skipped(f, run);
 }
 
 /*

@@ -603,7 +603,9 @@ static int setup_concurrency(struct cal *c, uint32_t max_msg, struct rt_error *e
 	if (rc == ENOMEM && strstr(e.text, "out of memory"))
 		return rt_error_set(err, ENOMEM, "out of memory");
 	if (rc) {
-		skip(c, "concurrency band", e.text);
+		static const char pfx[] = "concurrency band: "; /* rt_conc's messages name the band: said once */
+
+		skip(c, "concurrency band", strncmp(e.text, pfx, sizeof(pfx) - 1) ? e.text : e.text + sizeof(pfx) - 1);
 		return 0;
 	}
 	c->conc_qps = q;
