@@ -118,8 +118,10 @@ uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct r
 		if (f & RT_INLINE_CTL_INLINE) /* never above the granted max_inline_data: the controller's bound */
 			mask |= 1ull << n;
 	}
-	if (locked)
+	if (locked) {
+		rtp_apply_ctl_mirror(q);
 		atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+	}
 	return mask;
 }
 
@@ -128,8 +130,10 @@ void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64
 {
 	if (!q->ctl || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
 		return;
-	if (lat_ns)
+	if (lat_ns) {
 		rt_inline_ctl_sample(q->ctl, bytes, inlined, lat_ns);
+		rtp_apply_ctl_mirror(q);
+	}
 	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 }
 
@@ -149,6 +153,8 @@ void rtp_apply_ctl_create(struct rtp_qp *q)
 	p.sample_every = 1; /* only signaled WRs can be timed: every watched one is a candidate */
 	if (rt_inline_ctl_create(&p, &q->ctl))
 		q->ctl = NULL;
+	else
+		rtp_apply_ctl_mirror(q);
 }
 
 /*

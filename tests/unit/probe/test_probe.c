@@ -634,6 +634,95 @@ static void test_apply_adaptive(void **state)
 	configure(0, 0, 0, NULL);
 }
 
+/* The WR the "device" got is the application's w, field by field, with IBV_SEND_INLINE added when inl. */
+static void assert_same_wr(const struct ibv_send_wr *got, const struct ibv_send_wr *w, bool inl)
+{
+	assert_int_equal(got->wr_id, w->wr_id);
+	assert_ptr_equal(got->next, NULL);
+	assert_ptr_equal(got->sg_list, w->sg_list);
+	assert_int_equal(got->num_sge, w->num_sge);
+	assert_int_equal(got->opcode, w->opcode);
+	assert_int_equal(got->send_flags, w->send_flags | (inl ? IBV_SEND_INLINE : 0u));
+	assert_int_equal(got->imm_data, w->imm_data);
+	assert_int_equal(got->wr.atomic.remote_addr, w->wr.atomic.remote_addr);
+	assert_int_equal(got->wr.atomic.compare_add, w->wr.atomic.compare_add); /* rdma.rkey, ud.remote_qpn/qkey */
+	assert_int_equal(got->wr.atomic.swap, w->wr.atomic.swap);
+	assert_int_equal(got->wr.atomic.rkey, w->wr.atomic.rkey);
+	assert_int_equal(got->qp_type.xrc.remote_srqn, w->qp_type.xrc.remote_srqn);
+	assert_ptr_equal(got->bind_mw.mw, w->bind_mw.mw);
+	assert_int_equal(got->bind_mw.rkey, w->bind_mw.rkey);
+	assert_ptr_equal(got->bind_mw.bind_info.mr, w->bind_mw.bind_info.mr);
+	assert_int_equal(got->bind_mw.bind_info.addr, w->bind_mw.bind_info.addr);
+	assert_int_equal(got->bind_mw.bind_info.length, w->bind_mw.bind_info.length);
+	assert_int_equal(got->bind_mw.bind_info.mw_access_flags, w->bind_mw.bind_info.mw_access_flags);
+}
+
+/*
+ * Apply mode's common path with the controller (one WR, one SGE, outside the watched bands, decided without the
+ * controller's lock): the WR it inlines reaches the device as a copy equal to the application's WR in every field but
+ * IBV_SEND_INLINE, one it leaves is posted as the application's own; a failed post of an inlined copy names the
+ * application's WR in bad_wr and keeps the provider's return value and errno; the application's WR is never written.
+ */
+static void test_apply_ctl_common_path(void **state)
+{
+	struct rt_probe_config c = {
+		.sample_every = 0, .apply_threshold = 128, .apply_max_inline = 256, .apply_adaptive = true
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .lkey = 5 };
+	struct ibv_send_wr w, before, *bad = NULL;
+	struct ibv_qp *qp;
+	unsigned n0;
+
+	(void)state;
+	snprintf(c.apply_source, sizeof(c.apply_source), "test");
+	rt_probe_configure(&c);
+	qp = fake_rc_qp(0, 0);
+	assert_non_null(qp);
+	fk.n_log = 0; /* the log holds the first FAKE_LOG WRs */
+	memset(&w, 0xa5, sizeof(w));
+	w.next = NULL;
+	w.sg_list = &sge;
+	w.num_sge = 1;
+	w.bind_mw.mw = (struct ibv_mw *)(uintptr_t)0x1234;
+	w.bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)0x5678;
+	for (int op = 0; op < 2; op++) {
+		w.opcode = op ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND;
+		w.send_flags = op ? IBV_SEND_SOLICITED : 0;
+		for (uint32_t len = 16; len <= 256; len += 16) {
+			bool inl = len < 112; /* well below the bands around 128 B */
+
+			if (len >= 112 && len <= 160)
+				continue; /* the watched bands: the controller's own path */
+			sge.length = len;
+			w.wr_id = len * 7 + (unsigned)op;
+			before = w;
+			n0 = fk.n_log;
+			assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+			assert_memory_equal(&before, &w, sizeof(w));
+			assert_int_equal(fk.n_log, n0 + 1);
+			assert_same_wr(&fk.last_wr, &w, inl);
+			if (inl)
+				assert_ptr_not_equal(fk.log_ptr[n0], &w);
+			else
+				assert_ptr_equal(fk.log_ptr[n0], &w);
+		}
+	}
+	/* a failing provider: the copy it names is mapped back to the application's WR */
+	sge.length = 32;
+	before = w;
+	fk.fail_at = 0;
+	fk.fail_ret = ENOMEM;
+	errno = 0;
+	assert_int_equal(ibv_post_send(qp, &w, &bad), ENOMEM);
+	assert_int_equal(errno, FAKE_ERRNO_MARK);
+	assert_ptr_equal(bad, &w);
+	assert_memory_equal(&before, &w, sizeof(w));
+	fk.fail_at = -1;
+	fk.fail_ret = 0;
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 0, 0, NULL);
+}
+
 static void test_ex_api(void **state)
 {
 	struct ibv_qp_init_attr_ex a = {
@@ -1540,6 +1629,7 @@ int main(void)
 		cmocka_unit_test(test_apply_mode),
 		cmocka_unit_test(test_apply_profile),
 		cmocka_unit_test(test_apply_adaptive),
+		cmocka_unit_test(test_apply_ctl_common_path),
 		cmocka_unit_test(test_reader_inline_ctl),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
