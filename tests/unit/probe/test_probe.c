@@ -1292,15 +1292,20 @@ static void test_fork_while_posting(void **state)
  * here an atexit handler) runs while they post. The process must exit with its own status, the file must be a
  * complete document; with an unwritable output the process still exits normally and says so in one line.
  */
+static _Atomic unsigned forever_started; /* posters that have posted once */
+
 static void *forever_poster(void *arg)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 16 };
 	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
 	struct ibv_qp *qp = arg;
 
-	for (unsigned long i = 0; i < 4000000000UL; i++) /* bounded; exit() ends it long before */
+	for (unsigned long i = 0; i < 4000000000UL; i++) { /* bounded; exit() ends it long before */
 		if (ibv_post_send(qp, &w, &bad))
 			return (void *)1;
+		if (!i)
+			atomic_fetch_add(&forever_started, 1);
+	}
 	return NULL;
 }
 
@@ -1325,6 +1330,9 @@ static pid_t early_exit_child(const char *pattern, const char *errpath)
 			if (!(qp[i] = fake_rc_qp(0, 0)) || pthread_create(&t, NULL, forever_poster, qp[i]))
 				_exit(3);
 		atexit(rt_probe_fini);
+		/* both threads posting (a loaded machine may not have run one yet), then a while longer */
+		for (int i = 0; i < 10000 && atomic_load(&forever_started) < 2; i++)
+			usleep(1000);
 		usleep(20000);
 		exit(17);
 	}
