@@ -176,6 +176,8 @@ struct rtp_slab {
 	bool c_own;	  /* this slab owns c_q's sequence (sig_own) */
 	uint32_t c_every; /* g_cfg.sample_every when filled (a configure bumps g_epoch) */
 	struct rtp_qp *c_q;
+	uint32_t ctl_outside; /* apply fast path: sends outside a controller's bands until the next look (0 = now) */
+	uint32_t ctl_rng;     /* xorshift32 state of that countdown's jitter (0 = not seeded yet) */
 	rt_ctr posts_no_entry; /* posts on a tracked QP with this slab's entries all taken */
 	struct ibv_send_wr wr_copy[RTP_APPLY_MAX_WRS];
 	struct ibv_send_wr *wr_orig[RTP_APPLY_MAX_WRS];
@@ -580,6 +582,12 @@ struct ibv_send_wr *rtp_apply_copy(const struct rtp_qp *q, struct rtp_slab *s, s
 uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct rtp_rec *rc);
 /* A controller sample completed after lat_ns (poll path); dropped when the controller is busy. */
 void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64_t lat_ns);
+/*
+ * The apply fast path's look at a send of bytes outside q->ctl's watched bands (about one in 16 of them per thread):
+ * shows it to the controller (rt_inline_ctl_outside: it re-targets a band without traffic) and re-arms s's countdown.
+ * Skipped when the controller is busy; never blocks, allocates or touches errno.
+ */
+void rtp_apply_ctl_outside(struct rtp_qp *q, struct rtp_slab *s, uint32_t bytes);
 /* Copies q->ctl's hot fields to the send path's mirror (under q->ctl_lock, or before q is published). */
 static inline void rtp_apply_ctl_mirror(struct rtp_qp *q)
 {

@@ -261,7 +261,8 @@ static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *
 /*
  * Apply mode, the common case: a one-WR, one-SGE SEND or RDMA WRITE the application did not inline, not the one the
  * latency sampling times, and (with a controller) of a size outside its watched bands, decided from the QP's fixed
- * limit or the controller's mirrored threshold without its lock. A WR to inline is posted as this thread's copy with
+ * limit or the controller's mirrored threshold without its lock (one such send in about 16 per thread is shown to the
+ * controller, rtp_apply_ctl_outside). A WR to inline is posted as this thread's copy with
  * IBV_SEND_INLINE added (the application's WR is never written); it is counted in its slot as posted. Anything else
  * goes to post_send_full(). The provider's return value and *bad_wr (mapped back to the application's WR), errno as
  * the provider left it.
@@ -301,6 +302,9 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 			atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 		} else {
 			inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
+			/* one in about 16 is shown to the controller: the nearest sizes sent re-target its bands */
+			if (unlikely(s->ctl_outside-- == 0))
+				rtp_apply_ctl_outside(q, s, b);
 		}
 	} else {
 		inl = b <= apply_lim_of(q, rtp_op(wr->opcode));
