@@ -40,6 +40,9 @@ struct fake_state {
 	unsigned n_wc;
 	struct ibv_wc wc[256];
 	int rewrite_on_rts;
+	/* query_qp: the max_inline_data it reports in both caps, and its return value (nonzero: fails, writes nothing) */
+	uint32_t query_inline;
+	int query_ret;
 	/* a cost model: post_send spins this long per WR (NULL = none), for the adaptive apply mode's test */
 	uint64_t (*cost_ns)(uint32_t bytes, bool inlined);
 };
@@ -259,6 +262,20 @@ static int fake_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return 0;
 }
 
+static int fake_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
+{
+	(void)qp;
+	(void)mask;
+	errno = FAKE_ERRNO_MARK;
+	if (fk.query_ret)
+		return fk.query_ret;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->cap.max_send_wr = init->cap.max_send_wr = 64;
+	attr->cap.max_inline_data = init->cap.max_inline_data = fk.query_inline;
+	return 0;
+}
+
 static inline struct ibv_qp_ex *fake_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	return (struct ibv_qp_ex *)qp;
@@ -275,6 +292,7 @@ static inline struct ibv_context *fake_setup(void)
 		.create_cq = fake_create_cq,
 		.destroy_cq = fake_destroy_cq,
 		.modify_qp = fake_modify_qp,
+		.query_qp = fake_query_qp,
 		.qp_to_qp_ex = fake_qp_to_qp_ex,
 	};
 	strcpy(fk.dev.name, "fake0");

@@ -393,7 +393,28 @@ static void test_apply_mode(void **state)
 	configure(0, 64, 128, NULL);
 	qp = rt_probe_create_qp(&fk.pd, &a);
 	assert_non_null(qp);
-	assert_int_equal(a.cap.max_inline_data, 128); /* raised at creation, the real value written back */
+	/* raised to 128 at creation, but the application sees what it asked for (0), at creation and from ibv_query_qp */
+	assert_int_equal(a.cap.max_inline_data, 0);
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		fk.query_inline = 128; /* what the provider reports */
+		errno = 0;
+		assert_int_equal(rt_probe_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+		assert_int_equal(errno, FAKE_ERRNO_MARK);
+		assert_int_equal(qa.cap.max_inline_data, 0);
+		assert_int_equal(qi.cap.max_inline_data, 0);
+		assert_int_equal(qa.cap.max_send_wr, 64); /* the other caps as the provider said */
+		/* a failing query: the provider's return value and errno, nothing written */
+		fk.query_ret = EINVAL;
+		memset(&qa, 0x5a, sizeof(qa));
+		errno = 0;
+		assert_int_equal(rt_probe_query_qp(qp, &qa, IBV_QP_CAP, &qi), EINVAL);
+		assert_int_equal(errno, FAKE_ERRNO_MARK);
+		assert_int_equal(qa.cap.max_inline_data, 0x5a5a5a5au);
+		fk.query_ret = 0;
+	}
 
 	w[0] = mkwr(&s32, 1, IBV_WR_SEND, IBV_SEND_SIGNALED);
 	w[1] = mkwr(&s100, 1, IBV_WR_SEND, 0);
@@ -417,6 +438,7 @@ static void test_apply_mode(void **state)
 	assert_int_equal(r->op[RT_PROBE_OP_WRITE].inline_wrs, 1);
 	assert_true(r->inline_raised);
 	assert_int_equal(r->requested_max_inline_data, 0);
+	assert_int_equal(r->max_inline_data, 128); /* the probe's output keeps both */
 
 	/* failure inside the copied chain: bad_wr names the application's WR, not the probe's copy */
 	fk.fail_at = 2;
@@ -446,6 +468,16 @@ static void test_apply_mode(void **state)
 	qp = rt_probe_create_qp(&fk.pd, &b);
 	assert_non_null(qp);
 	assert_int_equal(b.cap.max_inline_data, 16);
+	{
+		/* not raised: ibv_query_qp reports exactly what the provider said */
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		fk.query_inline = 77;
+		assert_int_equal(rt_probe_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+		assert_int_equal(qa.cap.max_inline_data, 77);
+		assert_int_equal(qi.cap.max_inline_data, 77);
+	}
 	struct ibv_send_wr one = mkwr(&s32, 1, IBV_WR_SEND, 0);
 	first = fk.n_log;
 	assert_int_equal(ibv_post_send(qp, &one, &bad), 0);
@@ -481,8 +513,10 @@ static void test_apply_profile(void **state)
 	assert_int_equal(rt_probe_load_profile(path), 0);
 	qp = rt_probe_create_qp(&fk.pd, &a);
 	assert_non_null(qp);
-	/* fake0's send/rc entry: max_inline_data 96 (not other0's 220, which the fake device would refuse) */
-	assert_int_equal(a.cap.max_inline_data, 96);
+	/* fake0's send/rc entry: max_inline_data 96 (not other0's 220, which the fake device would refuse), raised by the
+	 * probe: the application sees the 0 it asked for, the probe's record the 96 granted */
+	assert_int_equal(a.cap.max_inline_data, 0);
+	assert_int_equal(qp_rec(qp->qp_num)->max_inline_data, 96);
 	w[0] = mkwr(&s40, 1, IBV_WR_SEND, 0);
 	w[1] = mkwr(&s40, 1, IBV_WR_RDMA_WRITE, 0); /* write threshold 0: never */
 	w[2] = mkwr(&s60, 1, IBV_WR_SEND, 0);	    /* 60 > 48 */
