@@ -388,15 +388,16 @@ int rt_sendq_attach(struct rt_sendq *q, struct rt_sendq_cq *cq);
 
 /*
  * ---- the adaptive inline threshold (docs/controller.md) -----------------------------------------------------------
- * rt_inline_ctl starts at the profile's inline_threshold and keeps learning from the application's own completions.
- * It watches the nearest size band with traffic either side of the current threshold (the shared buckets: exact
- * below 8 B, then 8 per power of two; the adjacent bands at first, re-targeted over bands nobody sends), times one watched send in sample_every (post -> completion, measured by the caller: this library
- * makes no verbs call), alternating inline and not so that both choices are measured in both bands, and every
- * round_samples samples per choice and band it compares the medians: the threshold moves up to just cover the band above when inlining
- * it is better by more than significance_pct %, down to just uncover the band below when not inlining it is, goes
- * back (and stops trying that direction for a while) when the band it crossed then measures worse, and parks (samples
- * 8 times less) after park_after_rounds rounds without a move. It stays within [min_bytes, max_bytes] and never
- * answers "inline" above granted_max_inline (the QP's cap.max_inline_data after ibv_create_qp).
+ * rt_inline_ctl starts at the profile's inline_threshold and keeps learning from the application's own completions. It
+ * watches the nearest size band with traffic either side of the current threshold (the shared buckets: exact below 8 B,
+ * then 8 per power of two; the adjacent bands at first, re-targeted over bands nobody sends), times one watched send in
+ * sample_every (post -> completion, measured by the caller: this library makes no verbs call), alternating inline and
+ * not so that both choices are measured in both bands, and every round_samples samples per choice and band it compares
+ * the medians: the threshold moves up to just cover the band above when inlining it is better by more than
+ * significance_pct %, down to just uncover the band below when not inlining it is, goes back (and stops trying that
+ * direction for a while) when the band it crossed then measures worse, and parks (samples 8 times less) after
+ * park_after_rounds rounds without a move. It stays within [min_bytes, max_bytes] and never answers "inline" above
+ * granted_max_inline (the QP's cap.max_inline_data after ibv_create_qp).
  *
  * Thread safety: one controller per QP, used by one thread at a time (the thread that posts on the QP); calls on
  * different controllers need no synchronisation. rt_inline_ctl_get_state from another thread must be serialised by

@@ -176,8 +176,8 @@ struct rtp_slab {
 	bool c_own;	  /* this slab owns c_q's sequence (sig_own) */
 	uint32_t c_every; /* g_cfg.sample_every when filled (a configure bumps g_epoch) */
 	struct rtp_qp *c_q;
-	uint32_t ctl_outside; /* apply fast path: sends outside a controller's bands until the next look (0 = now) */
-	uint32_t ctl_rng;     /* xorshift32 state of that countdown's jitter (0 = not seeded yet) */
+	uint32_t ctl_outside;  /* apply fast path: sends outside a controller's bands until the next look (0 = now) */
+	uint32_t ctl_rng;      /* xorshift32 state of that countdown's jitter (0 = not seeded yet) */
 	rt_ctr posts_no_entry; /* posts on a tracked QP with this slab's entries all taken */
 	struct ibv_send_wr wr_copy[RTP_APPLY_MAX_WRS];
 	struct ibv_send_wr *wr_orig[RTP_APPLY_MAX_WRS];

@@ -330,9 +330,9 @@ static void test_single_size_far_from_start(void **state)
 		uint64_t at = drive_sizes(c, &d, &sizes[i], 1, 20000);
 
 		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
-		printf("only %u B from %u B: threshold %u B from message %llu, %llu moves, parked %d\n", sizes[i], starts[i],
-		       st.threshold_bytes, (unsigned long long)at, (unsigned long long)(st.moves_up + st.moves_down),
-		       st.parked);
+		printf("only %u B from %u B: threshold %u B from message %llu, %llu moves, parked %d\n", sizes[i],
+		       starts[i], st.threshold_bytes, (unsigned long long)at,
+		       (unsigned long long)(st.moves_up + st.moves_down), st.parked);
 		assert_true(at <= FEW_SIZES_BUDGET);
 		assert_true(st.parked);
 		rt_inline_ctl_free(c);
@@ -354,7 +354,8 @@ static void test_single_size_far_from_start(void **state)
 
 /*
  * Two sizes with a gap, 40 B and 1000 B (either side of 192 B), from 16 B and from 4096 B: 40 B ends inline and
- * 1000 B not, within the budget; from 16 B the one move stops just over 40 B's band, 40..43 B (the bands between hold nothing).
+ * 1000 B not, within the budget; from 16 B the one move stops just over 40 B's band, 40..43 B (the bands between
+ * hold nothing).
  */
 static void test_two_sizes_with_a_gap(void **state)
 {
@@ -368,8 +369,9 @@ static void test_two_sizes_with_a_gap(void **state)
 		uint64_t at = drive_sizes(c, &d, sizes, 2, 40000);
 
 		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
-		printf("40 B and 1000 B from %u B: threshold %u B from message %llu, bands %u..%u and %u..%u\n", starts[i],
-		       st.threshold_bytes, (unsigned long long)at, st.below_lo, st.below_hi, st.above_lo, st.above_hi);
+		printf("40 B and 1000 B from %u B: threshold %u B from message %llu, bands %u..%u and %u..%u\n",
+		       starts[i], st.threshold_bytes, (unsigned long long)at, st.below_lo, st.below_hi, st.above_lo,
+		       st.above_hi);
 		assert_true(at <= FEW_SIZES_BUDGET);
 		assert_true(st.parked);
 		if (starts[i] == 16) {
