@@ -461,6 +461,26 @@ static void test_apply_mode(void **state)
 	assert_int_equal(r->apply_chain_too_long, 1);
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 
+	/* the same through create_qp_ex (ibv_create_qp_ex): raised to 128, the application sees the 8 it asked for */
+	{
+		struct ibv_qp_init_attr_ex ax = {
+			.qp_type = IBV_QPT_RC,
+			.pd = &fk.pd,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND,
+			.cap = { .max_send_wr = 64, .max_send_sge = 1, .max_inline_data = 8 }
+		};
+		struct ibv_qp *qx = ibv_create_qp_ex(ctx, &ax);
+
+		assert_non_null(qx);
+		assert_int_equal(ax.cap.max_inline_data, 8);
+		r = qp_rec(qx->qp_num);
+		assert_true(r->inline_raised);
+		assert_int_equal(r->requested_max_inline_data, 8);
+		assert_int_equal(r->max_inline_data, 128);
+		assert_int_equal(rt_probe_destroy_qp(qx), 0);
+	}
+
 	/* the device refuses the raised max_inline_data: retried with the app's attributes, limit = the QP's real one */
 	configure(0, 200, 512, NULL);
 	struct ibv_qp_init_attr b = { .qp_type = IBV_QPT_RC,
