@@ -13,6 +13,7 @@
 #define RT_CTL_PARK_FACTOR 8u	/* a parked controller samples this many times less */
 #define RT_CTL_ROUND_TIMEOUT 8u /* a round ends after this many times 4 * round_samples picks even if a cell is short */
 #define RT_CTL_EMPTY_TIMEOUT 2u /* ... or this many when one band has had no sample at all and the other is complete */
+#define RT_CTL_IDLE_LOOKS 16u	/* a round with no watched send ends after this many looks outside the bands */
 #define RT_CTL_MAX_BYTES (1u << 20) /* no inline WQE is larger; keeps limit_excl and band arithmetic in range */
 
 /* The samples of one band and one choice in the current round. */
@@ -24,13 +25,18 @@ struct rt_ctl_cell {
 struct rt_inline_ctl {
 	struct rt_inline_ctl_hot hot; /* must stay first */
 	struct rt_inline_ctl_params p;
-	uint32_t every; /* current mean sampling period (sample_every, times RT_CTL_PARK_FACTOR when parked) */
-	uint32_t armed; /* the countdown the current sample period started with */
-	uint32_t rng;	/* xorshift32 state of the sample jitter */
+	uint32_t every;	  /* current mean sampling period (sample_every, times RT_CTL_PARK_FACTOR when parked) */
+	uint32_t armed;	  /* the countdown the current sample period started with */
+	uint32_t rng;	  /* xorshift32 state of the sample jitter */
+	uint32_t rng_out; /* xorshift32 state of the jitter of the looks outside the bands */
 	uint32_t lo_bound, hi_bound; /* effective threshold bounds */
 	bool has_below, has_above;   /* a move down / up is possible, so that band is watched */
 	uint32_t below_lo, below_hi, above_lo, above_hi;
 	uint32_t down_to, up_to;       /* threshold after a move down / up */
+	bool quiet[2];		       /* [side]: its band had no sample in a round and no size was seen beyond it */
+	uint32_t cand[2];	       /* [side]: nearest size seen this round outside that side's band (0 = none) */
+	uint32_t outside_looks;	       /* rt_inline_ctl_outside() calls this round */
+	uint64_t round_win0;	       /* watched sends (st.watched + armed - countdown) when the round began */
 	struct rt_ctl_cell cell[2][2]; /* [0 below, 1 above][0 not inline, 1 inline] */
 	uint32_t round_picks;	       /* sampling picks this round (a round times out after enough) */
 	uint32_t stable_rounds;	       /* consecutive rounds without a move */

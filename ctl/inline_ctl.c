@@ -46,14 +46,6 @@ void rt_inline_ctl_params_init(struct rt_inline_ctl_params *p)
 	p->park_after_rounds = 3;
 }
 
-static void clear_round(struct rt_inline_ctl *c)
-{
-	for (int s = 0; s < 2; s++)
-		for (int k = 0; k < 2; k++)
-			c->cell[s][k].n = 0;
-	c->round_picks = 0;
-}
-
 /*
  * Watched sends until the next sample: uniform in 1..2 * every - 1 (mean every), from a seeded xorshift, so that a
  * periodic size pattern (sizes a and b alternating, every even) cannot make every sample land on the same band.
@@ -78,19 +70,87 @@ static void arm(struct rt_inline_ctl *c)
 	c->hot.countdown = c->armed;
 }
 
-/* Places the threshold at t (within the bounds) and the watched bands around it; starts a new round. */
-static void set_threshold(struct rt_inline_ctl *c, uint32_t t)
+/* Watched sends so far: those counted down at past picks and those of the current countdown. */
+static uint64_t watched_now(const struct rt_inline_ctl *c)
+{
+	return c->st.watched + c->armed - c->hot.countdown;
+}
+
+static void clear_round(struct rt_inline_ctl *c)
+{
+	for (int s = 0; s < 2; s++)
+		for (int k = 0; k < 2; k++)
+			c->cell[s][k].n = 0;
+	c->round_picks = 0;
+	c->cand[0] = c->cand[1] = 0;
+	c->outside_looks = 0;
+	c->round_win0 = watched_now(c);
+}
+
+/* Looks outside the bands until the next one: uniform in 1..8 * every - 1 (mean 4 * every), never 0. */
+static uint32_t next_outside(struct rt_inline_ctl *c)
+{
+	uint32_t x = c->rng_out; /* its own stream: the looks outside do not shift the samples' jitter */
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	c->rng_out = x;
+	return 1u + x % (8u * c->every - 1u);
+}
+
+/* The hot window: from the lower watched band to the upper one (the gap between them, if any, included). */
+static void set_window(struct rt_inline_ctl *c)
 {
 	uint32_t lo, hi;
 
+	if (c->has_below || c->has_above) {
+		lo = c->has_below ? c->below_lo : c->above_lo;
+		hi = c->has_above ? c->above_hi : c->below_hi;
+		c->hot.watch_lo = lo;
+		c->hot.watch_span = hi - lo;
+	} else {
+		/* nothing to learn (the bounds pin the threshold): a window no 32-bit size but the largest enters */
+		c->hot.watch_lo = UINT32_MAX;
+		c->hot.watch_span = 0;
+	}
+}
+
+/* Watches the band of size b (lo_bound < b <= threshold) below the threshold: a move down just uncovers it. */
+static void target_below(struct rt_inline_ctl *c, uint32_t b)
+{
+	unsigned k = rt_hist_bucket(b);
+	uint32_t t = c->st.threshold_bytes;
+
+	c->below_lo = band_lo(k);
+	c->below_hi = band_hi(k) < t ? band_hi(k) : t;
+	c->down_to = c->below_lo > c->lo_bound ? c->below_lo - 1u : c->lo_bound;
+}
+
+/* Watches the band of size b (threshold < b <= hi_bound) above the threshold: a move up just covers it. */
+static void target_above(struct rt_inline_ctl *c, uint32_t b)
+{
+	unsigned k = rt_hist_bucket(b);
+	uint32_t t = c->st.threshold_bytes;
+
+	c->above_lo = band_lo(k) > t ? band_lo(k) : t + 1u;
+	c->above_hi = band_hi(k);
+	c->up_to = c->above_hi < c->hi_bound ? c->above_hi : c->hi_bound;
+}
+
+/* Places the threshold at t (within the bounds) and the watched bands around it; starts a new round. */
+static void set_threshold(struct rt_inline_ctl *c, uint32_t t)
+{
 	c->st.threshold_bytes = t;
 	c->hot.limit_excl = t ? t + 1u : 0u;
 	c->has_below = t > c->lo_bound; /* t >= 1 */
 	c->has_above = t < c->hi_bound;
+	c->quiet[0] = c->quiet[1] = false;
 	/*
-	 * A threshold on a band edge (every one after a move) has whole bands either side. A start inside a band (the
-	 * profile's own value) takes the part of its band on each side, and the neighbouring band too where that part
-	 * is less than half a band, so that a watched band never holds only a size or two.
+	 * Until traffic says otherwise, the adjacent bands. A threshold on a band edge (every one after a move) has whole
+	 * bands either side. A start inside a band (the profile's own value) takes the part of its band on each side, and
+	 * the neighbouring band too where that part is less than half a band, so that a watched band never holds only a
+	 * size or two.
 	 */
 	if (c->has_below) {
 		unsigned k = rt_hist_bucket(t);
@@ -114,18 +174,58 @@ static void set_threshold(struct rt_inline_ctl *c, uint32_t t)
 	} else {
 		c->above_lo = c->above_hi = 0;
 	}
-	if (c->has_below || c->has_above) {
-		lo = c->has_below ? c->below_lo : c->above_lo;
-		hi = c->has_above ? c->above_hi : c->below_hi;
-		c->hot.watch_lo = lo;
-		c->hot.watch_span = hi - lo;
-	} else {
-		/* nothing to learn (the bounds pin the threshold): a window no 32-bit size but the largest enters */
-		c->hot.watch_lo = UINT32_MAX;
-		c->hot.watch_span = 0;
-	}
+	set_window(c);
 	arm(c);
 	clear_round(c);
+}
+
+/*
+ * Notes b (a size sent in no watched band) as the nearest one seen this round on its side, if it is: largest below
+ * the threshold (and above lo_bound: nothing below that can be uncovered), smallest above it (and within hi_bound:
+ * nothing above that can be inline).
+ */
+static void note_size(struct rt_inline_ctl *c, uint32_t b)
+{
+	if (b < c->hot.limit_excl) {
+		if (c->has_below && b > c->lo_bound && b > c->cand[0])
+			c->cand[0] = b;
+	} else if (c->has_above && b <= c->hi_bound && (!c->cand[1] || b < c->cand[1])) {
+		c->cand[1] = b;
+	}
+}
+
+/*
+ * At a round's end, before its verdict is used: a side whose band lies beyond a size seen this round (that size is
+ * nearer the threshold) or that had no sample while a size was seen beyond it watches that size's band instead; a
+ * side with no sample and nothing seen is quiet (a round no longer waits for it) until a sample comes. Returns the
+ * sides whose band changed, as bits 1 << side (the round's verdict on such a side is void).
+ */
+static unsigned retarget(struct rt_inline_ctl *c, const bool full[2])
+{
+	unsigned changed = 0;
+
+	for (unsigned s = 0; s < 2; s++) {
+		bool has = s ? c->has_above : c->has_below, empty, nearer;
+		uint32_t b = c->cand[s];
+
+		if (!has)
+			continue;
+		empty = c->cell[s][0].n + c->cell[s][1].n == 0;
+		nearer = b && (s ? b < c->above_lo : b > c->below_hi);
+		if (nearer || (b && empty && !full[s])) {
+			if (s)
+				target_above(c, b);
+			else
+				target_below(c, b);
+			c->quiet[s] = false;
+			changed |= 1u << s;
+		} else if (empty) {
+			c->quiet[s] = true;
+		}
+	}
+	if (changed)
+		set_window(c);
+	return changed;
 }
 
 int rt_inline_ctl_create(const struct rt_inline_ctl_params *p, rt_inline_ctl **out)
@@ -151,9 +251,11 @@ int rt_inline_ctl_create(const struct rt_inline_ctl_params *p, rt_inline_ctl **o
 	c->hi_bound = hi;
 	t = p->threshold_bytes < c->lo_bound ? c->lo_bound : p->threshold_bytes > hi ? hi : p->threshold_bytes;
 	c->every = p->sample_every;
-	c->rng = 0x9e3779b9u; /* fixed: a run is deterministic for a given sequence of sends and times */
+	c->rng = 0x9e3779b9u;
+	c->rng_out = 0x85ebca6bu; /* fixed: a run is deterministic for a given sequence of sends and times */
 	c->st.start_bytes = t;
 	set_threshold(c, t);
+	c->hot.outside = next_outside(c);
 	*out = c;
 	return 0;
 }
@@ -190,12 +292,15 @@ unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 	if (++c->round_picks >= RT_CTL_ROUND_TIMEOUT * 4u * c->p.round_samples ||
 	    (c->round_picks >= RT_CTL_EMPTY_TIMEOUT * 4u * c->p.round_samples && one_side_idle(c)))
 		decide(c);
-	if (c->has_below && msg_bytes >= c->below_lo && msg_bytes <= c->below_hi)
+	if (c->has_below && msg_bytes >= c->below_lo && msg_bytes <= c->below_hi) {
 		side = 0;
-	else if (c->has_above && msg_bytes >= c->above_lo && msg_bytes <= c->above_hi)
+	} else if (c->has_above && msg_bytes >= c->above_lo && msg_bytes <= c->above_hi) {
 		side = 1;
-	else
+	} else {
+		note_size(c, msg_bytes); /* between a band and the threshold: nearer than the band */
 		return msg_bytes < c->hot.limit_excl ? RT_INLINE_CTL_INLINE : 0u;
+	}
+	c->quiet[side] = false;
 	cur = side == 0; /* below the threshold the current choice is inline */
 	other = !cur;
 	/* inline is never explored above the bounds (nor, so, above the granted max_inline_data) */
@@ -210,6 +315,17 @@ unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 	if (k != cur)
 		c->st.explored++;
 	return (k ? RT_INLINE_CTL_INLINE : 0u) | RT_INLINE_CTL_SAMPLE;
+}
+
+void rt_inline_ctl_outside(rt_inline_ctl *c, uint32_t msg_bytes)
+{
+	c->hot.outside = next_outside(c);
+	if (msg_bytes - c->hot.watch_lo <= c->hot.watch_span)
+		return; /* a caller's stale view of the bands: this size is watched */
+	note_size(c, msg_bytes);
+	/* no watched send at all this round (the application sends only sizes far from the threshold): end it now */
+	if (++c->outside_looks >= RT_CTL_IDLE_LOOKS && watched_now(c) == c->round_win0)
+		decide(c);
 }
 
 /* Median of a cell's samples (n >= 1; the upper one of the middle two for an even count). */
@@ -267,11 +383,15 @@ static void decide(struct rt_inline_ctl *c)
 	struct rt_inline_ctl_state *st = &c->st;
 	uint64_t med[2][2] = { { 0, 0 }, { 0, 0 } };
 	bool full[2], up = false, down = false;
+	unsigned changed;
 	int dir = 0;
 
 	st->rounds++;
-	for (unsigned s = 0; s < 2; s++) {
+	for (unsigned s = 0; s < 2; s++)
 		full[s] = side_full(c, s);
+	changed = retarget(c, full);
+	for (unsigned s = 0; s < 2; s++) {
+		full[s] = full[s] && !(changed & (1u << s));
 		if (full[s]) {
 			med[s][0] = cell_median(&c->cell[s][0]);
 			med[s][1] = cell_median(&c->cell[s][1]);
@@ -325,8 +445,8 @@ static void decide(struct rt_inline_ctl *c)
 		return;
 	}
 	c->last_dir = 0;
-	/* a conflict (both sides want to move) is noise, not stability */
-	c->stable_rounds = up && down ? 0 : c->stable_rounds + 1;
+	/* a conflict (both sides want to move) is noise, a band just re-targeted is news: neither is stability */
+	c->stable_rounds = (up && down) || changed ? 0 : c->stable_rounds + 1;
 	if (c->stable_rounds >= c->p.park_after_rounds && !st->parked) {
 		st->parked = true;
 		c->every = c->p.sample_every * RT_CTL_PARK_FACTOR;
@@ -358,7 +478,9 @@ int rt_inline_ctl_sample(rt_inline_ctl *c, uint32_t msg_bytes, bool inlined, uin
 	cell = &c->cell[side][inlined];
 	cell->ns[cell->n++] = lat_ns;
 	c->st.samples++;
-	ready = (!c->has_below || side_full(c, 0)) && (!c->has_above || side_full(c, 1));
+	c->quiet[side] = false;
+	/* a quiet side (no traffic in its band last round) is not waited for */
+	ready = (!c->has_below || c->quiet[0] || side_full(c, 0)) && (!c->has_above || c->quiet[1] || side_full(c, 1));
 	if (ready)
 		decide(c);
 	return 0;

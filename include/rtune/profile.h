@@ -401,15 +401,16 @@ int rt_sendq_attach(struct rt_sendq *q, struct rt_sendq_cq *cq);
 
 /*
  * ---- the adaptive inline threshold (docs/controller.md) -----------------------------------------------------------
- * rt_inline_ctl starts at the profile's inline_threshold and keeps learning from the application's own completions.
- * It watches the two size bands either side of the current threshold (the shared buckets: exact below 8 B, then 8 per
- * power of two), times one watched send in sample_every (post -> completion, measured by the caller: this library
- * makes no verbs call), alternating inline and not so that both choices are measured in both bands, and every
- * round_samples samples per choice and band it compares the medians: the threshold moves one band up when inlining
- * the band above is better by more than significance_pct %, one band down when not inlining the band below is, goes
- * back (and stops trying that direction for a while) when the band it crossed then measures worse, and parks (samples
- * 8 times less) after park_after_rounds rounds without a move. It stays within [min_bytes, max_bytes] and never
- * answers "inline" above granted_max_inline (the QP's cap.max_inline_data after ibv_create_qp).
+ * rt_inline_ctl starts at the profile's inline_threshold and keeps learning from the application's own completions. It
+ * watches the nearest size band with traffic either side of the current threshold (the shared buckets: exact below 8 B,
+ * then 8 per power of two; the adjacent bands at first, re-targeted over bands nobody sends), times one watched send in
+ * sample_every (post -> completion, measured by the caller: this library makes no verbs call), alternating inline and
+ * not so that both choices are measured in both bands, and every round_samples samples per choice and band it compares
+ * the medians: the threshold moves up to just cover the band above when inlining it is better by more than
+ * significance_pct %, down to just uncover the band below when not inlining it is, goes back (and stops trying that
+ * direction for a while) when the band it crossed then measures worse, and parks (samples 8 times less) after
+ * park_after_rounds rounds without a move. It stays within [min_bytes, max_bytes] and never answers "inline" above
+ * granted_max_inline (the QP's cap.max_inline_data after ibv_create_qp).
  *
  * Thread safety: one controller per QP, used by one thread at a time (the thread that posts on the QP); calls on
  * different controllers need no synchronisation. rt_inline_ctl_get_state from another thread must be serialised by
@@ -484,21 +485,36 @@ struct rt_inline_ctl_hot {
 	uint32_t watch_lo;   /* smallest size of the two watched bands */
 	uint32_t watch_span; /* their largest size minus watch_lo */
 	uint32_t countdown;  /* watched sends until the next sample (>= 1) */
+	uint32_t outside;    /* sends outside the watched bands until the next look at one (>= 1) */
 };
 
 /* The out-of-line part of rt_inline_ctl_decide() for a send that is due to be sampled. */
 unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes);
 
 /*
+ * A look at one send of msg_bytes outside the watched bands (rt_inline_ctl_decide() calls it about one in
+ * 4 * sample_every of them; a caller deciding such sends itself may call it at about that rate): it notes the nearest
+ * sizes sent below and above the threshold, from which the controller re-targets a watched band that has no traffic.
+ * Never fails; may change the watched bands, never the threshold.
+ */
+void rt_inline_ctl_outside(rt_inline_ctl *c, uint32_t msg_bytes);
+
+/*
  * The per-send decision: RT_INLINE_CTL_INLINE and/or RT_INLINE_CTL_SAMPLE. Outside the watched bands (almost every
- * send) it is one subtraction, one compare and the inline compare; a watched send also decrements a counter, and one
- * in sample_every calls rt_inline_ctl_pick(). Never fails; never answers inline above granted_max_inline.
+ * send) it is one subtraction, one compare, a counter decrement and the inline compare (one in about
+ * 4 * sample_every also calls rt_inline_ctl_outside()); a watched send decrements another counter, and one in
+ * sample_every calls rt_inline_ctl_pick(). Never fails; never answers inline above granted_max_inline.
  */
 static inline unsigned rt_inline_ctl_decide(rt_inline_ctl *c, uint32_t msg_bytes)
 {
 	struct rt_inline_ctl_hot *h = (struct rt_inline_ctl_hot *)(void *)c;
 
-	if (msg_bytes - h->watch_lo > h->watch_span || --h->countdown)
+	if (msg_bytes - h->watch_lo > h->watch_span) {
+		if (__builtin_expect(!--h->outside, 0))
+			rt_inline_ctl_outside(c, msg_bytes);
+		return msg_bytes < h->limit_excl ? RT_INLINE_CTL_INLINE : 0u;
+	}
+	if (--h->countdown)
 		return msg_bytes < h->limit_excl ? RT_INLINE_CTL_INLINE : 0u;
 	return rt_inline_ctl_pick(c, msg_bytes);
 }

@@ -33,6 +33,7 @@ static void resolve(void)
 	rt_probe_real.create_cq = real_sym("ibv_create_cq", "IBVERBS_1.1");
 	rt_probe_real.destroy_cq = real_sym("ibv_destroy_cq", "IBVERBS_1.1");
 	rt_probe_real.modify_qp = real_sym("ibv_modify_qp", "IBVERBS_1.1");
+	rt_probe_real.query_qp = real_sym("ibv_query_qp", "IBVERBS_1.1");
 	rt_probe_real.qp_to_qp_ex = real_sym("ibv_qp_to_qp_ex", "IBVERBS_1.6");
 	rt_probe_init();
 	errno = err;
@@ -100,6 +101,12 @@ int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	init();
 	return rt_probe_modify_qp(qp, attr, attr_mask);
+}
+
+int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	init();
+	return rt_probe_query_qp(qp, attr, attr_mask, init_attr);
 }
 
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)

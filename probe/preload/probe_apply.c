@@ -118,9 +118,28 @@ uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct r
 		if (f & RT_INLINE_CTL_INLINE) /* never above the granted max_inline_data: the controller's bound */
 			mask |= 1ull << n;
 	}
-	if (locked)
+	if (locked) {
+		rtp_apply_ctl_mirror(q);
 		atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+	}
 	return mask;
+}
+
+/* See probe_int.h. */
+void rtp_apply_ctl_outside(struct rtp_qp *q, struct rtp_slab *s, uint32_t bytes)
+{
+	uint32_t x = s->ctl_rng ? s->ctl_rng : 0x2545f491u;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	s->ctl_rng = x;
+	s->ctl_outside = 8u + x % 16u; /* 8..23 more sends: jittered, so a periodic size pattern cannot hide a size */
+	if (!q->ctl || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
+		return;
+	rt_inline_ctl_outside(q->ctl, bytes);
+	rtp_apply_ctl_mirror(q);
+	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 }
 
 /* See probe_int.h. */
@@ -128,8 +147,10 @@ void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64
 {
 	if (!q->ctl || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
 		return;
-	if (lat_ns)
+	if (lat_ns) {
 		rt_inline_ctl_sample(q->ctl, bytes, inlined, lat_ns);
+		rtp_apply_ctl_mirror(q);
+	}
 	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 }
 
@@ -149,6 +170,8 @@ void rtp_apply_ctl_create(struct rtp_qp *q)
 	p.sample_every = 1; /* only signaled WRs can be timed: every watched one is a candidate */
 	if (rt_inline_ctl_create(&p, &q->ctl))
 		q->ctl = NULL;
+	else
+		rtp_apply_ctl_mirror(q);
 }
 
 /*

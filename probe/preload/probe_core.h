@@ -25,6 +25,7 @@ struct rt_probe_real {
 				    int comp_vector);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr);
 	struct ibv_qp_ex *(*qp_to_qp_ex)(struct ibv_qp *qp);
 };
 extern struct rt_probe_real rt_probe_real;
@@ -65,6 +66,11 @@ struct ibv_cq *rt_probe_create_cq(struct ibv_context *ctx, int cqe, void *cq_con
 				  int comp_vector);
 int rt_probe_destroy_cq(struct ibv_cq *cq);
 int rt_probe_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+/*
+ * ibv_query_qp: the provider's answer, except that on a QP whose max_inline_data apply mode raised at creation the
+ * caps report the max_inline_data the application asked for (docs/probe.md): the provider's return value and errno.
+ */
+int rt_probe_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr);
 struct ibv_qp_ex *rt_probe_qp_to_qp_ex(struct ibv_qp *qp);
 
 /*

@@ -177,6 +177,8 @@ struct rtp_slab {
 	bool c_own;	  /* this slab owns c_q's sequence (sig_own) */
 	uint32_t c_every; /* g_cfg.sample_every when filled (a configure bumps g_epoch) */
 	struct rtp_qp *c_q;
+	uint32_t ctl_outside;  /* apply fast path: sends outside a controller's bands until the next look (0 = now) */
+	uint32_t ctl_rng;      /* xorshift32 state of that countdown's jitter (0 = not seeded yet) */
 	rt_ctr posts_no_entry; /* posts on a tracked QP with this slab's entries all taken */
 	struct ibv_send_wr wr_copy[RTP_APPLY_MAX_WRS];
 	struct ibv_send_wr *wr_orig[RTP_APPLY_MAX_WRS];
@@ -241,9 +243,15 @@ struct rtp_qp {
 	uint32_t req_max_inline_data; /* what the application asked for */
 	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
-	uint32_t apply_limit;	 /* max of apply_lim: nonzero = apply mode on this QP */
-	rt_inline_ctl *ctl;	 /* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
-	atomic_flag ctl_lock;	 /* held around every use of ctl: a poster or poller that finds it busy skips it */
+	uint32_t apply_limit; /* max of apply_lim: nonzero = apply mode on this QP */
+	rt_inline_ctl *ctl;   /* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
+	atomic_flag ctl_lock; /* held around every use of ctl: a poster or poller that finds it busy skips it */
+	/*
+	 * The send path's copy of ctl's hot fields (rtp_apply_ctl_mirror, written under ctl_lock): a WR outside the
+	 * watched bands is decided from these without the lock (inline when bytes < ctl_limit_excl). Read one by one,
+	 * they may mix two generations for one WR: every generation's limit is within the granted max_inline_data.
+	 */
+	_Atomic uint32_t ctl_limit_excl, ctl_watch_lo, ctl_watch_span;
 	uint32_t apply_lim[2];	 /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
 	struct rtp_qp_stat agg;	 /* folded from thread entries at destroy (under g_lock) */
 	uint64_t posters_folded; /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
@@ -499,10 +507,17 @@ static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const st
 /* Counts a failed post by cause in e; bad = the WR the provider named (NULL: unknown). */
 void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad);
 
-/* The slot key of a one-WR post: its send_flags and opcode. */
+/*
+ * The slot key of a one-WR post: its send_flags and opcode. Read as two 4-byte loads, never merged into one 8-byte
+ * load: an application that has just written either field (most set send_flags per post) would otherwise stall the
+ * load on a store that cannot be forwarded (a 4-byte store does not forward to a wider load), ~10 ns per post.
+ */
 static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 {
-	return ((uint64_t)w->send_flags << 32) | (uint32_t)w->opcode;
+	uint32_t flags = *(const volatile unsigned int *)&w->send_flags;
+	uint32_t opcode = *(const volatile enum ibv_wr_opcode *)&w->opcode;
+
+	return ((uint64_t)flags << 32) | opcode;
 }
 
 /* The home slot of (key, bytes) in an entry. */
@@ -574,6 +589,21 @@ struct ibv_send_wr *rtp_apply_copy(const struct rtp_qp *q, struct rtp_slab *s, s
 uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct rtp_rec *rc);
 /* A controller sample completed after lat_ns (poll path); dropped when the controller is busy. */
 void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64_t lat_ns);
+/*
+ * The apply fast path's look at a send of bytes outside q->ctl's watched bands (about one in 16 of them per thread):
+ * shows it to the controller (rt_inline_ctl_outside: it re-targets a band without traffic) and re-arms s's countdown.
+ * Skipped when the controller is busy; never blocks, allocates or touches errno.
+ */
+void rtp_apply_ctl_outside(struct rtp_qp *q, struct rtp_slab *s, uint32_t bytes);
+/* Copies q->ctl's hot fields to the send path's mirror (under q->ctl_lock, or before q is published). */
+static inline void rtp_apply_ctl_mirror(struct rtp_qp *q)
+{
+	const struct rt_inline_ctl_hot *h = (const struct rt_inline_ctl_hot *)(const void *)q->ctl;
+
+	atomic_store_explicit(&q->ctl_limit_excl, h->limit_excl, memory_order_relaxed);
+	atomic_store_explicit(&q->ctl_watch_lo, h->watch_lo, memory_order_relaxed);
+	atomic_store_explicit(&q->ctl_watch_span, h->watch_span, memory_order_relaxed);
+}
 /* Creates q's inline controller when RTUNE_APPLY_ADAPTIVE is on and apply mode is on for q (at creation, g_lock). */
 void rtp_apply_ctl_create(struct rtp_qp *q);
 /*

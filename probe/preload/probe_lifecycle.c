@@ -193,6 +193,8 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 	err = errno;
 	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, true,
 		    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && attr->send_ops_flags, lim);
+	if (raised) /* the raise is the probe's own: the application sees what it asked for (docs/probe.md) */
+		attr->cap.max_inline_data = saved.max_inline_data;
 	errno = err;
 	return qp;
 }
@@ -320,6 +322,8 @@ struct ibv_qp *rt_probe_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *at
 		c = ctx_get(qp->context);
 	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, false, false,
 		    lim);
+	if (raised) /* the raise is the probe's own: the application sees what it asked for (docs/probe.md) */
+		attr->cap.max_inline_data = saved.max_inline_data;
 	errno = err;
 	return qp;
 }
@@ -414,6 +418,35 @@ int rt_probe_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mas
 			q->ex_rewraps++;
 			pthread_mutex_unlock(&g_lock);
 		}
+	}
+	errno = err;
+	return ret;
+}
+
+/*
+ * See probe_core.h. An application that sets IBV_SEND_INLINE itself for every size up to the reported
+ * max_inline_data (ibv_rc_pingpong does) would otherwise inline up to the probe's raise on its own, and apply mode
+ * (which never undoes an application's IBV_SEND_INLINE) would decide nothing above what it asked for.
+ */
+int rt_probe_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)
+{
+	struct rtp_qp *q;
+	int ret, err;
+
+	rt_probe_init();
+	if (!rt_probe_real.query_qp)
+		return ENOSYS;
+	ret = rt_probe_real.query_qp(qp, attr, attr_mask, init_attr);
+	if (ret)
+		return ret;
+	err = errno;
+	q = qp ? ht_get(&g_ht_qp, (uintptr_t)qp) : NULL;
+	if (q && q->inline_raised) {
+		/* at most what the provider reported: a grant of at least what was asked stays within the contract */
+		if (attr && attr->cap.max_inline_data > q->req_max_inline_data)
+			attr->cap.max_inline_data = q->req_max_inline_data;
+		if (init_attr && init_attr->cap.max_inline_data > q->req_max_inline_data)
+			init_attr->cap.max_inline_data = q->req_max_inline_data;
 	}
 	errno = err;
 	return ret;

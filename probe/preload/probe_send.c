@@ -121,13 +121,12 @@ static __attribute__((noinline)) int post_send_failed(struct rtp_slab *s, struct
 }
 
 /*
- * Counts a successful one-WR post of w (bytes long) in e's slot for its key: the first of RTP_SLOT_PROBE slots from
- * its home that holds it, or the first free one, claimed. Returns false, counting nothing, when none does (the caller
- * counts the WR directly).
+ * Counts a successful one-WR post of key (rtp_slot_key) and bytes in e's slot for them: the first of RTP_SLOT_PROBE
+ * slots from its home that holds it, or the first free one, claimed. Returns false, counting nothing, when none does
+ * (the caller counts the WR directly).
  */
-static inline bool slot_count(struct rtp_entry *e, const struct ibv_send_wr *w, uint32_t bytes)
+static inline bool slot_count_key(struct rtp_entry *e, uint64_t key, uint32_t bytes)
 {
-	uint64_t key = rtp_slot_key(w);
 	unsigned h = rtp_slot_home(key, bytes);
 
 	for (unsigned i = 0; i < RTP_SLOT_PROBE; i++) {
@@ -146,6 +145,12 @@ static inline bool slot_count(struct rtp_entry *e, const struct ibv_send_wr *w, 
 		}
 	}
 	return false;
+}
+
+/* slot_count_key() of the one-WR post w, bytes long. */
+static inline bool slot_count(struct rtp_entry *e, const struct ibv_send_wr *w, uint32_t bytes)
+{
+	return slot_count_key(e, rtp_slot_key(w), bytes);
 }
 
 /* Sampling and/or apply mode: look at the chain before posting (copy it for apply mode, take t0 for a sample). */
@@ -225,6 +230,118 @@ static __attribute__((noinline)) int record_chain(struct rtp_qp *q, struct rtp_e
 	return 0;
 }
 
+/* One field of an application's WR read at its own width (see rtp_slot_key: no merged, wider load). */
+#define RD_FIELD(x) (*(const volatile __typeof__(x) *)&(x))
+
+/*
+ * Copies the one-WR post w (a SEND or RDMA WRITE, with or without immediate: the opcodes apply mode inlines) into d
+ * with send_flags flags and opcode as read by the caller, no next. The fields an application writes per post (wr_id,
+ * sg_list, num_sge, immediate, remote address and key, UD address, XRC SRQ) are read one by one at their widths: a
+ * block copy would load them with wider loads that stall behind the application's just-written stores. The rest (the
+ * atomic and memory-window fields, which these opcodes do not use) is copied as a block.
+ */
+static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *w, uint32_t flags, uint32_t opcode)
+{
+	d->wr_id = RD_FIELD(w->wr_id);
+	d->next = NULL;
+	d->sg_list = RD_FIELD(w->sg_list);
+	d->num_sge = RD_FIELD(w->num_sge);
+	d->opcode = (enum ibv_wr_opcode)opcode;
+	d->send_flags = flags;
+	d->imm_data = RD_FIELD(w->imm_data);
+	d->wr.rdma.remote_addr = RD_FIELD(w->wr.rdma.remote_addr); /* also ud.ah */
+	d->wr.ud.remote_qpn = RD_FIELD(w->wr.ud.remote_qpn);	   /* also rdma.rkey */
+	d->wr.ud.remote_qkey = RD_FIELD(w->wr.ud.remote_qkey);
+	d->wr.atomic.swap = w->wr.atomic.swap;
+	d->wr.atomic.rkey = w->wr.atomic.rkey;
+	d->qp_type.xrc.remote_srqn = RD_FIELD(w->qp_type.xrc.remote_srqn);
+	d->bind_mw = w->bind_mw;
+}
+
+/*
+ * Apply mode, the common case: a one-WR, one-SGE SEND or RDMA WRITE the application did not inline, not the one the
+ * latency sampling times, and (with a controller) of a size outside its watched bands, decided from the QP's fixed
+ * limit or the controller's mirrored threshold without its lock (one such send in about 16 per thread is shown to the
+ * controller, rtp_apply_ctl_outside). A WR to inline is posted as this thread's copy with
+ * IBV_SEND_INLINE added (the application's WR is never written); it is counted in its slot as posted. Anything else
+ * goes to post_send_full(). The provider's return value and *bad_wr (mapped back to the application's WR), errno as
+ * the provider left it.
+ */
+static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab *s, struct ibv_qp *qp,
+								 struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct rtp_qp *q = s->c_q;
+	struct rtp_entry *e = s->c_e;
+	struct ibv_send_wr *sent = wr, *saved_bad;
+	uint32_t b, flags, opcode;
+	bool sig, inl;
+	int ret;
+
+	if (unlikely(!wr || wr->next || wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
+		     !rtp_op_inlinable(rtp_op(wr->opcode))))
+		return post_send_full(q, e, s, qp, wr, bad_wr);
+	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	if (unlikely(sig && s->c_every && s->sample_ctr + 1 >= s->c_every))
+		return post_send_full(q, e, s, qp, wr, bad_wr); /* this WR is the one timed */
+	b = wr->sg_list[0].length;
+	if (q->ctl) {
+		uint32_t lo = atomic_load_explicit(&q->ctl_watch_lo, memory_order_relaxed);
+
+		if (unlikely(b - lo <= atomic_load_explicit(&q->ctl_watch_span, memory_order_relaxed))) {
+			/* in a watched band: the controller decides (under its lock); one it may time goes the full way */
+			const struct rt_inline_ctl_hot *h = (const struct rt_inline_ctl_hot *)(const void *)q->ctl;
+
+			if (atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
+				return post_send_full(q, e, s, qp, wr, bad_wr);
+			if (h->countdown <= 1 || b - h->watch_lo > h->watch_span) {
+				atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+				return post_send_full(q, e, s, qp, wr, bad_wr);
+			}
+			inl = rt_inline_ctl_decide(q->ctl, b) &
+			      RT_INLINE_CTL_INLINE; /* a countdown step, never a pick */
+			atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+		} else {
+			inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
+			/* one in about 16 is shown to the controller: the nearest sizes sent re-target its bands */
+			if (unlikely(s->ctl_outside-- == 0))
+				rtp_apply_ctl_outside(q, s, b);
+		}
+	} else {
+		inl = b <= apply_lim_of(q, rtp_op(wr->opcode));
+	}
+	/* the slot key from the fields as read once (not re-read from the copy: its wide stores do not forward) */
+	flags = wr->send_flags;
+	opcode = wr->opcode;
+	if (inl && b) {
+		flags |= IBV_SEND_INLINE;
+		sent = &s->wr_copy[0];
+		wr_copy_one(sent, wr, flags, opcode);
+		s->wr_orig[0] = wr;
+	}
+	saved_bad = *bad_wr;
+	*bad_wr = &g_bad_sentinel;
+	ret = s->c_post(qp, sent, bad_wr);
+	if (unlikely(ret)) {
+		struct rtp_rec rc = { 0 };
+
+		return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, sent != wr, &rc, 0);
+	}
+	*bad_wr = saved_bad;
+	if (unlikely(!slot_count_key(e, (uint64_t)flags << 32 | opcode, b)))
+		record_chain(q, e, s, sent);
+	if (sent != wr)
+		CTR_ADD(e->st.apply_inline_set, 1);
+	if (sig && s->c_every) {
+		s->sample_ctr++;
+		if (likely(s->c_own))
+			atomic_store_explicit(&q->sig_own, atomic_load_explicit(&q->sig_own, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+		else
+			atomic_fetch_add_explicit(&q->sig_shared, 1, memory_order_relaxed);
+	}
+	return 0;
+}
+
 /*
  * Sampling mode, a one-WR post that is not the one timed and that apply mode leaves alone: post, count it in its
  * slot, advance the sampling counter and the QP's signaled sequence (the owner slab without an atomic RMW). Anything
@@ -237,7 +354,9 @@ static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_s
 	bool sig;
 	int ret;
 
-	if (unlikely(s->c_apply || !wr || wr->next || wr->num_sge != 1))
+	if (s->c_apply)
+		return post_send_apply(s, qp, wr, bad_wr);
+	if (unlikely(!wr || wr->next || wr->num_sge != 1))
 		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr);
 	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	if (unlikely(sig && s->sample_ctr + 1 >= s->c_every))

@@ -34,6 +34,12 @@
  * Send path: no allocation, no lock, no printing, no clock_gettime (in the guest that is a ~0.9 us HPET system call):
  * only lfence + rdtsc, the TSC rate being calibrated once in the constructor; errno and the return value of the real
  * call are returned unchanged. EMUNIC_REPORT=PATH writes counters as one JSON object at exit (a regular file only).
+ *
+ * What the device was given, over time: EMUNIC_TRACE_BLOCK=K (posts) counts, per block of K posts (the post's index
+ * as the switch counts it) and per size band (the shared buckets of common/rt_hist.h: exact below 8 B, then 8 per
+ * power of two), the WRs that came inline and those that did not; the report then has "trace": one object per
+ * non-empty block {"block", "inline": {band: n}, "dma": {band: n}} and "band_lo" (the smallest size of each band
+ * used). Blocks past EMUNIC_TRACE_BLOCKS count into the last one. Relaxed atomic counters in static memory.
  */
 
 #include <dlfcn.h>
@@ -55,6 +61,8 @@
 
 #define EMUNIC_MAX_CTX 64
 #define EMUNIC_MAX_CHAIN 256
+#define EMUNIC_TRACE_BLOCKS 1024
+#define EMUNIC_TRACE_BANDS 104 /* bands of sizes up to 8191 B */
 
 typedef int (*post_send_fn)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 
@@ -72,6 +80,7 @@ static struct {
 	double post_ns, dma_ns, dma_ns_per_byte, inline_chunk_ns, cqe_ns;
 	struct emu_costs m[2]; /* the model before and after the switch */
 	uint64_t switch_after; /* posts; 0 = never */
+	uint64_t trace_block;  /* posts per trace block; 0 = no trace */
 	bool keep_inline;
 	double cyc_per_ns;
 	const char *report;
@@ -88,6 +97,28 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_posts, g_wrs, g_inline_wrs, g_dma_wrs, g_signaled, g_stripped, g_inline_kept, g_spent_cyc,
 	g_untracked, g_qp_ex_unmodeled, g_ctx_hooked;
 static _Thread_local uint8_t tls_strip[EMUNIC_MAX_CHAIN];
+static _Atomic uint32_t g_trace[EMUNIC_TRACE_BLOCKS][2][EMUNIC_TRACE_BANDS]; /* [block][inline?][band] */
+static _Atomic uint32_t g_trace_used;					     /* blocks used */
+
+/* The band of a size: exact below 8 B, then 8 per power of two (common/rt_hist.h's buckets), capped. */
+static unsigned band_of(uint64_t b)
+{
+	unsigned e, k;
+
+	if (b < 8)
+		return (unsigned)b;
+	e = 63u - (unsigned)__builtin_clzll(b);
+	k = 8 + (e - 3) * 8 + (unsigned)((b >> (e - 3)) & 7);
+	return k < EMUNIC_TRACE_BANDS ? k : EMUNIC_TRACE_BANDS - 1;
+}
+
+/* The smallest size of band k. */
+static uint64_t band_lo(unsigned k)
+{
+	unsigned e = k / 8 + 2;
+
+	return k < 8 ? k : (1ull << e) + (uint64_t)(k % 8) * (1ull << (e - 3));
+}
 
 #define CTR_ADD(c, n) atomic_fetch_add_explicit(&(c), (n), memory_order_relaxed)
 
@@ -184,6 +215,7 @@ __attribute__((constructor)) static void emunic_init(void)
 					   g_model.inline_chunk_ns, g_model.cqe_ns };
 	g_model.m[1] = g_model.m[0];
 	g_model.switch_after = (uint64_t)env_ns("EMUNIC_SWITCH_AFTER");
+	g_model.trace_block = (uint64_t)env_ns("EMUNIC_TRACE_BLOCK");
 	if (g_model.switch_after) {
 		static const char *const names[] = { "EMUNIC2_POST_NS", "EMUNIC2_DMA_NS", "EMUNIC2_DMA_NS_PER_BYTE",
 						     "EMUNIC2_INLINE_CHUNK_NS", "EMUNIC2_CQE_NS" };
@@ -201,6 +233,51 @@ __attribute__((constructor)) static void emunic_init(void)
 	g_model.report = getenv("EMUNIC_REPORT");
 	g_model.cyc_per_ns = calibrate_tsc();
 	errno = err;
+}
+
+/* Appends ", \"trace_block\": K, \"band_lo\": {...}, \"trace\": [...]}\n" to the report on fd. 0, or -1 (errno). */
+static int write_trace(int fd)
+{
+	unsigned used = atomic_load(&g_trace_used);
+	bool seen[EMUNIC_TRACE_BANDS] = { false };
+	const char *sep = "";
+
+	if (dprintf(fd, ", \"trace_block\": %llu, \"trace\": [", (unsigned long long)g_model.trace_block) < 0)
+		return -1;
+	for (unsigned b = 0; b < used; b++) {
+		if (dprintf(fd, "%s\n  {\"block\": %u", b ? "," : "", b) < 0)
+			return -1;
+		for (int inl = 1; inl >= 0; inl--) {
+			const char *s2 = "";
+
+			if (dprintf(fd, ", \"%s\": {", inl ? "inline" : "dma") < 0)
+				return -1;
+			for (unsigned k = 0; k < EMUNIC_TRACE_BANDS; k++) {
+				uint32_t v = atomic_load_explicit(&g_trace[b][inl][k], memory_order_relaxed);
+
+				if (!v)
+					continue;
+				seen[k] = true;
+				if (dprintf(fd, "%s\"%u\": %u", s2, k, v) < 0)
+					return -1;
+				s2 = ", ";
+			}
+			if (dprintf(fd, "}") < 0)
+				return -1;
+		}
+		if (dprintf(fd, "}") < 0)
+			return -1;
+	}
+	if (dprintf(fd, "], \"band_lo\": {") < 0)
+		return -1;
+	for (unsigned k = 0; k < EMUNIC_TRACE_BANDS; k++) {
+		if (!seen[k])
+			continue;
+		if (dprintf(fd, "%s\"%u\": %llu", sep, k, (unsigned long long)band_lo(k)) < 0)
+			return -1;
+		sep = ", ";
+	}
+	return dprintf(fd, "}}\n") < 0 ? -1 : 0;
 }
 
 /* Writes the counters to EMUNIC_REPORT (a regular file or a new one; anything else is left alone). */
@@ -232,7 +309,9 @@ __attribute__((destructor)) static void emunic_fini(void)
 		(unsigned long long)g_qp_ex_unmodeled, (double)g_spent_cyc / g_model.cyc_per_ns,
 		(unsigned long long)g_model.switch_after, g_model.m[1].dma_ns, g_model.m[1].inline_chunk_ns);
 	fd = open(g_model.report, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || write(fd, buf, (size_t)n) != n)
+	if (g_model.trace_block)
+		n -= 2; /* the object goes on with the trace: not its closing "}\n" yet */
+	if (fd < 0 || write(fd, buf, (size_t)n) != n || (g_model.trace_block && write_trace(fd) < 0))
 		fprintf(stderr, "emunic: cannot write the report '%s': %s\n", g_model.report, strerror(errno));
 	if (fd >= 0)
 		close(fd);
@@ -266,11 +345,22 @@ static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 	double cost_ns = 0;
 	struct ibv_send_wr *w;
 	const struct emu_costs *m = &g_model.m[0];
+	uint64_t post_idx = atomic_load_explicit(&g_posts, memory_order_relaxed);
+	_Atomic uint32_t(*trace)[EMUNIC_TRACE_BANDS] = NULL;
 	unsigned i;
 	int ret, err;
 
-	if (g_model.switch_after && atomic_load_explicit(&g_posts, memory_order_relaxed) >= g_model.switch_after)
+	if (g_model.switch_after && post_idx >= g_model.switch_after)
 		m = &g_model.m[1];
+	if (g_model.trace_block) {
+		uint64_t blk = post_idx / g_model.trace_block;
+
+		if (blk >= EMUNIC_TRACE_BLOCKS)
+			blk = EMUNIC_TRACE_BLOCKS - 1;
+		trace = g_trace[blk];
+		if (atomic_load_explicit(&g_trace_used, memory_order_relaxed) < blk + 1)
+			atomic_store_explicit(&g_trace_used, (uint32_t)blk + 1, memory_order_relaxed);
+	}
 	if (!c || !c->real_post_send) {
 		CTR_ADD(g_untracked, 1);
 		*bad_wr = wr;
@@ -285,6 +375,8 @@ static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 			continue;
 		for (int s = 0; s < w->num_sge; s++)
 			bytes += w->sg_list[s].length;
+		if (trace)
+			CTR_ADD(trace[(w->send_flags & IBV_SEND_INLINE) ? 1 : 0][band_of(bytes)], 1);
 		cost_ns += m->post_ns;
 		if (w->send_flags & IBV_SEND_INLINE) {
 			n_inl++;

@@ -273,6 +273,115 @@ static void test_empty_band_does_not_stall(void **state)
 	rt_inline_ctl_free(c);
 }
 
+/*
+ * Sends n messages of sizes[] (chosen by a seeded xorshift) through c on d, reporting every sampled one. Returns the
+ * index of the first message from which the threshold put every size on d's planted side (inline below the
+ * crossover, not above) until the end, or n + 1 when it did not end there.
+ */
+static uint64_t drive_sizes(rt_inline_ctl *c, struct rt_simdev *d, const uint32_t *sizes, unsigned nsizes, uint64_t n)
+{
+	uint32_t x = 12345, cross = rt_simdev_crossover(d);
+	uint64_t since = 0;
+	bool ok_prev = false;
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t b, t;
+		unsigned f;
+		bool ok = true;
+
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		b = sizes[x % nsizes];
+		f = rt_inline_ctl_decide(c, b);
+		if (f & RT_INLINE_CTL_SAMPLE)
+			rt_inline_ctl_sample(c, b, f & RT_INLINE_CTL_INLINE,
+					     rt_simdev_lat_ns(d, b, f & RT_INLINE_CTL_INLINE));
+		t = rt_inline_ctl_threshold(c);
+		for (unsigned k = 0; k < nsizes; k++)
+			ok = ok && (sizes[k] <= t) == (sizes[k] <= cross);
+		if (ok && !ok_prev)
+			since = i;
+		ok_prev = ok;
+	}
+	return ok_prev ? since : n + 1;
+}
+
+/*
+ * The stated budget for an application sending one size, or two sizes with a gap, far from the start: the decision
+ * for its sizes ends on the planted side within this many messages (docs/controller.md).
+ */
+#define FEW_SIZES_BUDGET 1000u
+
+/*
+ * One size only (fixed-size RPCs), far from the start on either side of X192's 192 B crossover: 64 B from 16 B (the
+ * controller must come up over the empty bands to cover it) and 300 B from 4096 B (down to uncover it), and the two
+ * that start on the right side stay there. Adjacent bands alone never see such a size: the threshold would not move.
+ */
+static void test_single_size_far_from_start(void **state)
+{
+	static const uint32_t sizes[] = { 64, 300, 64, 300 }, starts[] = { 16, 4096, 4096, 16 };
+
+	(void)state;
+	for (unsigned i = 0; i < 4; i++) {
+		struct rt_simdev d = X192;
+		struct rt_inline_ctl_state st;
+		rt_inline_ctl *c = make(starts[i], 0, 4096, 4096);
+		uint64_t at = drive_sizes(c, &d, &sizes[i], 1, 20000);
+
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		printf("only %u B from %u B: threshold %u B from message %llu, %llu moves, parked %d\n", sizes[i],
+		       starts[i], st.threshold_bytes, (unsigned long long)at,
+		       (unsigned long long)(st.moves_up + st.moves_down), st.parked);
+		assert_true(at <= FEW_SIZES_BUDGET);
+		assert_true(st.parked);
+		rt_inline_ctl_free(c);
+	}
+	/* the first move from 16 B covers just 64 B's band (64..71), over the empty ones between */
+	{
+		struct rt_simdev d = X192;
+		struct rt_inline_ctl_state st;
+		rt_inline_ctl *c = make(16, 0, 4096, 4096);
+
+		drive_sizes(c, &d, &sizes[0], 1, 20000);
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		assert_true(st.n_moves >= 1);
+		assert_int_equal(st.moves[0].from_bytes, 16);
+		assert_int_equal(st.moves[0].to_bytes, 71);
+		rt_inline_ctl_free(c);
+	}
+}
+
+/*
+ * Two sizes with a gap, 40 B and 1000 B (either side of 192 B), from 16 B and from 4096 B: 40 B ends inline and
+ * 1000 B not, within the budget; from 16 B the one move stops just over 40 B's band, 40..43 B (the bands between
+ * hold nothing).
+ */
+static void test_two_sizes_with_a_gap(void **state)
+{
+	static const uint32_t sizes[] = { 40, 1000 }, starts[] = { 16, 4096 };
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		struct rt_simdev d = X192;
+		struct rt_inline_ctl_state st;
+		rt_inline_ctl *c = make(starts[i], 0, 4096, 4096);
+		uint64_t at = drive_sizes(c, &d, sizes, 2, 40000);
+
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		printf("40 B and 1000 B from %u B: threshold %u B from message %llu, bands %u..%u and %u..%u\n",
+		       starts[i], st.threshold_bytes, (unsigned long long)at, st.below_lo, st.below_hi, st.above_lo,
+		       st.above_hi);
+		assert_true(at <= FEW_SIZES_BUDGET);
+		assert_true(st.parked);
+		if (starts[i] == 16) {
+			assert_int_equal(st.threshold_bytes, 43);
+			assert_int_equal(st.moves_up + st.moves_down, 1);
+		}
+		rt_inline_ctl_free(c);
+	}
+}
+
 /* Reports n samples of size b, choice inl, lat_ns each (one per pick the controller asks for). */
 static void feed(rt_inline_ctl *c, uint32_t b, bool inl, uint64_t lat_ns, unsigned n)
 {
@@ -412,6 +521,8 @@ int main(void)
 		cmocka_unit_test(test_parks_when_stable),
 		cmocka_unit_test(test_periodic_sizes_reach_both_bands),
 		cmocka_unit_test(test_empty_band_does_not_stall),
+		cmocka_unit_test(test_single_size_far_from_start),
+		cmocka_unit_test(test_two_sizes_with_a_gap),
 		cmocka_unit_test(test_reverts_and_blocks),
 		cmocka_unit_test(test_significance),
 		cmocka_unit_test(test_bad_input),

@@ -33,12 +33,16 @@ struct fake_state {
 	unsigned log_flags[FAKE_LOG];
 	uint32_t log_bytes[FAKE_LOG];
 	struct ibv_send_wr *log_ptr[FAKE_LOG];
+	struct ibv_send_wr last_wr; /* a copy of the last WR that reached the "device" */
 	/* extended API log */
 	unsigned ex_sends, ex_writes, ex_inline, ex_sge, ex_complete, ex_complete2, ex_abort;
 	/* completions handed out by poll_cq */
 	unsigned n_wc;
 	struct ibv_wc wc[256];
 	int rewrite_on_rts;
+	/* query_qp: the max_inline_data it reports in both caps, and its return value (nonzero: fails, writes nothing) */
+	uint32_t query_inline;
+	int query_ret;
 	/* a cost model: post_send spins this long per WR (NULL = none), for the adaptive apply mode's test */
 	uint64_t (*cost_ns)(uint32_t bytes, bool inlined);
 };
@@ -67,6 +71,7 @@ static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_
 			fk.log_flags[idx] = wr->send_flags;
 			fk.log_bytes[idx] = (uint32_t)b;
 			fk.log_ptr[idx] = wr;
+			fk.last_wr = *wr;
 		}
 		if (fk.cost_ns) {
 			struct timespec t0, t;
@@ -257,6 +262,20 @@ static int fake_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return 0;
 }
 
+static int fake_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask, struct ibv_qp_init_attr *init)
+{
+	(void)qp;
+	(void)mask;
+	errno = FAKE_ERRNO_MARK;
+	if (fk.query_ret)
+		return fk.query_ret;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->cap.max_send_wr = init->cap.max_send_wr = 64;
+	attr->cap.max_inline_data = init->cap.max_inline_data = fk.query_inline;
+	return 0;
+}
+
 static inline struct ibv_qp_ex *fake_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	return (struct ibv_qp_ex *)qp;
@@ -273,6 +292,7 @@ static inline struct ibv_context *fake_setup(void)
 		.create_cq = fake_create_cq,
 		.destroy_cq = fake_destroy_cq,
 		.modify_qp = fake_modify_qp,
+		.query_qp = fake_query_qp,
 		.qp_to_qp_ex = fake_qp_to_qp_ex,
 	};
 	strcpy(fk.dev.name, "fake0");

@@ -393,7 +393,28 @@ static void test_apply_mode(void **state)
 	configure(0, 64, 128, NULL);
 	qp = rt_probe_create_qp(&fk.pd, &a);
 	assert_non_null(qp);
-	assert_int_equal(a.cap.max_inline_data, 128); /* raised at creation, the real value written back */
+	/* raised to 128 at creation, but the application sees what it asked for (0), at creation and from ibv_query_qp */
+	assert_int_equal(a.cap.max_inline_data, 0);
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		fk.query_inline = 128; /* what the provider reports */
+		errno = 0;
+		assert_int_equal(rt_probe_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+		assert_int_equal(errno, FAKE_ERRNO_MARK);
+		assert_int_equal(qa.cap.max_inline_data, 0);
+		assert_int_equal(qi.cap.max_inline_data, 0);
+		assert_int_equal(qa.cap.max_send_wr, 64); /* the other caps as the provider said */
+		/* a failing query: the provider's return value and errno, nothing written */
+		fk.query_ret = EINVAL;
+		memset(&qa, 0x5a, sizeof(qa));
+		errno = 0;
+		assert_int_equal(rt_probe_query_qp(qp, &qa, IBV_QP_CAP, &qi), EINVAL);
+		assert_int_equal(errno, FAKE_ERRNO_MARK);
+		assert_int_equal(qa.cap.max_inline_data, 0x5a5a5a5au);
+		fk.query_ret = 0;
+	}
 
 	w[0] = mkwr(&s32, 1, IBV_WR_SEND, IBV_SEND_SIGNALED);
 	w[1] = mkwr(&s100, 1, IBV_WR_SEND, 0);
@@ -417,6 +438,7 @@ static void test_apply_mode(void **state)
 	assert_int_equal(r->op[RT_PROBE_OP_WRITE].inline_wrs, 1);
 	assert_true(r->inline_raised);
 	assert_int_equal(r->requested_max_inline_data, 0);
+	assert_int_equal(r->max_inline_data, 128); /* the probe's output keeps both */
 
 	/* failure inside the copied chain: bad_wr names the application's WR, not the probe's copy */
 	fk.fail_at = 2;
@@ -439,6 +461,26 @@ static void test_apply_mode(void **state)
 	assert_int_equal(r->apply_chain_too_long, 1);
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 
+	/* the same through create_qp_ex (ibv_create_qp_ex): raised to 128, the application sees the 8 it asked for */
+	{
+		struct ibv_qp_init_attr_ex ax = {
+			.qp_type = IBV_QPT_RC,
+			.pd = &fk.pd,
+			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND,
+			.cap = { .max_send_wr = 64, .max_send_sge = 1, .max_inline_data = 8 }
+		};
+		struct ibv_qp *qx = ibv_create_qp_ex(ctx, &ax);
+
+		assert_non_null(qx);
+		assert_int_equal(ax.cap.max_inline_data, 8);
+		r = qp_rec(qx->qp_num);
+		assert_true(r->inline_raised);
+		assert_int_equal(r->requested_max_inline_data, 8);
+		assert_int_equal(r->max_inline_data, 128);
+		assert_int_equal(rt_probe_destroy_qp(qx), 0);
+	}
+
 	/* the device refuses the raised max_inline_data: retried with the app's attributes, limit = the QP's real one */
 	configure(0, 200, 512, NULL);
 	struct ibv_qp_init_attr b = { .qp_type = IBV_QPT_RC,
@@ -446,6 +488,16 @@ static void test_apply_mode(void **state)
 	qp = rt_probe_create_qp(&fk.pd, &b);
 	assert_non_null(qp);
 	assert_int_equal(b.cap.max_inline_data, 16);
+	{
+		/* not raised: ibv_query_qp reports exactly what the provider said */
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		fk.query_inline = 77;
+		assert_int_equal(rt_probe_query_qp(qp, &qa, IBV_QP_CAP, &qi), 0);
+		assert_int_equal(qa.cap.max_inline_data, 77);
+		assert_int_equal(qi.cap.max_inline_data, 77);
+	}
 	struct ibv_send_wr one = mkwr(&s32, 1, IBV_WR_SEND, 0);
 	first = fk.n_log;
 	assert_int_equal(ibv_post_send(qp, &one, &bad), 0);
@@ -481,8 +533,10 @@ static void test_apply_profile(void **state)
 	assert_int_equal(rt_probe_load_profile(path), 0);
 	qp = rt_probe_create_qp(&fk.pd, &a);
 	assert_non_null(qp);
-	/* fake0's send/rc entry: max_inline_data 96 (not other0's 220, which the fake device would refuse) */
-	assert_int_equal(a.cap.max_inline_data, 96);
+	/* fake0's send/rc entry: max_inline_data 96 (not other0's 220, which the fake device would refuse), raised by the
+	 * probe: the application sees the 0 it asked for, the probe's record the 96 granted */
+	assert_int_equal(a.cap.max_inline_data, 0);
+	assert_int_equal(qp_rec(qp->qp_num)->max_inline_data, 96);
 	w[0] = mkwr(&s40, 1, IBV_WR_SEND, 0);
 	w[1] = mkwr(&s40, 1, IBV_WR_RDMA_WRITE, 0); /* write threshold 0: never */
 	w[2] = mkwr(&s60, 1, IBV_WR_SEND, 0);	    /* 60 > 48 */
@@ -630,6 +684,95 @@ static void test_apply_adaptive(void **state)
 	}
 	json_decref(root);
 	assert_int_equal(rt_probe_destroy_cq(cq), 0);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 0, 0, NULL);
+}
+
+/* The WR the "device" got is the application's w, field by field, with IBV_SEND_INLINE added when inl. */
+static void assert_same_wr(const struct ibv_send_wr *got, const struct ibv_send_wr *w, bool inl)
+{
+	assert_int_equal(got->wr_id, w->wr_id);
+	assert_ptr_equal(got->next, NULL);
+	assert_ptr_equal(got->sg_list, w->sg_list);
+	assert_int_equal(got->num_sge, w->num_sge);
+	assert_int_equal(got->opcode, w->opcode);
+	assert_int_equal(got->send_flags, w->send_flags | (inl ? IBV_SEND_INLINE : 0u));
+	assert_int_equal(got->imm_data, w->imm_data);
+	assert_int_equal(got->wr.atomic.remote_addr, w->wr.atomic.remote_addr);
+	assert_int_equal(got->wr.atomic.compare_add, w->wr.atomic.compare_add); /* rdma.rkey, ud.remote_qpn/qkey */
+	assert_int_equal(got->wr.atomic.swap, w->wr.atomic.swap);
+	assert_int_equal(got->wr.atomic.rkey, w->wr.atomic.rkey);
+	assert_int_equal(got->qp_type.xrc.remote_srqn, w->qp_type.xrc.remote_srqn);
+	assert_ptr_equal(got->bind_mw.mw, w->bind_mw.mw);
+	assert_int_equal(got->bind_mw.rkey, w->bind_mw.rkey);
+	assert_ptr_equal(got->bind_mw.bind_info.mr, w->bind_mw.bind_info.mr);
+	assert_int_equal(got->bind_mw.bind_info.addr, w->bind_mw.bind_info.addr);
+	assert_int_equal(got->bind_mw.bind_info.length, w->bind_mw.bind_info.length);
+	assert_int_equal(got->bind_mw.bind_info.mw_access_flags, w->bind_mw.bind_info.mw_access_flags);
+}
+
+/*
+ * Apply mode's common path with the controller (one WR, one SGE, outside the watched bands, decided without the
+ * controller's lock): the WR it inlines reaches the device as a copy equal to the application's WR in every field but
+ * IBV_SEND_INLINE, one it leaves is posted as the application's own; a failed post of an inlined copy names the
+ * application's WR in bad_wr and keeps the provider's return value and errno; the application's WR is never written.
+ */
+static void test_apply_ctl_common_path(void **state)
+{
+	struct rt_probe_config c = {
+		.sample_every = 0, .apply_threshold = 128, .apply_max_inline = 256, .apply_adaptive = true
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .lkey = 5 };
+	struct ibv_send_wr w, before, *bad = NULL;
+	struct ibv_qp *qp;
+	unsigned n0;
+
+	(void)state;
+	snprintf(c.apply_source, sizeof(c.apply_source), "test");
+	rt_probe_configure(&c);
+	qp = fake_rc_qp(0, 0);
+	assert_non_null(qp);
+	fk.n_log = 0; /* the log holds the first FAKE_LOG WRs */
+	memset(&w, 0xa5, sizeof(w));
+	w.next = NULL;
+	w.sg_list = &sge;
+	w.num_sge = 1;
+	w.bind_mw.mw = (struct ibv_mw *)(uintptr_t)0x1234;
+	w.bind_mw.bind_info.mr = (struct ibv_mr *)(uintptr_t)0x5678;
+	for (int op = 0; op < 2; op++) {
+		w.opcode = op ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND;
+		w.send_flags = op ? IBV_SEND_SOLICITED : 0;
+		for (uint32_t len = 16; len <= 256; len += 16) {
+			bool inl = len < 112; /* well below the bands around 128 B */
+
+			if (len >= 112 && len <= 160)
+				continue; /* the watched bands: the controller's own path */
+			sge.length = len;
+			w.wr_id = len * 7 + (unsigned)op;
+			before = w;
+			n0 = fk.n_log;
+			assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+			assert_memory_equal(&before, &w, sizeof(w));
+			assert_int_equal(fk.n_log, n0 + 1);
+			assert_same_wr(&fk.last_wr, &w, inl);
+			if (inl)
+				assert_ptr_not_equal(fk.log_ptr[n0], &w);
+			else
+				assert_ptr_equal(fk.log_ptr[n0], &w);
+		}
+	}
+	/* a failing provider: the copy it names is mapped back to the application's WR */
+	sge.length = 32;
+	before = w;
+	fk.fail_at = 0;
+	fk.fail_ret = ENOMEM;
+	errno = 0;
+	assert_int_equal(ibv_post_send(qp, &w, &bad), ENOMEM);
+	assert_int_equal(errno, FAKE_ERRNO_MARK);
+	assert_ptr_equal(bad, &w);
+	assert_memory_equal(&before, &w, sizeof(w));
+	fk.fail_at = -1;
+	fk.fail_ret = 0;
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 	configure(0, 0, 0, NULL);
 }
@@ -1268,15 +1411,20 @@ static void test_fork_while_posting(void **state)
  * here an atexit handler) runs while they post. The process must exit with its own status, the file must be a
  * complete document; with an unwritable output the process still exits normally and says so in one line.
  */
+static _Atomic unsigned forever_started; /* posters that have posted once */
+
 static void *forever_poster(void *arg)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 16 };
 	struct ibv_send_wr w = mkwr(&sge, 1, IBV_WR_SEND, 0), *bad;
 	struct ibv_qp *qp = arg;
 
-	for (unsigned long i = 0; i < 4000000000UL; i++) /* bounded; exit() ends it long before */
+	for (unsigned long i = 0; i < 4000000000UL; i++) { /* bounded; exit() ends it long before */
 		if (ibv_post_send(qp, &w, &bad))
 			return (void *)1;
+		if (!i)
+			atomic_fetch_add(&forever_started, 1);
+	}
 	return NULL;
 }
 
@@ -1301,6 +1449,9 @@ static pid_t early_exit_child(const char *pattern, const char *errpath)
 			if (!(qp[i] = fake_rc_qp(0, 0)) || pthread_create(&t, NULL, forever_poster, qp[i]))
 				_exit(3);
 		atexit(rt_probe_fini);
+		/* both threads posting (a loaded machine may not have run one yet), then a while longer */
+		for (int i = 0; i < 10000 && atomic_load(&forever_started) < 2; i++)
+			usleep(1000);
 		usleep(20000);
 		exit(17);
 	}
@@ -1606,6 +1757,7 @@ int main(void)
 		cmocka_unit_test(test_apply_mode),
 		cmocka_unit_test(test_apply_profile),
 		cmocka_unit_test(test_apply_adaptive),
+		cmocka_unit_test(test_apply_ctl_common_path),
 		cmocka_unit_test(test_reader_inline_ctl),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
