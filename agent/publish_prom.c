@@ -20,21 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A label value: backslash, double quote and newline escaped (exposition format). */
-static void label(struct rt_buf *b, const char *name, const char *v, bool first)
-{
-	rt_buf_printf(b, "%s%s=\"", first ? "" : ",", name);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			rt_buf_printf(b, "\\%c", *v);
-		else if (*v == '\n')
-			rt_buf_puts(b, "\\n");
-		else
-			rt_buf_printf(b, "%c", *v);
-	}
-	rt_buf_puts(b, "\"");
-}
-
 static void family(struct rt_buf *b, const char *name, const char *help)
 {
 	rt_buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
@@ -46,17 +31,17 @@ static void port_labels(struct rt_buf *b, const struct rt_agent_decision *d)
 	char port[16];
 
 	snprintf(port, sizeof(port), "%d", d->port);
-	label(b, "device", d->device, true);
-	label(b, "port", port, false);
+	rt_store_prom_label(b, "device", d->device, true);
+	rt_store_prom_label(b, "port", port, false);
 }
 
 /* device, port, opcode, qp_type, app: what identifies one entry of the profile */
 static void entry_labels(struct rt_buf *b, const struct rt_agent_decision *d)
 {
 	port_labels(b, d);
-	label(b, "opcode", rt_profile_opcode_name(d->opcode), false);
-	label(b, "qp_type", rt_profile_qp_type_name(d->qp_type), false);
-	label(b, "app", d->app, false);
+	rt_store_prom_label(b, "opcode", rt_profile_opcode_name(d->opcode), false);
+	rt_store_prom_label(b, "qp_type", rt_profile_qp_type_name(d->qp_type), false);
+	rt_store_prom_label(b, "app", d->app, false);
 }
 
 /* The first decision of each device/port: the per-port series are written once. */
@@ -126,10 +111,10 @@ static void node_part(struct rt_buf *b, const struct rt_agent_publication *pub)
 	family(b, "rtune_node_info",
 	       "The node the rtune agent publishes for (value 1; the labels carry the identity).");
 	rt_buf_puts(b, "rtune_node_info{");
-	label(b, "hostname", pub->hostname, true);
-	label(b, "machine_id", pub->machine_id, false);
-	label(b, "hw_signature", pub->hw_signature, false);
-	label(b, "rtune_version", pub->rtune_version, false);
+	rt_store_prom_label(b, "hostname", pub->hostname, true);
+	rt_store_prom_label(b, "machine_id", pub->machine_id, false);
+	rt_store_prom_label(b, "hw_signature", pub->hw_signature, false);
+	rt_store_prom_label(b, "rtune_version", pub->rtune_version, false);
 	rt_buf_puts(b, "} 1\n");
 	family(b, "rtune_publication_timestamp_seconds", "When the rtune agent made this publication (unix time).");
 	rt_buf_printf(b, "rtune_publication_timestamp_seconds %" PRId64 "\n", pub->generated_at);
@@ -154,9 +139,9 @@ static void device_part(struct rt_buf *b, const struct rt_agent_publication *pub
 		snprintf(numa, sizeof(numa), "%d", d->numa_node);
 		rt_buf_puts(b, "rtune_device_info{");
 		port_labels(b, d);
-		label(b, "guid", d->guid, false);
-		label(b, "hw_class", d->hw_class, false);
-		label(b, "numa_node", numa, false);
+		rt_store_prom_label(b, "guid", d->guid, false);
+		rt_store_prom_label(b, "hw_class", d->hw_class, false);
+		rt_store_prom_label(b, "numa_node", numa, false);
 		rt_buf_puts(b, "} 1\n");
 	}
 	family(b, "rtune_last_calibration_result",
@@ -165,7 +150,7 @@ static void device_part(struct rt_buf *b, const struct rt_agent_publication *pub
 		for (size_t r = 0; first_of_port(pub, i) && r < sizeof(results) / sizeof(results[0]); r++) {
 			rt_buf_puts(b, "rtune_last_calibration_result{");
 			port_labels(b, &pub->decisions[i]);
-			label(b, "result", rt_agent_cal_result_name(results[r]), false);
+			rt_store_prom_label(b, "result", rt_agent_cal_result_name(results[r]), false);
 			rt_buf_printf(b, "} %d\n", pub->decisions[i].last_cal_result == results[r]);
 		}
 	}
@@ -208,12 +193,12 @@ static void entry_part(struct rt_buf *b, const struct rt_agent_publication *pub)
 
 		rt_buf_puts(b, "rtune_decision_info{");
 		entry_labels(b, d);
-		label(b, "inline_verdict", d->inline_verdict, false);
-		label(b, "signal_verdict", d->signal_verdict, false);
-		label(b, "inline_source", d->pinned_inline ? "pinned" : "measured", false);
-		label(b, "signal_source", d->pinned_signal ? "pinned" : "measured", false);
-		label(b, "change", d->change, false);
-		label(b, "run_id", d->run_id, false);
+		rt_store_prom_label(b, "inline_verdict", d->inline_verdict, false);
+		rt_store_prom_label(b, "signal_verdict", d->signal_verdict, false);
+		rt_store_prom_label(b, "inline_source", d->pinned_inline ? "pinned" : "measured", false);
+		rt_store_prom_label(b, "signal_source", d->pinned_signal ? "pinned" : "measured", false);
+		rt_store_prom_label(b, "change", d->change, false);
+		rt_store_prom_label(b, "run_id", d->run_id, false);
 		rt_buf_puts(b, "} 1\n");
 	}
 }

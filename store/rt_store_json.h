@@ -6,6 +6,8 @@
 #ifndef RT_STORE_JSON_H
 #define RT_STORE_JSON_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "rt_buf.h"
@@ -75,5 +77,8 @@ void rt_store_env_bands(struct rt_buf *b, const json_t *bands, const char *sfx);
  * TYPE always written; node: the value of a leading node label (rtune export), NULL for none (the agent's textfile).
  * The one writer of these families for both files. Allocation failures: b->oom. */
 void rt_store_prom_bands(struct rt_buf *b, const json_t *doc, const char *node);
+/* One Prometheus label, name="value" (preceded by ',' unless first), the value's backslash, double quote and newline
+ * escaped (exposition format 0.0.4): the one label writer of every rtune textfile. Allocation failures: b->oom. */
+void rt_store_prom_label(struct rt_buf *b, const char *name, const char *v, bool first);
 
 #endif

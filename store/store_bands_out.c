@@ -104,8 +104,7 @@ void rt_store_env_bands(struct rt_buf *b, const json_t *bands, const char *sfx)
 
 /* ---- Prometheus ---------------------------------------------------------------------------------------------------- */
 
-/* A label: name="value" with backslash, double quote and newline escaped (exposition format 0.0.4). */
-static void label(struct rt_buf *b, const char *name, const char *v, bool first)
+void rt_store_prom_label(struct rt_buf *b, const char *name, const char *v, bool first)
 {
 	rt_buf_printf(b, "%s%s=\"", first ? "" : ",", name);
 	for (; *v; v++) {
@@ -129,13 +128,13 @@ static void label_int(struct rt_buf *b, const char *name, json_int_t v)
 static void band_labels(struct rt_buf *b, const char *node, const json_t *e, const json_t *o)
 {
 	if (node)
-		label(b, "node", node, true);
-	label(b, "device", str_of(e, "device"), !node);
+		rt_store_prom_label(b, "node", node, true);
+	rt_store_prom_label(b, "device", str_of(e, "device"), !node);
 	label_int(b, "port", int_of(e, "port"));
-	label(b, "opcode", str_of(e, "opcode"), false);
-	label(b, "qp_type", str_of(e, "qp_type"), false);
-	label(b, "app", str_of(e, "app"), false);
-	label(b, "band", str_of(o, "kind"), false);
+	rt_store_prom_label(b, "opcode", str_of(e, "opcode"), false);
+	rt_store_prom_label(b, "qp_type", str_of(e, "qp_type"), false);
+	rt_store_prom_label(b, "app", str_of(e, "app"), false);
+	rt_store_prom_label(b, "band", str_of(o, "kind"), false);
 	label_int(b, "post_list", int_of(o, "post_list") > 0 ? int_of(o, "post_list") : 1);
 	label_int(b, "qps", int_of(o, "qps") > 0 ? int_of(o, "qps") : 1);
 	label_int(b, "threads", int_of(o, "threads") > 0 ? int_of(o, "threads") : 1);
@@ -166,7 +165,7 @@ static void band_series(struct rt_buf *b, const char *node, const json_t *e, con
 	if (f == F_INFO) {
 		label_int(b, "msg_bytes_lo", int_of(o, "msg_bytes_lo"));
 		label_int(b, "msg_bytes_hi", int_of(o, "msg_bytes_hi"));
-		label(b, "verdict", str_of(o, "verdict"), false);
+		rt_store_prom_label(b, "verdict", str_of(o, "verdict"), false);
 	}
 	rt_buf_printf(b, "} %" JSON_INTEGER_FORMAT "\n",
 		      f == F_SIGNAL ? int_of(o, "signal_interval")
@@ -197,15 +196,15 @@ void rt_store_prom_bands(struct rt_buf *b, const json_t *doc, const char *node)
 
 		rt_buf_puts(b, "rtune_skipped_measurement_info{");
 		if (node)
-			label(b, "node", node, true);
-		label(b, "device", str_of(o, "device"), !node);
+			rt_store_prom_label(b, "node", node, true);
+		rt_store_prom_label(b, "device", str_of(o, "device"), !node);
 		label_int(b, "port", int_of(o, "port"));
-		label(b, "what", str_of(o, "what"), false);
-		label(b, "kind", str_of(o, "kind"), false);
-		label(b, "opcode", str_of(o, "opcode"), false);
-		label(b, "qp_type", str_of(o, "qp_type"), false);
-		label(b, "reason", str_of(o, "reason"), false);
-		label(b, "run_id", str_of(o, "run_id"), false);
+		rt_store_prom_label(b, "what", str_of(o, "what"), false);
+		rt_store_prom_label(b, "kind", str_of(o, "kind"), false);
+		rt_store_prom_label(b, "opcode", str_of(o, "opcode"), false);
+		rt_store_prom_label(b, "qp_type", str_of(o, "qp_type"), false);
+		rt_store_prom_label(b, "reason", str_of(o, "reason"), false);
+		rt_store_prom_label(b, "run_id", str_of(o, "run_id"), false);
 		rt_buf_puts(b, "} 1\n");
 	}
 }

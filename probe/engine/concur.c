@@ -6,6 +6,7 @@
  * responder thread. Every wait is bounded (timeout without a completion, stop flag, responder failure, another thread's
  * failure).
  */
+#include "rt_clock.h"
 #include "rt_concur.h"
 
 #include <errno.h>
@@ -50,19 +51,6 @@ struct rt_conc {
 	uint64_t t0;
 	atomic_int go, abort;
 };
-
-/* A raw tick counter (as measure.c's): rdtsc on x86, 0 elsewhere (no busy time). */
-static inline uint64_t ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	return 0;
-#endif
-}
 
 static int post_recv(struct rt_conc *c, uint32_t q)
 {
@@ -241,7 +229,7 @@ static void run_share(struct conc_thr *th)
 		if (c->s.yield)
 			sched_yield();
 	cpu0 = rt_clock_thread_cpu_ns();
-	th->k0 = ticks();
+	th->k0 = rt_clock_raw_ticks();
 	th->t_first = last_progress = rt_clock_mono_ns();
 	for (;;) {
 		bool busy = false;
@@ -259,9 +247,9 @@ static void run_share(struct conc_thr *th)
 			busy = true;
 			if (x->sq_out >= depth)
 				continue;
-			a = ticks();
+			a = rt_clock_raw_ticks();
 			rc = post_one(c, q, sig);
-			th->post_ticks += ticks() - a;
+			th->post_ticks += rt_clock_raw_ticks() - a;
 			if (rc == ENOMEM && x->sq_out > x->since) {
 				th->enomem++; /* the provider counted the queue full before we did */
 				continue;
@@ -278,10 +266,10 @@ static void run_share(struct conc_thr *th)
 			if (time_up && x->since == 0)
 				x->done = true;
 		}
-		a = ticks();
+		a = rt_clock_raw_ticks();
 		n = ibv_poll_cq(th->scq, 16, wc);
 		if (n > 0)
-			th->reap_ticks += ticks() - a;
+			th->reap_ticks += rt_clock_raw_ticks() - a;
 		if (n < 0) {
 			th->rc = rt_error_set(&th->err, EIO, "concurrency band: cannot poll the send cq of thread %u",
 					      th->idx);
@@ -339,7 +327,7 @@ static void run_share(struct conc_thr *th)
 out:
 	if (th->rc)
 		atomic_store(&c->abort, 1);
-	th->k1 = ticks();
+	th->k1 = rt_clock_raw_ticks();
 	th->t_end = rt_clock_mono_ns();
 	th->cpu_ns = rt_clock_thread_cpu_ns() - cpu0;
 }

@@ -13,22 +13,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * A raw tick counter for timing single verbs calls: rdtsc on x86 (whether or not the TSC is invariant: the rate loop
- * converts ticks with the rate it measures over its own repetition, on its one pinned CPU), 0 elsewhere (no busy time).
- */
-static inline uint64_t raw_ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-#else
-	return 0;
-#endif
-}
-
 /* Called while spinning: every 1024 spins checks the stop flag, the timeout and (two-node) the CM channel. */
 static int wait_check(struct rt_client *c, uint64_t t_start, unsigned long spins, const char *what,
 		      struct rt_error *err)
@@ -380,12 +364,12 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 		return rc;
 	cpu0 = rt_clock_thread_cpu_ns();
 	t0 = last_progress = rt_clock_mono_ns();
-	k0 = raw_ticks();
+	k0 = rt_clock_raw_ticks();
 	for (;;) {
 		/* post while the queue has room: sq_out counts every WR not yet retired by a signaled completion */
 		while (!stop_posting && *sq_out < depth) {
 			bool sig = since + 1 == n_sig;
-			uint64_t a = raw_ticks();
+			uint64_t a = rt_clock_raw_ticks();
 
 			if (c->post_list > 1) {
 				uint64_t before = ep->sq_out;
@@ -402,7 +386,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 				if (ep->sq_out + k > depth)
 					break;
 				rc = rt_ep_post_list(ep, op, size, inl, k, n_sig, &since);
-				post_ticks += raw_ticks() - a;
+				post_ticks += rt_clock_raw_ticks() - a;
 				out->msgs += ep->sq_out - before;
 				if (rc == ENOMEM) {
 					out->enomem++;
@@ -417,7 +401,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 				continue;
 			}
 			rc = rt_ep_post(ep, ud, op, size, inl, sig, sig ? n_sig : 0, 0);
-			post_ticks += raw_ticks() - a;
+			post_ticks += rt_clock_raw_ticks() - a;
 			if (rc == ENOMEM && *sq_out > since) {
 				/* signaled WRs in flight: the provider may count the queue full before we do */
 				out->enomem++;
@@ -434,12 +418,12 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 				stop_posting = true;
 		}
 		{
-			uint64_t a = raw_ticks();
+			uint64_t a = rt_clock_raw_ticks();
 
 			rc = rt_ep_poll_send(ep, ud, err);
 			/* only polls that reaped count: an empty poll is the spinning a real sender would not do */
 			if (rc > 0)
-				reap_ticks += raw_ticks() - a;
+				reap_ticks += rt_clock_raw_ticks() - a;
 		}
 		if (rc < 0)
 			return -rc;
@@ -454,7 +438,7 @@ int rt_client_rate(struct rt_client *c, enum rt_opcode op, uint32_t size, bool i
 		if (rc)
 			return rc;
 	}
-	k1 = raw_ticks();
+	k1 = rt_clock_raw_ticks();
 	out->wall_ns = (double)(rt_clock_mono_ns() - t0);
 	out->cpu_ns = (double)(rt_clock_thread_cpu_ns() - cpu0);
 	if (k1 > k0 && out->wall_ns > 0) {

@@ -44,6 +44,23 @@ bool rt_clock_cpuinfo_has_flag(const char *cpuinfo_text, const char *flag);
  */
 void rt_clock_init(struct rt_clock *c, const char *cpuinfo_path, unsigned calib_ms);
 
+/*
+ * A raw tick counter for timing single verbs calls: rdtsc on x86 (whether or not the TSC is invariant: the rate loops
+ * convert ticks with the rate they measure over their own repetition, each on its one pinned CPU), 0 elsewhere (no busy
+ * time).
+ */
+static inline uint64_t rt_clock_raw_ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+#else
+	return 0;
+#endif
+}
+
 static inline uint64_t rt_clock_mono_ns(void)
 {
 	struct timespec ts;

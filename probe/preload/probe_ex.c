@@ -2,8 +2,7 @@
 /*
  * The extended send API's wrappers: for a QP created with send_ops_flags, the ibv_qp_ex wr_* builders are replaced so
  * the WRs built between wr_start and wr_complete are held per thread (struct rtp_pending) and counted at wr_complete
- * like the post_send path counts a chain; apply mode turns a wr_set_sge within the QP's limit into
- * wr_set_inline_data. Every wrapper forwards to the provider's function it replaced, with the same arguments, and
+ * like the post_send path counts a chain (apply mode leaves them as built: see x_wr_set_sge). Every wrapper forwards to the provider's function it replaced, with the same arguments, and
  * returns what it returned (wr_complete: errno preserved).
  */
 #include "probe_int.h"
@@ -251,7 +250,12 @@ static void x_wr_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
 	q->xo.wr_bind_mw(qx, mw, rkey, bi);
 }
 
-/* The data setters: record the pending WR's size (and inline); wr_set_sge may be inlined by apply mode. */
+/*
+ * The data setters: record the pending WR's size (and inline). Apply mode does not turn wr_set_sge into
+ * wr_set_inline_data: a provider may take IBV_SEND_INLINE from wr_flags when the opcode is called, before the size is
+ * known (rxe then completes the WR with a local QP operation error), so on the extended API only the application's
+ * own inlining is safe; it sees the raised max_inline_data for that (w_create_qp_ex).
+ */
 static void x_wr_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr, uint32_t length)
 {
 	struct rtp_pending *p;
@@ -259,16 +263,8 @@ static void x_wr_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr, uin
 	EX_PROLOGUE(qx);
 	(void)s;
 	p = ex_cur(e);
-	if (p) {
+	if (p)
 		p->bytes = length;
-		if (q->apply_limit && length && length <= apply_lim_of(q, p->op) && rtp_op_inlinable(p->op) &&
-		    q->xo.wr_set_inline_data) {
-			p->inl = 1;
-			p->applied = 1;
-			q->xo.wr_set_inline_data(qx, (void *)(uintptr_t)addr, length);
-			return;
-		}
-	}
 	q->xo.wr_set_sge(qx, lkey, addr, length);
 }
 

@@ -243,6 +243,10 @@ struct rtp_qp {
 	uint32_t req_max_inline_data; /* what the application asked for */
 	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
 	bool sq_sig_all, via_ex, destroyed;
+	/* created for the extended send API (send_ops_flags): the application sees a raised max_inline_data, since
+	 * apply mode's wr_set_sge -> wr_set_inline_data does not inline on every provider (rxe takes IBV_SEND_INLINE
+	 * from wr_flags at the opcode's call, before the size is known) */
+	bool ex_send;
 	uint32_t apply_limit; /* max of apply_lim: nonzero = apply mode on this QP */
 	rt_inline_ctl *ctl;   /* apply mode's adaptive inline threshold (RTUNE_APPLY_ADAPTIVE=1), or NULL */
 	atomic_flag ctl_lock; /* held around every use of ctl: a poster or poller that finds it busy skips it */

@@ -127,6 +127,7 @@ static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type t
 	q->max_recv_wr = cap->max_recv_wr;
 	q->req_max_inline_data = req_inline;
 	q->inline_raised = raised;
+	q->ex_send = want_qpx;
 	q->sq_sig_all = sq_sig_all != 0;
 	q->via_ex = via_ex;
 	atomic_flag_clear(&q->lat_lock);
@@ -166,7 +167,7 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 	struct ibv_qp_cap saved;
 	struct ibv_qp *qp;
 	uint32_t lim[2], want;
-	bool raised = false;
+	bool raised = false, ex_send;
 	int err;
 
 	if (unlikely(!c || !c->create_qp_ex)) {
@@ -191,9 +192,12 @@ static struct ibv_qp *w_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 	if (!qp)
 		return NULL;
 	err = errno;
-	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, true,
-		    (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && attr->send_ops_flags, lim);
-	if (raised) /* the raise is the probe's own: the application sees what it asked for (docs/probe.md) */
+	ex_send = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && attr->send_ops_flags;
+	qp_register(qp, c, attr->qp_type, &attr->cap, attr->sq_sig_all, saved.max_inline_data, raised, true, ex_send,
+		    lim);
+	/* the raise is the probe's own: the application sees what it asked for (docs/probe.md); not on the extended
+	 * send API, where the application's own IBV_SEND_INLINE is the one that works on every provider */
+	if (raised && !ex_send)
 		attr->cap.max_inline_data = saved.max_inline_data;
 	errno = err;
 	return qp;
@@ -441,7 +445,7 @@ int rt_probe_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask
 		return ret;
 	err = errno;
 	q = qp ? ht_get(&g_ht_qp, (uintptr_t)qp) : NULL;
-	if (q && q->inline_raised) {
+	if (q && q->inline_raised && !q->ex_send) {
 		/* at most what the provider reported: a grant of at least what was asked stays within the contract */
 		if (attr && attr->cap.max_inline_data > q->req_max_inline_data)
 			attr->cap.max_inline_data = q->req_max_inline_data;
