@@ -2,7 +2,8 @@
 /*
  * The extended send API's wrappers: for a QP created with send_ops_flags, the ibv_qp_ex wr_* builders are replaced so
  * the WRs built between wr_start and wr_complete are held per thread (struct rtp_pending) and counted at wr_complete
- * like the post_send path counts a chain (apply mode leaves them as built: see x_wr_set_sge). Every wrapper forwards to the provider's function it replaced, with the same arguments, and
+ * like the post_send path counts a chain; apply mode sends a wr_set_sge of a WR flagged IBV_SEND_INLINE within the
+ * QP's limit as wr_set_inline_data (x_wr_set_sge). Every wrapper forwards to the provider's function it replaced, with the same arguments, and
  * returns what it returned (wr_complete: errno preserved).
  */
 #include "probe_int.h"
@@ -251,10 +252,11 @@ static void x_wr_bind_mw(struct ibv_qp_ex *qx, struct ibv_mw *mw, uint32_t rkey,
 }
 
 /*
- * The data setters: record the pending WR's size (and inline). Apply mode does not turn wr_set_sge into
- * wr_set_inline_data: a provider may take IBV_SEND_INLINE from wr_flags when the opcode is called, before the size is
- * known (rxe then completes the WR with a local QP operation error), so on the extended API only the application's
- * own inlining is safe; it sees the raised max_inline_data for that (w_create_qp_ex).
+ * The data setters: record the pending WR's size (and inline). Apply mode turns a wr_set_sge within the QP's limit
+ * into wr_set_inline_data only for a WR whose wr_flags had IBV_SEND_INLINE when its opcode was called: a provider may
+ * take the flag there, before the size is known (rxe completes a WR inlined without it with a local QP operation
+ * error), so the application's own flag decides on this API; it sees the raised max_inline_data for that
+ * (w_create_qp_ex), and its flag with an SGE (ibv_rc_pingpong -N) is sent as wr_set_inline_data.
  */
 static void x_wr_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr, uint32_t length)
 {
@@ -263,8 +265,16 @@ static void x_wr_set_sge(struct ibv_qp_ex *qx, uint32_t lkey, uint64_t addr, uin
 	EX_PROLOGUE(qx);
 	(void)s;
 	p = ex_cur(e);
-	if (p)
+	if (p) {
 		p->bytes = length;
+		if (q->apply_limit && (p->flags & IBV_SEND_INLINE) && length && length <= apply_lim_of(q, p->op) &&
+		    rtp_op_inlinable(p->op) && q->xo.wr_set_inline_data) {
+			p->inl = 1;
+			p->applied = 1;
+			q->xo.wr_set_inline_data(qx, (void *)(uintptr_t)addr, length);
+			return;
+		}
+	}
 	q->xo.wr_set_sge(qx, lkey, addr, length);
 }
 

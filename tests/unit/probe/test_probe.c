@@ -851,8 +851,9 @@ static void test_ex_api(void **state)
 	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
 	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(8)], 1);
 
-	/* apply mode on the extended API: wr_set_sge stays wr_set_sge (rxe takes IBV_SEND_INLINE from wr_flags at the
-	 * opcode's call: the probe turning it into wr_set_inline_data failed ibv_rc_pingpong -N there) */
+	/* apply mode on the extended API: wr_set_sge of a small SEND flagged IBV_SEND_INLINE becomes wr_set_inline_data;
+	 * one without the flag stays wr_set_sge (rxe takes the flag at the opcode's call: inlined without it, ibv_rc_pingpong
+	 * -N's WRs failed there), as does one above the limit */
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 	configure(0, 64, 64, NULL);
 	qp = ibv_create_qp_ex(ctx, &a);
@@ -860,17 +861,21 @@ static void test_ex_api(void **state)
 	qx = rt_probe_qp_to_qp_ex(qp);
 	unsigned inl0 = fk.ex_inline, sge0 = fk.ex_sge;
 	ibv_wr_start(qx);
+	qx->wr_flags = IBV_SEND_INLINE;
+	ibv_wr_send(qx);
+	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 40);
+	qx->wr_flags = 0;
 	ibv_wr_send(qx);
 	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 40);
 	ibv_wr_send(qx);
 	ibv_wr_set_sge(qx, 1, (uintptr_t)buf, 400);
 	assert_int_equal(ibv_wr_complete(qx), 0);
-	assert_int_equal(fk.ex_inline - inl0, 0);
+	assert_int_equal(fk.ex_inline - inl0, 1);
 	assert_int_equal(fk.ex_sge - sge0, 2);
 	r = qp_rec(qp->qp_num);
-	assert_int_equal(r->apply_inline_set, 0);
-	assert_int_equal(r->op[RT_PROBE_OP_SEND].inline_wrs, 0);
-	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 2);
+	assert_int_equal(r->apply_inline_set, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].inline_wrs, 1);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 3);
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 	configure(0, 0, 0, NULL);
 }
