@@ -735,6 +735,7 @@ static void test_apply_ctl_common_path(void **state)
 	qp = fake_rc_qp(0, 0);
 	assert_non_null(qp);
 	fk.n_log = 0; /* the log holds the first FAKE_LOG WRs */
+	fk.keep_last_wr = true;
 	memset(&w, 0xa5, sizeof(w));
 	w.next = NULL;
 	w.sg_list = &sge;
@@ -775,6 +776,7 @@ static void test_apply_ctl_common_path(void **state)
 	assert_memory_equal(&before, &w, sizeof(w));
 	fk.fail_at = -1;
 	fk.fail_ret = 0;
+	fk.keep_last_wr = false;
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 	configure(0, 0, 0, NULL);
 }
