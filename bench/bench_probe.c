@@ -270,7 +270,7 @@ int main(void)
 			       "%llu rounds, %llu moves, %s\n",
 			       st.threshold_bytes, st.start_bytes, (unsigned long long)st.watched,
 			       (unsigned long long)st.samples, (unsigned long long)st.rounds,
-			       (unsigned long long)(st.moves_up + st.moves_down), st.parked ? "parked" : "not parked");
+			       (unsigned long long)st.moves_up + st.moves_down, st.parked ? "parked" : "not parked");
 	}
 	if (getloadavg(load, 1) == 1)
 		printf("probe: load average during the run %.1f (figures are noisier on a busy machine)\n", load[0]);

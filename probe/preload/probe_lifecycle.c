@@ -453,7 +453,7 @@ int rt_probe_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask
 			init_attr->cap.max_inline_data = q->req_max_inline_data;
 	}
 	errno = err;
-	return ret;
+	return 0;
 }
 
 /* See probe_core.h. Wraps the returned ibv_qp_ex's wr_* pointers when the QP is tracked. */

@@ -332,7 +332,7 @@ static void test_single_size_far_from_start(void **state)
 		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
 		printf("only %u B from %u B: threshold %u B from message %llu, %llu moves, parked %d\n", sizes[i],
 		       starts[i], st.threshold_bytes, (unsigned long long)at,
-		       (unsigned long long)(st.moves_up + st.moves_down), st.parked);
+		       (unsigned long long)st.moves_up + st.moves_down, st.parked);
 		assert_true(at <= FEW_SIZES_BUDGET);
 		assert_true(st.parked);
 		rt_inline_ctl_free(c);
