@@ -184,12 +184,7 @@ int rt_profile_entry_check(const struct rt_profile_entry *e, const char *prefix,
 
 /* ---- JSON field readers: each names the field on failure ---------------------------------------------------------- */
 
-struct ctx {
-	const char *name; /* file name or NULL */
-	struct rt_error *err;
-};
-
-__attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int code, const char *fmt, ...)
+int rt_profile_fail(struct rt_profile_ctx *c, int code, const char *fmt, ...)
 {
 	char msg[RT_ERROR_TEXT_LEN];
 	va_list ap;
@@ -218,14 +213,14 @@ static const char *type_name(const json_t *v)
 }
 
 /* Reads an integer field in [lo, hi]; absent: ENOENT when required, else *out untouched and 0. */
-static int get_int(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, json_int_t lo,
-		   json_int_t hi, json_int_t *out)
+static int get_int(struct rt_profile_ctx *c, const char *where, json_t *obj, const char *key, bool required,
+		   json_int_t lo, json_int_t hi, json_int_t *out)
 {
 	json_t *v = json_object_get(obj, key);
 
 	if (!v) {
 		if (required)
-			return fail(c, EINVAL, "%s.%s: missing", where, key);
+			return rt_profile_fail(c, EINVAL, "%s.%s: missing", where, key);
 		return 0;
 	}
 	if (json_is_real(v)) {
@@ -233,27 +228,27 @@ static int get_int(struct ctx *c, const char *where, json_t *obj, const char *ke
 		double d = json_real_value(v);
 
 		if (!(d >= -9e15 && d <= 9e15) || d != (double)(json_int_t)d)
-			return fail(c, EINVAL, "%s.%s: expected an integer, got %g", where, key, d);
+			return rt_profile_fail(c, EINVAL, "%s.%s: expected an integer, got %g", where, key, d);
 		if ((json_int_t)d < lo || (json_int_t)d > hi)
-			return fail(c, EINVAL,
-				    "%s.%s: %g is out of range %" JSON_INTEGER_FORMAT "..%" JSON_INTEGER_FORMAT, where,
-				    key, d, lo, hi);
+			return rt_profile_fail(
+				c, EINVAL, "%s.%s: %g is out of range %" JSON_INTEGER_FORMAT "..%" JSON_INTEGER_FORMAT,
+				where, key, d, lo, hi);
 		*out = (json_int_t)d;
 		return 0;
 	}
 	if (!json_is_integer(v))
-		return fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
+		return rt_profile_fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
 	if (json_integer_value(v) < lo || json_integer_value(v) > hi)
-		return fail(c, EINVAL,
-			    "%s.%s: %" JSON_INTEGER_FORMAT " is out of range %" JSON_INTEGER_FORMAT
-			    "..%" JSON_INTEGER_FORMAT,
-			    where, key, json_integer_value(v), lo, hi);
+		return rt_profile_fail(c, EINVAL,
+				       "%s.%s: %" JSON_INTEGER_FORMAT " is out of range %" JSON_INTEGER_FORMAT
+				       "..%" JSON_INTEGER_FORMAT,
+				       where, key, json_integer_value(v), lo, hi);
 	*out = json_integer_value(v);
 	return 0;
 }
 
-static int get_u32(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, uint32_t lo,
-		   uint32_t hi, uint32_t *out)
+static int get_u32(struct rt_profile_ctx *c, const char *where, json_t *obj, const char *key, bool required,
+		   uint32_t lo, uint32_t hi, uint32_t *out)
 {
 	json_int_t v = *out;
 	int rc = get_int(c, where, obj, key, required, lo, hi, &v);
@@ -296,24 +291,24 @@ size_t rt_profile_utf8_fit(const char *s, size_t n, size_t cap)
 
 /* Reads a string field into buf; too long is an error unless truncate (then cut at a UTF-8 character boundary); null
  * accepted (as "") when nullable. */
-static int get_str(struct ctx *c, const char *where, json_t *obj, const char *key, bool required, bool nullable,
-		   bool truncate, char *buf, size_t len)
+static int get_str(struct rt_profile_ctx *c, const char *where, json_t *obj, const char *key, bool required,
+		   bool nullable, bool truncate, char *buf, size_t len)
 {
 	json_t *v = json_object_get(obj, key);
 	size_t n;
 
 	if (!v || (nullable && json_is_null(v))) {
 		if (!v && required)
-			return fail(c, EINVAL, "%s.%s: missing", where, key);
+			return rt_profile_fail(c, EINVAL, "%s.%s: missing", where, key);
 		if (v)
 			buf[0] = '\0';
 		return 0;
 	}
 	if (!json_is_string(v))
-		return fail(c, EINVAL, "%s.%s: expected a string, got %s", where, key, type_name(v));
+		return rt_profile_fail(c, EINVAL, "%s.%s: expected a string, got %s", where, key, type_name(v));
 	n = json_string_length(v);
 	if (n >= len && !truncate)
-		return fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
+		return rt_profile_fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
 	n = rt_profile_utf8_fit(json_string_value(v), n, len);
 	memcpy(buf, json_string_value(v), n);
 	buf[n] = '\0';
@@ -324,7 +319,7 @@ static int get_str(struct ctx *c, const char *where, json_t *obj, const char *ke
  * ("inline_confidence", "signal_confidence", optional: `confidence` when absent) and the "evidence" object
  * ({"inline": {"runs": n, "since_run": uuid}, "signal": {...}}, optional: one run; an absent since_run stays "",
  * meaning run_id). Returns 0, or EINVAL with the field named in c's error. */
-static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, struct rt_profile_entry *e)
+static int parse_decision_fields(struct rt_profile_ctx *c, const char *where, json_t *je, struct rt_profile_entry *e)
 {
 	static const char *const keys[2] = { "inline", "signal" };
 	char tmp[64], w2[80];
@@ -340,14 +335,15 @@ static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, s
 		if ((rc = get_str(c, where, je, w2, false, true, false, tmp, sizeof(tmp))))
 			return rc;
 		if (tmp[0] && rt_profile_confidence_parse(tmp, conf))
-			return fail(c, EINVAL, "%s.%s: '%s' is not low, medium or high", where, w2, tmp);
+			return rt_profile_fail(c, EINVAL, "%s.%s: '%s' is not low, medium or high", where, w2, tmp);
 	}
 	e->inline_runs = e->signal_runs = 1;
 	ev = json_object_get(je, "evidence");
 	if (!ev || json_is_null(ev))
 		return 0;
 	if (!json_is_object(ev))
-		return fail(c, EINVAL, "%s.evidence: expected an object or null, got %s", where, type_name(ev));
+		return rt_profile_fail(c, EINVAL, "%s.evidence: expected an object or null, got %s", where,
+				       type_name(ev));
 	for (int k = 0; k < 2; k++) {
 		json_t *d = json_object_get(ev, keys[k]);
 
@@ -355,7 +351,7 @@ static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, s
 		if (!d || json_is_null(d))
 			continue;
 		if (!json_is_object(d))
-			return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(d));
+			return rt_profile_fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(d));
 		if ((rc = get_u32(c, w2, d, "runs", false, 1, UINT32_MAX, k ? &e->signal_runs : &e->inline_runs)) ||
 		    (rc = get_str(c, w2, d, "since_run", false, true, false, k ? e->signal_since : e->inline_since,
 				  sizeof(e->inline_since))))
@@ -365,7 +361,8 @@ static int parse_decision_fields(struct ctx *c, const char *where, json_t *je, s
 }
 
 /* Reads an optional number (null: unknown) in lo..hi into *out; absent or null leave NAN. 0 or EINVAL. */
-static int get_real(struct ctx *c, const char *where, json_t *obj, const char *key, double lo, double hi, double *out)
+static int get_real(struct rt_profile_ctx *c, const char *where, json_t *obj, const char *key, double lo, double hi,
+		    double *out)
 {
 	json_t *v = json_object_get(obj, key);
 	double x;
@@ -374,17 +371,17 @@ static int get_real(struct ctx *c, const char *where, json_t *obj, const char *k
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v))
-		return fail(c, EINVAL, "%s.%s: expected a number or null, got %s", where, key, type_name(v));
+		return rt_profile_fail(c, EINVAL, "%s.%s: expected a number or null, got %s", where, key, type_name(v));
 	x = json_number_value(v);
 	if (!(x >= lo && x <= hi))
-		return fail(c, EINVAL, "%s.%s: %g is out of range %g..%g", where, key, x, lo, hi);
+		return rt_profile_fail(c, EINVAL, "%s.%s: %g is out of range %g..%g", where, key, x, lo, hi);
 	*out = x;
 	return 0;
 }
 
 /* Reads the 1.3 "measured" object of entry je into e (optional; absent or null: has_measured false, figures NAN).
  * Returns 0, or EINVAL with the field named in c's error. */
-static int parse_measured(struct ctx *c, const char *where, json_t *je, struct rt_profile_entry *e)
+static int parse_measured(struct rt_profile_ctx *c, const char *where, json_t *je, struct rt_profile_entry *e)
 {
 	json_t *m = json_object_get(je, "measured");
 	char w2[64];
@@ -398,11 +395,11 @@ static int parse_measured(struct ctx *c, const char *where, json_t *je, struct r
 		return 0;
 	snprintf(w2, sizeof(w2), "%s.measured", where);
 	if (!json_is_object(m))
-		return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(m));
+		return rt_profile_fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(m));
 	if ((rc = get_str(c, w2, m, "latency_kind", false, true, false, e->lat_kind, sizeof(e->lat_kind))))
 		return rc;
 	if (e->lat_kind[0] && strcmp(e->lat_kind, "pingpong") && strcmp(e->lat_kind, "post_cqe"))
-		return fail(c, EINVAL, "%s.latency_kind: '%s' is not pingpong or post_cqe", w2, e->lat_kind);
+		return rt_profile_fail(c, EINVAL, "%s.latency_kind: '%s' is not pingpong or post_cqe", w2, e->lat_kind);
 	if ((rc = get_u32(c, w2, m, "msg_bytes", false, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->lat_bytes)) ||
 	    (rc = get_real(c, w2, m, "latency_inline_ns", 0, 1e12, &e->lat_inline_ns)) ||
 	    (rc = get_real(c, w2, m, "latency_noinline_ns", 0, 1e12, &e->lat_noinline_ns)) ||
@@ -440,8 +437,8 @@ int rt_profile_skip_kind_parse(const char *s, enum rt_profile_skip_kind *out)
 }
 
 /* Reads an optional enum-named string member (null or absent: *out = -1) of names; EINVAL naming it otherwise. */
-static int get_name_or_null(struct ctx *c, const char *where, json_t *o, const char *key, const char *const *names,
-			    size_t n, const char *expect, int *out)
+static int get_name_or_null(struct rt_profile_ctx *c, const char *where, json_t *o, const char *key,
+			    const char *const *names, size_t n, const char *expect, int *out)
 {
 	char tmp[32] = "";
 	int rc;
@@ -452,13 +449,13 @@ static int get_name_or_null(struct ctx *c, const char *where, json_t *o, const c
 	if (!tmp[0])
 		return 0;
 	if ((*out = name_index(names, n, tmp)) < 0)
-		return fail(c, EINVAL, "%s.%s: '%s' is not %s", where, key, tmp, expect);
+		return rt_profile_fail(c, EINVAL, "%s.%s: '%s' is not %s", where, key, tmp, expect);
 	return 0;
 }
 
 /* Reads one band object into b; 0, ENOENT (a kind this librtune does not know: passed over), or EINVAL naming the
  * field. */
-static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_profile_band *b)
+static int parse_band(struct rt_profile_ctx *c, const char *where, json_t *o, struct rt_profile_band *b)
 {
 	char tmp[32] = "";
 	int rc, conf;
@@ -467,7 +464,7 @@ static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_pro
 	b->post_list = 1;
 	b->qps = b->threads = 1;
 	if (!json_is_object(o))
-		return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
+		return rt_profile_fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
 	if ((rc = get_str(c, where, o, "kind", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (!strcmp(tmp, "large"))
@@ -483,7 +480,8 @@ static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_pro
 	     (rc = get_u32(c, where, o, "threads", true, 1, RT_PROFILE_MAX_BAND_QPS, &b->threads))))
 		return rc;
 	if (b->threads > b->qps)
-		return fail(c, EINVAL, "%s.threads: %" PRIu32 " exceeds qps %" PRIu32, where, b->threads, b->qps);
+		return rt_profile_fail(c, EINVAL, "%s.threads: %" PRIu32 " exceeds qps %" PRIu32, where, b->threads,
+				       b->qps);
 	if ((rc = get_u32(c, where, o, "post_list", false, 1, RT_PROFILE_MAX_POST_LIST, &b->post_list)) ||
 	    (rc = get_u32(c, where, o, "msg_bytes_lo", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_lo)) ||
 	    (rc = get_u32(c, where, o, "msg_bytes_hi", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_hi)) ||
@@ -494,18 +492,18 @@ static int parse_band(struct ctx *c, const char *where, json_t *o, struct rt_pro
 				   &conf)))
 		return rc;
 	if (b->msg_bytes_lo > b->msg_bytes_hi)
-		return fail(c, EINVAL, "%s.msg_bytes_lo: %" PRIu32 " exceeds msg_bytes_hi %" PRIu32, where,
-			    b->msg_bytes_lo, b->msg_bytes_hi);
+		return rt_profile_fail(c, EINVAL, "%s.msg_bytes_lo: %" PRIu32 " exceeds msg_bytes_hi %" PRIu32, where,
+				       b->msg_bytes_lo, b->msg_bytes_hi);
 	if (b->kind == RT_PROFILE_BAND_POST_LIST && b->post_list < 2)
-		return fail(c, EINVAL, "%s.post_list: a post_list band needs at least 2 WRs, got %" PRIu32, where,
-			    b->post_list);
+		return rt_profile_fail(c, EINVAL, "%s.post_list: a post_list band needs at least 2 WRs, got %" PRIu32,
+				       where, b->post_list);
 	b->has_confidence = conf >= 0;
 	b->confidence = conf >= 0 ? (enum rt_profile_confidence)conf : RT_PROFILE_CONF_LOW;
 	return 0;
 }
 
 /* Appends entry idx's optional "bands" array (1.4) to p->bands; 0, or EINVAL / ENOMEM. */
-static int parse_bands(struct ctx *c, json_t *je, size_t idx, struct rt_profile *p)
+static int parse_bands(struct rt_profile_ctx *c, json_t *je, size_t idx, struct rt_profile *p)
 {
 	json_t *a = json_object_get(je, "bands");
 	char where[48];
@@ -517,14 +515,14 @@ static int parse_bands(struct ctx *c, json_t *je, size_t idx, struct rt_profile 
 	if (!a || json_is_null(a))
 		return 0;
 	if (!json_is_array(a))
-		return fail(c, EINVAL, "%s: expected an array, got %s", where, type_name(a));
+		return rt_profile_fail(c, EINVAL, "%s: expected an array, got %s", where, type_name(a));
 	if (!(n = json_array_size(a)))
 		return 0;
 	{
 		struct rt_profile_band *nv = realloc(p->bands, (p->n_bands + n) * sizeof(*nv));
 
 		if (!nv)
-			return fail(c, ENOMEM, "out of memory");
+			return rt_profile_fail(c, ENOMEM, "out of memory");
 		p->bands = nv;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -544,16 +542,16 @@ static int parse_bands(struct ctx *c, json_t *je, size_t idx, struct rt_profile 
 }
 
 /* Reads the document's optional "skipped" array (1.4) into p->skips; 0, or EINVAL / ENOMEM. */
-static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
+static int parse_skipped(struct rt_profile_ctx *c, json_t *root, struct rt_profile *p)
 {
 	json_t *a = json_object_get(root, "skipped");
 
 	if (!a || json_is_null(a))
 		return 0;
 	if (!json_is_array(a))
-		return fail(c, EINVAL, "skipped: expected an array, got %s", type_name(a));
+		return rt_profile_fail(c, EINVAL, "skipped: expected an array, got %s", type_name(a));
 	if (json_array_size(a) && !(p->skips = calloc(json_array_size(a), sizeof(*p->skips))))
-		return fail(c, ENOMEM, "out of memory");
+		return rt_profile_fail(c, ENOMEM, "out of memory");
 	for (size_t i = 0; i < json_array_size(a); i++) {
 		json_t *o = json_array_get(a, i);
 		struct rt_profile_skip *k = &p->skips[i];
@@ -563,7 +561,7 @@ static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
 
 		snprintf(where, sizeof(where), "skipped[%zu]", i);
 		if (!json_is_object(o))
-			return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
+			return rt_profile_fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(o));
 		if ((rc = get_str(c, where, o, "device", true, false, false, k->device, sizeof(k->device))) ||
 		    (rc = get_int(c, where, o, "port", true, 1, RT_PROFILE_MAX_PORT, &port)) ||
 		    (rc = get_str(c, where, o, "what", true, false, true, k->what, sizeof(k->what))) ||
@@ -576,9 +574,9 @@ static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
 		    (rc = get_str(c, where, o, "run_id", false, true, false, k->run_id, sizeof(k->run_id))))
 			return rc;
 		if (!k->device[0])
-			return fail(c, EINVAL, "%s.device: empty", where);
+			return rt_profile_fail(c, EINVAL, "%s.device: empty", where);
 		if (k->run_id[0] && !rt_profile_is_uuid(k->run_id))
-			return fail(c, EINVAL, "%s.run_id: '%s' is not a uuid", where, k->run_id);
+			return rt_profile_fail(c, EINVAL, "%s.run_id: '%s' is not a uuid", where, k->run_id);
 		k->port = (int)port;
 		/* a kind of a later minor version reads as "other": minor versions only add */
 		if (rt_profile_skip_kind_parse(kind, &k->kind))
@@ -588,7 +586,8 @@ static int parse_skipped(struct ctx *c, json_t *root, struct rt_profile *p)
 	return 0;
 }
 
-static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_version, struct rt_profile_entry *e)
+static int parse_entry(struct rt_profile_ctx *c, json_t *je, size_t idx, const char *doc_version,
+		       struct rt_profile_entry *e)
 {
 	char where[48], tmp[64];
 	json_int_t v;
@@ -599,7 +598,7 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 	memset(e, 0, sizeof(*e));
 	e->numa_node = -1;
 	if (!json_is_object(je))
-		return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(je));
+		return rt_profile_fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(je));
 	if ((rc = get_str(c, where, je, "device", true, false, false, e->device, sizeof(e->device))) ||
 	    (rc = get_str(c, where, je, "guid", false, true, false, e->guid, sizeof(e->guid))))
 		return rc;
@@ -610,11 +609,11 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 	if ((rc = get_str(c, where, je, "opcode", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_opcode_parse(tmp, &e->opcode))
-		return fail(c, EINVAL, "%s.opcode: '%s' is not send or write", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.opcode: '%s' is not send or write", where, tmp);
 	if ((rc = get_str(c, where, je, "qp_type", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_qp_type_parse(tmp, &e->qp_type))
-		return fail(c, EINVAL, "%s.qp_type: '%s' is not rc, ud or srd", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.qp_type: '%s' is not rc, ud or srd", where, tmp);
 	if ((rc = get_u32(c, where, je, "inline_threshold", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
 			  &e->inline_threshold)) ||
 	    (rc = get_u32(c, where, je, "max_inline_data", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
@@ -629,8 +628,8 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 		char w2[64];
 
 		if (!json_is_object(cm))
-			return fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where,
-				    type_name(cm));
+			return rt_profile_fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where,
+					       type_name(cm));
 		snprintf(w2, sizeof(w2), "%s.cq_moderation", where);
 		if ((rc = get_u32(c, w2, cm, "count", true, 0, RT_PROFILE_MAX_CQ_MOD_COUNT, &e->cq_mod_count)) ||
 		    (rc = get_u32(c, w2, cm, "period_us", true, 0, RT_PROFILE_MAX_CQ_MOD_PERIOD_US,
@@ -647,19 +646,19 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 	if ((rc = get_str(c, where, je, "confidence", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_confidence_parse(tmp, &e->confidence))
-		return fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
 	if ((rc = parse_decision_fields(c, where, je, e)) || (rc = parse_measured(c, where, je, e)))
 		return rc;
 	reasons = json_object_get(je, "reasons");
 	if (reasons && !json_is_array(reasons))
-		return fail(c, EINVAL, "%s.reasons: expected an array, got %s", where, type_name(reasons));
+		return rt_profile_fail(c, EINVAL, "%s.reasons: expected an array, got %s", where, type_name(reasons));
 	for (size_t i = 0; reasons && i < json_array_size(reasons); i++) {
 		json_t *r = json_array_get(reasons, i);
 		char w2[64];
 
 		snprintf(w2, sizeof(w2), "%s.reasons[%zu]", where, i);
 		if (!json_is_object(r))
-			return fail(c, EINVAL, "%s: expected an object, got %s", w2, type_name(r));
+			return rt_profile_fail(c, EINVAL, "%s: expected an object, got %s", w2, type_name(r));
 		if (e->n_reasons == RT_PROFILE_MAX_REASONS)
 			break; /* documented: the first RT_PROFILE_MAX_REASONS are kept */
 		if ((rc = get_str(c, w2, r, "code", true, false, true, e->reasons[e->n_reasons].code,
@@ -672,7 +671,7 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 	if ((rc = get_str(c, where, je, "measured_at", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_time_parse(tmp, &e->measured_at))
-		return fail(c, EINVAL, "%s.measured_at: '%s' is not YYYY-MM-DDTHH:MM:SSZ", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.measured_at: '%s' is not YYYY-MM-DDTHH:MM:SSZ", where, tmp);
 	if ((rc = get_str(c, where, je, "run_id", true, false, false, e->run_id, sizeof(e->run_id))) ||
 	    (rc = get_str(c, where, je, "app", false, true, false, e->app, sizeof(e->app))))
 		return rc;
@@ -684,7 +683,7 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 		struct rt_error e2;
 
 		if (rt_profile_entry_check(e, where, &e2))
-			return fail(c, EINVAL, "%s", e2.text);
+			return rt_profile_fail(c, EINVAL, "%s", e2.text);
 	}
 	rt_profile_entry_derive(e);
 	return 0;
@@ -692,7 +691,7 @@ static int parse_entry(struct ctx *c, json_t *je, size_t idx, const char *doc_ve
 
 int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out, struct rt_error *err)
 {
-	struct ctx c = { name, err };
+	struct rt_profile_ctx c = { name, err };
 	struct rt_profile *p = NULL;
 	json_t *schema, *node, *entries;
 	char sname[64], sver[32];
@@ -700,30 +699,31 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 
 	*out = NULL;
 	if (!json_is_object(root))
-		return fail(&c, EINVAL, "document: expected an object, got %s", type_name(root));
+		return rt_profile_fail(&c, EINVAL, "document: expected an object, got %s", type_name(root));
 	schema = json_object_get(root, "schema");
 	if (!json_is_object(schema))
-		return fail(&c, EINVAL, "schema: missing or not an object (is this an rtune profile?)");
+		return rt_profile_fail(&c, EINVAL, "schema: missing or not an object (is this an rtune profile?)");
 	if ((rc = get_str(&c, "schema", schema, "name", true, false, false, sname, sizeof(sname))) ||
 	    (rc = get_str(&c, "schema", schema, "version", true, false, false, sver, sizeof(sver))))
 		return rc;
 	if (strcmp(sname, RT_PROFILE_SCHEMA_NAME) != 0)
-		return fail(&c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
+		return rt_profile_fail(&c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
 	if (rt_profile_version_parse(sver, &major, &minor) || major < 0 || minor < 0)
-		return fail(&c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
+		return rt_profile_fail(&c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
 	if (major != RT_PROFILE_SCHEMA_MAJOR)
-		return fail(&c, ENOTSUP, "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",
-			    sver, RT_PROFILE_SCHEMA_MAJOR);
+		return rt_profile_fail(&c, ENOTSUP,
+				       "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",
+				       sver, RT_PROFILE_SCHEMA_MAJOR);
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return fail(&c, ENOMEM, "out of memory");
+		return rt_profile_fail(&c, ENOMEM, "out of memory");
 	p->schema_minor = minor;
 	if ((rc = get_str(&c, "document", root, "rtune_version", true, false, false, p->rtune_version,
 			  sizeof(p->rtune_version))))
 		goto out;
 	node = json_object_get(root, "node");
 	if (!json_is_object(node)) {
-		rc = fail(&c, EINVAL, "node: missing or not an object");
+		rc = rt_profile_fail(&c, EINVAL, "node: missing or not an object");
 		goto out;
 	}
 	{
@@ -748,7 +748,7 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 		p->numa_nodes = (int)v;
 	}
 	if (!p->hostname[0]) {
-		rc = fail(&c, EINVAL, "node.hostname: empty");
+		rc = rt_profile_fail(&c, EINVAL, "node.hostname: empty");
 		goto out;
 	}
 	{
@@ -758,7 +758,8 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 
 		if (g && !json_is_null(g)) {
 			if (!json_is_object(g)) {
-				rc = fail(&c, EINVAL, "group: expected an object or null, got %s", type_name(g));
+				rc = rt_profile_fail(&c, EINVAL, "group: expected an object or null, got %s",
+						     type_name(g));
 				goto out;
 			}
 			if ((rc = get_u32(&c, "group", g, "node_count", true, 1, UINT32_MAX, &nodes)))
@@ -768,7 +769,7 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 	}
 	entries = json_object_get(root, "entries");
 	if (!json_is_array(entries)) {
-		rc = fail(&c, EINVAL, "entries: missing or not an array");
+		rc = rt_profile_fail(&c, EINVAL, "entries: missing or not an array");
 		goto out;
 	}
 	if (json_array_size(entries)) {
@@ -776,7 +777,7 @@ int rt_profile_from_json(json_t *root, const char *name, struct rt_profile **out
 		p->band_first = calloc(json_array_size(entries), sizeof(*p->band_first));
 		p->band_n = calloc(json_array_size(entries), sizeof(*p->band_n));
 		if (!p->entries || !p->band_first || !p->band_n) {
-			rc = fail(&c, ENOMEM, "out of memory");
+			rc = rt_profile_fail(&c, ENOMEM, "out of memory");
 			goto out;
 		}
 	}
@@ -806,7 +807,7 @@ int rt_profile_parse_named(const char *text, size_t len, const char *name, struc
 int rt_profile_parse_root(const char *text, size_t len, const char *name, struct rt_profile **out, json_t **root_out,
 			  struct rt_error *err)
 {
-	struct ctx c = { name, err };
+	struct rt_profile_ctx c = { name, err };
 	json_error_t jerr;
 	json_t *root;
 	int rc;
@@ -815,12 +816,12 @@ int rt_profile_parse_root(const char *text, size_t len, const char *name, struct
 	if (root_out)
 		*root_out = NULL;
 	if (len > RT_PROFILE_MAX_BYTES)
-		return fail(&c, EFBIG, "larger than %u bytes", RT_PROFILE_MAX_BYTES);
+		return rt_profile_fail(&c, EFBIG, "larger than %u bytes", RT_PROFILE_MAX_BYTES);
 	/* jansson bounds nesting itself (JSON_PARSER_MAX_DEPTH, 2048: "maximum parsing depth reached"), so hostile
 	 * nesting cannot exhaust the stack */
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return fail(&c, EINVAL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+		return rt_profile_fail(&c, EINVAL, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
 	rc = rt_profile_from_json(root, name, out, err);
 	if (!rc && root_out)
 		*root_out = root;

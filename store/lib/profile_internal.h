@@ -85,6 +85,15 @@ int rt_profile_version_parse(const char *s, int *major, int *minor);
 bool rt_profile_is_uuid(const char *s);
 
 /* Node / opcode names in the document. */
+/* Where a document is read from, for errors: the file name (or NULL) and the caller's error struct. */
+struct rt_profile_ctx {
+	const char *name;
+	struct rt_error *err;
+};
+/* Sets c->err to "profile 'NAME': MSG" (or "profile: MSG" without a name) and returns code: the one error form of
+ * both readers (profile.c's jansson reference and profile_scan.c). Never fails. */
+__attribute__((format(printf, 3, 4))) int rt_profile_fail(struct rt_profile_ctx *c, int code, const char *fmt, ...);
+
 int rt_profile_opcode_parse(const char *s, enum rt_profile_opcode *out);
 int rt_profile_qp_type_parse(const char *s, enum rt_profile_qp_type *out);
 int rt_profile_confidence_parse(const char *s, enum rt_profile_confidence *out);

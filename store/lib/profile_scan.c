@@ -32,24 +32,6 @@ struct kdef {
 
 /* ---- field readers over captured values: profile.c's get_* with the same messages ------------------------------ */
 
-struct ctx {
-	const char *name;
-	struct rt_error *err;
-};
-
-__attribute__((format(printf, 3, 4))) static int fail(struct ctx *c, int code, const char *fmt, ...)
-{
-	char msg[RT_ERROR_TEXT_LEN];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (c->name)
-		return rt_error_set(c->err, code, "profile '%s': %s", c->name, msg);
-	return rt_error_set(c->err, code, "profile: %s", msg);
-}
-
 /* The JSON type of v in the reference's words ("an integer", "null"). */
 static const char *type_name(const struct rt_jv *v)
 {
@@ -75,35 +57,37 @@ static bool absent_or_null(const struct rt_jv *v)
 
 /* Reads the integer member key (value v) in [lo, hi] into *out: an integral real counts (16.0); absent is EINVAL
  * ("missing") when required, else 0 with *out untouched. 0, or EINVAL naming where.key. */
-static int get_int(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
+static int get_int(struct rt_profile_ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
 		   long long lo, long long hi, long long *out)
 {
 	if (v->t == RT_JV_ABSENT) {
 		if (required)
-			return fail(c, EINVAL, "%s.%s: missing", where, key);
+			return rt_profile_fail(c, EINVAL, "%s.%s: missing", where, key);
 		return 0;
 	}
 	if (v->t == RT_JV_REAL) {
 		double d = v->d;
 
 		if (!(d >= -9e15 && d <= 9e15) || d != (double)(long long)d)
-			return fail(c, EINVAL, "%s.%s: expected an integer, got %g", where, key, d);
+			return rt_profile_fail(c, EINVAL, "%s.%s: expected an integer, got %g", where, key, d);
 		if ((long long)d < lo || (long long)d > hi)
-			return fail(c, EINVAL, "%s.%s: %g is out of range %lld..%lld", where, key, d, lo, hi);
+			return rt_profile_fail(c, EINVAL, "%s.%s: %g is out of range %lld..%lld", where, key, d, lo,
+					       hi);
 		*out = (long long)d;
 		return 0;
 	}
 	if (v->t != RT_JV_INT)
-		return fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
+		return rt_profile_fail(c, EINVAL, "%s.%s: expected an integer, got %s", where, key, type_name(v));
 	if (v->i < lo || v->i > hi)
-		return fail(c, EINVAL, "%s.%s: %lld is out of range %lld..%lld", where, key, (long long)v->i, lo, hi);
+		return rt_profile_fail(c, EINVAL, "%s.%s: %lld is out of range %lld..%lld", where, key, (long long)v->i,
+				       lo, hi);
 	*out = v->i;
 	return 0;
 }
 
 /* get_int() into a uint32_t. */
-static int get_u32(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required, uint32_t lo,
-		   uint32_t hi, uint32_t *out)
+static int get_u32(struct rt_profile_ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
+		   uint32_t lo, uint32_t hi, uint32_t *out)
 {
 	long long x = *out;
 	int rc = get_int(c, where, v, key, required, lo, hi, &x);
@@ -115,23 +99,23 @@ static int get_u32(struct ctx *c, const char *where, const struct rt_jv *v, cons
 
 /* Reads the string member key into buf[len]: too long is EINVAL unless truncate (then cut at a UTF-8 character
  * boundary); null reads as "" when nullable; absent leaves buf alone (EINVAL when required). 0 or EINVAL. */
-static int get_str(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
+static int get_str(struct rt_profile_ctx *c, const char *where, const struct rt_jv *v, const char *key, bool required,
 		   bool nullable, bool truncate, char *buf, size_t len)
 {
 	size_t n;
 
 	if (v->t == RT_JV_ABSENT || (nullable && v->t == RT_JV_NULL)) {
 		if (v->t == RT_JV_ABSENT && required)
-			return fail(c, EINVAL, "%s.%s: missing", where, key);
+			return rt_profile_fail(c, EINVAL, "%s.%s: missing", where, key);
 		if (v->t != RT_JV_ABSENT)
 			buf[0] = '\0';
 		return 0;
 	}
 	if (v->t != RT_JV_STR)
-		return fail(c, EINVAL, "%s.%s: expected a string, got %s", where, key, type_name(v));
+		return rt_profile_fail(c, EINVAL, "%s.%s: expected a string, got %s", where, key, type_name(v));
 	n = v->n;
 	if (n >= len && !truncate)
-		return fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
+		return rt_profile_fail(c, EINVAL, "%s.%s: longer than %zu bytes", where, key, len - 1);
 	n = rt_profile_utf8_fit(v->s, n, len);
 	memcpy(buf, v->s, n);
 	buf[n] = '\0';
@@ -139,8 +123,8 @@ static int get_str(struct ctx *c, const char *where, const struct rt_jv *v, cons
 }
 
 /* Reads an optional number (absent or null: NAN) in [lo, hi] into *out. 0 or EINVAL. */
-static int get_real(struct ctx *c, const char *where, const struct rt_jv *v, const char *key, double lo, double hi,
-		    double *out)
+static int get_real(struct rt_profile_ctx *c, const char *where, const struct rt_jv *v, const char *key, double lo,
+		    double hi, double *out)
 {
 	double x;
 
@@ -148,10 +132,10 @@ static int get_real(struct ctx *c, const char *where, const struct rt_jv *v, con
 	if (absent_or_null(v))
 		return 0;
 	if (v->t != RT_JV_INT && v->t != RT_JV_REAL)
-		return fail(c, EINVAL, "%s.%s: expected a number or null, got %s", where, key, type_name(v));
+		return rt_profile_fail(c, EINVAL, "%s.%s: expected a number or null, got %s", where, key, type_name(v));
 	x = v->t == RT_JV_INT ? (double)v->i : v->d;
 	if (!(x >= lo && x <= hi))
-		return fail(c, EINVAL, "%s.%s: %g is out of range %g..%g", where, key, x, lo, hi);
+		return rt_profile_fail(c, EINVAL, "%s.%s: %g is out of range %g..%g", where, key, x, lo, hi);
 	*out = x;
 	return 0;
 }
@@ -166,7 +150,7 @@ static int name_index(const char *const *names, size_t n, const char *s)
 }
 
 /* Reads an optional enum-named string member (null or absent: *out = -1) of names; EINVAL naming it otherwise. */
-static int get_name_or_null(struct ctx *c, const char *where, const struct rt_jv *v, const char *key,
+static int get_name_or_null(struct rt_profile_ctx *c, const char *where, const struct rt_jv *v, const char *key,
 			    const char *const *names, size_t n, const char *expect, int *out)
 {
 	char tmp[32] = "";
@@ -178,7 +162,7 @@ static int get_name_or_null(struct ctx *c, const char *where, const struct rt_jv
 	if (!tmp[0])
 		return 0;
 	if ((*out = name_index(names, n, tmp)) < 0)
-		return fail(c, EINVAL, "%s.%s: '%s' is not %s", where, key, tmp, expect);
+		return rt_profile_fail(c, EINVAL, "%s.%s: '%s' is not %s", where, key, tmp, expect);
 	return 0;
 }
 
@@ -365,7 +349,7 @@ static const struct kdef group_keys[1] = { K("node_count") };
 /* The reader's state over one document. */
 struct scan {
 	struct rt_jlex l;
-	struct ctx c;
+	struct rt_profile_ctx c;
 	struct rt_profile *p;
 	struct rt_profile_scan_extra *x;
 	size_t cap_entries, cap_band_first, cap_band_n, cap_bands, cap_skips, cap_cal, cap_inherit;
@@ -401,7 +385,7 @@ static int grow(struct scan *s, void **v, size_t *cap, size_t n, size_t sz)
 
 /* The 1.2 fields of an entry (its confidence read already): each decision's confidence and the "evidence" object.
  * 0, or EINVAL naming the field (the reference's parse_decision_fields). */
-static int check_decision_fields(struct ctx *c, const char *where, const struct entry_cap *ec,
+static int check_decision_fields(struct rt_profile_ctx *c, const char *where, const struct entry_cap *ec,
 				 struct rt_profile_entry *e)
 {
 	static const char *const keys[2] = { "inline", "signal" };
@@ -417,14 +401,14 @@ static int check_decision_fields(struct ctx *c, const char *where, const struct 
 		if ((rc = get_str(c, where, &ec->f[k ? E_SCONF : E_ICONF], w2, false, true, false, tmp, sizeof(tmp))))
 			return rc;
 		if (tmp[0] && rt_profile_confidence_parse(tmp, conf))
-			return fail(c, EINVAL, "%s.%s: '%s' is not low, medium or high", where, w2, tmp);
+			return rt_profile_fail(c, EINVAL, "%s.%s: '%s' is not low, medium or high", where, w2, tmp);
 	}
 	e->inline_runs = e->signal_runs = 1;
 	if (absent_or_null(&ec->f[E_EVIDENCE]))
 		return 0;
 	if (ec->f[E_EVIDENCE].t != RT_JV_OBJ)
-		return fail(c, EINVAL, "%s.evidence: expected an object or null, got %s", where,
-			    type_name(&ec->f[E_EVIDENCE]));
+		return rt_profile_fail(c, EINVAL, "%s.evidence: expected an object or null, got %s", where,
+				       type_name(&ec->f[E_EVIDENCE]));
 	for (int k = 0; k < 2; k++) {
 		const struct rt_jv *d = &ec->ev[k];
 
@@ -432,7 +416,7 @@ static int check_decision_fields(struct ctx *c, const char *where, const struct 
 		if (absent_or_null(d))
 			continue;
 		if (d->t != RT_JV_OBJ)
-			return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(d));
+			return rt_profile_fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(d));
 		if ((rc = get_u32(c, w2, &ec->evf[k][0], "runs", false, 1, UINT32_MAX,
 				  k ? &e->signal_runs : &e->inline_runs)) ||
 		    (rc = get_str(c, w2, &ec->evf[k][1], "since_run", false, true, false,
@@ -443,7 +427,8 @@ static int check_decision_fields(struct ctx *c, const char *where, const struct 
 }
 
 /* The 1.3 "measured" object of an entry (absent or null: has_measured false, figures NAN). 0 or EINVAL. */
-static int check_measured(struct ctx *c, const char *where, const struct entry_cap *ec, struct rt_profile_entry *e)
+static int check_measured(struct rt_profile_ctx *c, const char *where, const struct entry_cap *ec,
+			  struct rt_profile_entry *e)
 {
 	const struct rt_jv *m = &ec->f[E_MEASURED], *f = ec->meas;
 	char w2[64];
@@ -457,11 +442,11 @@ static int check_measured(struct ctx *c, const char *where, const struct entry_c
 		return 0;
 	path(w2, sizeof(w2), where, ".measured", SIZE_MAX);
 	if (m->t != RT_JV_OBJ)
-		return fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(m));
+		return rt_profile_fail(c, EINVAL, "%s: expected an object or null, got %s", w2, type_name(m));
 	if ((rc = get_str(c, w2, &f[M_KIND], "latency_kind", false, true, false, e->lat_kind, sizeof(e->lat_kind))))
 		return rc;
 	if (e->lat_kind[0] && strcmp(e->lat_kind, "pingpong") && strcmp(e->lat_kind, "post_cqe"))
-		return fail(c, EINVAL, "%s.latency_kind: '%s' is not pingpong or post_cqe", w2, e->lat_kind);
+		return rt_profile_fail(c, EINVAL, "%s.latency_kind: '%s' is not pingpong or post_cqe", w2, e->lat_kind);
 	if ((rc = get_u32(c, w2, &f[M_BYTES], "msg_bytes", false, 0, RT_PROFILE_MAX_INLINE_BYTES, &e->lat_bytes)) ||
 	    (rc = get_real(c, w2, &f[M_INL], "latency_inline_ns", 0, 1e12, &e->lat_inline_ns)) ||
 	    (rc = get_real(c, w2, &f[M_NOINL], "latency_noinline_ns", 0, 1e12, &e->lat_noinline_ns)) ||
@@ -475,7 +460,7 @@ static int check_measured(struct ctx *c, const char *where, const struct entry_c
 
 /* One band (1.4) into b. 0, ENOENT (a kind this librtune does not know: passed over), or EINVAL naming the field (the
  * reference's parse_band). */
-static int check_band(struct ctx *c, const char *where, const struct band_cap *bc, struct rt_profile_band *b)
+static int check_band(struct rt_profile_ctx *c, const char *where, const struct band_cap *bc, struct rt_profile_band *b)
 {
 	const struct rt_jv *f = bc->f;
 	char tmp[32] = "";
@@ -485,7 +470,7 @@ static int check_band(struct ctx *c, const char *where, const struct band_cap *b
 	b->post_list = 1;
 	b->qps = b->threads = 1;
 	if (bc->el.t != RT_JV_OBJ)
-		return fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(&bc->el));
+		return rt_profile_fail(c, EINVAL, "%s: expected an object, got %s", where, type_name(&bc->el));
 	if ((rc = get_str(c, where, &f[B_KIND], "kind", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (!strcmp(tmp, "large"))
@@ -501,7 +486,8 @@ static int check_band(struct ctx *c, const char *where, const struct band_cap *b
 	     (rc = get_u32(c, where, &f[B_THREADS], "threads", true, 1, RT_PROFILE_MAX_BAND_QPS, &b->threads))))
 		return rc;
 	if (b->threads > b->qps)
-		return fail(c, EINVAL, "%s.threads: %" PRIu32 " exceeds qps %" PRIu32, where, b->threads, b->qps);
+		return rt_profile_fail(c, EINVAL, "%s.threads: %" PRIu32 " exceeds qps %" PRIu32, where, b->threads,
+				       b->qps);
 	if ((rc = get_u32(c, where, &f[B_POST_LIST], "post_list", false, 1, RT_PROFILE_MAX_POST_LIST, &b->post_list)) ||
 	    (rc = get_u32(c, where, &f[B_LO], "msg_bytes_lo", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_lo)) ||
 	    (rc = get_u32(c, where, &f[B_HI], "msg_bytes_hi", true, 0, RT_PROFILE_MAX_BAND_BYTES, &b->msg_bytes_hi)) ||
@@ -512,11 +498,11 @@ static int check_band(struct ctx *c, const char *where, const struct band_cap *b
 				   "low, medium or high", &conf)))
 		return rc;
 	if (b->msg_bytes_lo > b->msg_bytes_hi)
-		return fail(c, EINVAL, "%s.msg_bytes_lo: %" PRIu32 " exceeds msg_bytes_hi %" PRIu32, where,
-			    b->msg_bytes_lo, b->msg_bytes_hi);
+		return rt_profile_fail(c, EINVAL, "%s.msg_bytes_lo: %" PRIu32 " exceeds msg_bytes_hi %" PRIu32, where,
+				       b->msg_bytes_lo, b->msg_bytes_hi);
 	if (b->kind == RT_PROFILE_BAND_POST_LIST && b->post_list < 2)
-		return fail(c, EINVAL, "%s.post_list: a post_list band needs at least 2 WRs, got %" PRIu32, where,
-			    b->post_list);
+		return rt_profile_fail(c, EINVAL, "%s.post_list: a post_list band needs at least 2 WRs, got %" PRIu32,
+				       where, b->post_list);
 	b->has_confidence = conf >= 0;
 	b->confidence = conf >= 0 ? (enum rt_profile_confidence)conf : RT_PROFILE_CONF_LOW;
 	return 0;
@@ -526,7 +512,7 @@ static int check_band(struct ctx *c, const char *where, const struct band_cap *b
  * reference's parse_entry + parse_bands. 0, or an errno with the message in s->c. */
 static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, bool *inherit)
 {
-	struct ctx *c = &s->c;
+	struct rt_profile_ctx *c = &s->c;
 	struct rt_profile *p = s->p;
 	struct rt_profile_entry *e = &p->entries[idx];
 	const struct rt_jv *f = ec->f;
@@ -547,11 +533,11 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 	if ((rc = get_str(c, where, &f[E_OPCODE], "opcode", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_opcode_parse(tmp, &e->opcode))
-		return fail(c, EINVAL, "%s.opcode: '%s' is not send or write", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.opcode: '%s' is not send or write", where, tmp);
 	if ((rc = get_str(c, where, &f[E_QP_TYPE], "qp_type", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_qp_type_parse(tmp, &e->qp_type))
-		return fail(c, EINVAL, "%s.qp_type: '%s' is not rc, ud or srd", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.qp_type: '%s' is not rc, ud or srd", where, tmp);
 	if ((rc = get_u32(c, where, &f[E_INLINE_THRESHOLD], "inline_threshold", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
 			  &e->inline_threshold)) ||
 	    (rc = get_u32(c, where, &f[E_MAX_INLINE], "max_inline_data", true, 0, RT_PROFILE_MAX_INLINE_BYTES,
@@ -565,8 +551,8 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 		char w2[64];
 
 		if (f[E_CQ_MOD].t != RT_JV_OBJ)
-			return fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where,
-				    type_name(&f[E_CQ_MOD]));
+			return rt_profile_fail(c, EINVAL, "%s.cq_moderation: expected an object or null, got %s", where,
+					       type_name(&f[E_CQ_MOD]));
 		path(w2, sizeof(w2), where, ".cq_moderation", SIZE_MAX);
 		if ((rc = get_u32(c, w2, &ec->cqm[0], "count", true, 0, RT_PROFILE_MAX_CQ_MOD_COUNT,
 				  &e->cq_mod_count)) ||
@@ -584,17 +570,19 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 	if ((rc = get_str(c, where, &f[E_CONF], "confidence", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_confidence_parse(tmp, &e->confidence))
-		return fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.confidence: '%s' is not low, medium or high", where, tmp);
 	if ((rc = check_decision_fields(c, where, ec, e)) || (rc = check_measured(c, where, ec, e)))
 		return rc;
 	if (f[E_REASONS].t != RT_JV_ABSENT && f[E_REASONS].t != RT_JV_ARR)
-		return fail(c, EINVAL, "%s.reasons: expected an array, got %s", where, type_name(&f[E_REASONS]));
+		return rt_profile_fail(c, EINVAL, "%s.reasons: expected an array, got %s", where,
+				       type_name(&f[E_REASONS]));
 	for (size_t i = 0; i < ec->n_reason_el; i++) {
 		char w2[64];
 
 		path(w2, sizeof(w2), where, ".reasons", i);
 		if (ec->reason_el[i].t != RT_JV_OBJ)
-			return fail(c, EINVAL, "%s: expected an object, got %s", w2, type_name(&ec->reason_el[i]));
+			return rt_profile_fail(c, EINVAL, "%s: expected an object, got %s", w2,
+					       type_name(&ec->reason_el[i]));
 		if (e->n_reasons == RT_PROFILE_MAX_REASONS)
 			break;
 		if ((rc = get_str(c, w2, &ec->reason_f[i][0], "code", true, false, true, e->reasons[e->n_reasons].code,
@@ -607,7 +595,7 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 	if ((rc = get_str(c, where, &f[E_MEASURED_AT], "measured_at", true, false, false, tmp, sizeof(tmp))))
 		return rc;
 	if (rt_profile_time_parse(tmp, &e->measured_at))
-		return fail(c, EINVAL, "%s.measured_at: '%s' is not YYYY-MM-DDTHH:MM:SSZ", where, tmp);
+		return rt_profile_fail(c, EINVAL, "%s.measured_at: '%s' is not YYYY-MM-DDTHH:MM:SSZ", where, tmp);
 	if ((rc = get_str(c, where, &f[E_RUN_ID], "run_id", true, false, false, e->run_id, sizeof(e->run_id))) ||
 	    (rc = get_str(c, where, &f[E_APP], "app", false, true, false, e->app, sizeof(e->app))))
 		return rc;
@@ -620,7 +608,7 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 		struct rt_error e2;
 
 		if (rt_profile_entry_check(e, where, &e2))
-			return fail(c, EINVAL, "%s", e2.text);
+			return rt_profile_fail(c, EINVAL, "%s", e2.text);
 	}
 	rt_profile_entry_derive(e);
 	/* the entry's bands (1.4) */
@@ -630,9 +618,9 @@ static int check_entry(struct scan *s, const struct entry_cap *ec, size_t idx, b
 		return 0;
 	path(tmp, sizeof(where), where, ".bands", SIZE_MAX);
 	if (f[E_BANDS].t != RT_JV_ARR)
-		return fail(c, EINVAL, "%s: expected an array, got %s", tmp, type_name(&f[E_BANDS]));
+		return rt_profile_fail(c, EINVAL, "%s: expected an array, got %s", tmp, type_name(&f[E_BANDS]));
 	if (grow(s, (void **)&p->bands, &s->cap_bands, p->n_bands + ec->n_bands, sizeof(*p->bands)))
-		return fail(c, ENOMEM, "out of memory");
+		return rt_profile_fail(c, ENOMEM, "out of memory");
 	for (size_t i = 0; i < ec->n_bands; i++) {
 		char w2[64];
 
@@ -741,9 +729,9 @@ static int each_entry(struct scan *s, void *arg, size_t idx)
 		if (rt_jlex_value(&s->l, &el))
 			return -1;
 		if (!s->entries_err.code) {
-			struct ctx c = { s->c.name, &s->entries_err };
+			struct rt_profile_ctx c = { s->c.name, &s->entries_err };
 
-			fail(&c, EINVAL, "entries[%zu]: expected an object, got %s", idx, type_name(&el));
+			rt_profile_fail(&c, EINVAL, "entries[%zu]: expected an object, got %s", idx, type_name(&el));
 		}
 		return 0;
 	}
@@ -780,7 +768,7 @@ static int each_entry(struct scan *s, void *arg, size_t idx)
 	    grow(s, (void **)&p->band_n, &s->cap_band_n, idx + 1, sizeof(*p->band_n)))
 		return -1;
 	{
-		struct ctx saved = s->c;
+		struct rt_profile_ctx saved = s->c;
 		int rc;
 
 		s->c.err = &s->entries_err;
@@ -814,7 +802,7 @@ static int each_skip(struct scan *s, void *arg, size_t i)
 	struct rt_profile *p = s->p;
 	struct rt_jv el, f[S_N];
 	struct rt_profile_skip *k;
-	struct ctx c = { s->c.name, &s->skipped_err };
+	struct rt_profile_ctx c = { s->c.name, &s->skipped_err };
 	char where[32], kind[32] = "";
 	long long port = 0;
 
@@ -825,7 +813,7 @@ static int each_skip(struct scan *s, void *arg, size_t i)
 		return -1;
 	snprintf(where, sizeof(where), "skipped[%zu]", i);
 	if (el.t != RT_JV_OBJ) {
-		fail(&c, EINVAL, "%s: expected an object, got %s", where, type_name(&el));
+		rt_profile_fail(&c, EINVAL, "%s: expected an object, got %s", where, type_name(&el));
 		return 0;
 	}
 	if (grow(s, (void **)&p->skips, &s->cap_skips, i + 1, sizeof(*p->skips)))
@@ -844,11 +832,11 @@ static int each_skip(struct scan *s, void *arg, size_t i)
 	    (get_str(&c, where, &f[S_RUN_ID], "run_id", false, true, false, k->run_id, sizeof(k->run_id))))
 		return 0;
 	if (!k->device[0]) {
-		fail(&c, EINVAL, "%s.device: empty", where);
+		rt_profile_fail(&c, EINVAL, "%s.device: empty", where);
 		return 0;
 	}
 	if (k->run_id[0] && !rt_profile_is_uuid(k->run_id)) {
-		fail(&c, EINVAL, "%s.run_id: '%s' is not a uuid", where, k->run_id);
+		rt_profile_fail(&c, EINVAL, "%s.run_id: '%s' is not a uuid", where, k->run_id);
 		return 0;
 	}
 	k->port = (int)port;
@@ -868,32 +856,33 @@ struct root_cap {
  * found while reading; sets the inherited rtune_versions. 0, or an errno with err set. */
 static int check_root(struct scan *s, const struct rt_jv *root, const struct root_cap *rc_)
 {
-	struct ctx *c = &s->c;
+	struct rt_profile_ctx *c = &s->c;
 	struct rt_profile *p = s->p;
 	const struct rt_jv *f = rc_->f;
 	char sname[64], sver[32];
 	int major, minor, rc;
 
 	if (root->t != RT_JV_OBJ)
-		return fail(c, EINVAL, "document: expected an object, got %s", type_name(root));
+		return rt_profile_fail(c, EINVAL, "document: expected an object, got %s", type_name(root));
 	if (f[R_SCHEMA].t != RT_JV_OBJ)
-		return fail(c, EINVAL, "schema: missing or not an object (is this an rtune profile?)");
+		return rt_profile_fail(c, EINVAL, "schema: missing or not an object (is this an rtune profile?)");
 	if ((rc = get_str(c, "schema", &rc_->schema[0], "name", true, false, false, sname, sizeof(sname))) ||
 	    (rc = get_str(c, "schema", &rc_->schema[1], "version", true, false, false, sver, sizeof(sver))))
 		return rc;
 	if (strcmp(sname, RT_PROFILE_SCHEMA_NAME) != 0)
-		return fail(c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
+		return rt_profile_fail(c, EINVAL, "schema.name: '%s' is not '%s'", sname, RT_PROFILE_SCHEMA_NAME);
 	if (rt_profile_version_parse(sver, &major, &minor) || major < 0 || minor < 0)
-		return fail(c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
+		return rt_profile_fail(c, EINVAL, "schema.version: '%s' is not MAJOR.MINOR", sver);
 	if (major != RT_PROFILE_SCHEMA_MAJOR)
-		return fail(c, ENOTSUP, "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",
-			    sver, RT_PROFILE_SCHEMA_MAJOR);
+		return rt_profile_fail(c, ENOTSUP,
+				       "schema version %s is not supported (this librtune reads %d.x); upgrade rtune",
+				       sver, RT_PROFILE_SCHEMA_MAJOR);
 	p->schema_minor = minor;
 	if ((rc = get_str(c, "document", &f[R_RTUNE_VERSION], "rtune_version", true, false, false, p->rtune_version,
 			  sizeof(p->rtune_version))))
 		return rc;
 	if (f[R_NODE].t != RT_JV_OBJ)
-		return fail(c, EINVAL, "node: missing or not an object");
+		return rt_profile_fail(c, EINVAL, "node: missing or not an object");
 	{
 		const struct rt_jv *n = rc_->node;
 		long long v = 0;
@@ -918,18 +907,19 @@ static int check_root(struct scan *s, const struct rt_jv *root, const struct roo
 		p->numa_nodes = (int)v;
 	}
 	if (!p->hostname[0])
-		return fail(c, EINVAL, "node.hostname: empty");
+		return rt_profile_fail(c, EINVAL, "node.hostname: empty");
 	if (!absent_or_null(&f[R_GROUP])) {
 		uint32_t nodes = 0;
 
 		if (f[R_GROUP].t != RT_JV_OBJ)
-			return fail(c, EINVAL, "group: expected an object or null, got %s", type_name(&f[R_GROUP]));
+			return rt_profile_fail(c, EINVAL, "group: expected an object or null, got %s",
+					       type_name(&f[R_GROUP]));
 		if ((rc = get_u32(c, "group", &rc_->group[0], "node_count", true, 1, UINT32_MAX, &nodes)))
 			return rc;
 		p->group_nodes = nodes;
 	}
 	if (f[R_ENTRIES].t != RT_JV_ARR)
-		return fail(c, EINVAL, "entries: missing or not an array");
+		return rt_profile_fail(c, EINVAL, "entries: missing or not an array");
 	if (s->entries_err.code)
 		return rt_error_set(c->err, s->entries_err.code, "%s", s->entries_err.text);
 	for (size_t i = 0; i < s->n_inherit; i++)
@@ -938,7 +928,7 @@ static int check_root(struct scan *s, const struct rt_jv *root, const struct roo
 	if (absent_or_null(&f[R_SKIPPED]))
 		return 0;
 	if (f[R_SKIPPED].t != RT_JV_ARR)
-		return fail(c, EINVAL, "skipped: expected an array, got %s", type_name(&f[R_SKIPPED]));
+		return rt_profile_fail(c, EINVAL, "skipped: expected an array, got %s", type_name(&f[R_SKIPPED]));
 	if (s->skipped_err.code)
 		return rt_error_set(c->err, s->skipped_err.code, "%s", s->skipped_err.text);
 	return 0;
@@ -994,19 +984,19 @@ int rt_profile_scan(const char *text, size_t len, const char *name, struct rt_pr
 	s.c.err = err;
 	s.x = extra;
 	if (len > RT_PROFILE_MAX_BYTES)
-		return fail(&s.c, EFBIG, "larger than %u bytes", RT_PROFILE_MAX_BYTES);
+		return rt_profile_fail(&s.c, EFBIG, "larger than %u bytes", RT_PROFILE_MAX_BYTES);
 	if (!(s.p = calloc(1, sizeof(*s.p))))
-		return fail(&s.c, ENOMEM, "out of memory");
+		return rt_profile_fail(&s.c, ENOMEM, "out of memory");
 	rt_jlex_init(&s.l, text, len);
 	memset(&root, 0, sizeof(root));
 	if (scan_root(&s, &root, &rc_) || rt_jlex_end(&s.l)) {
 		char why[RT_ERROR_TEXT_LEN];
 
 		if (s.nomem || s.l.rc == ENOMEM) {
-			rc = fail(&s.c, ENOMEM, "out of memory");
+			rc = rt_profile_fail(&s.c, ENOMEM, "out of memory");
 		} else {
 			rt_jlex_error_text(&s.l, why, sizeof(why));
-			rc = fail(&s.c, EINVAL, "%s", why);
+			rc = rt_profile_fail(&s.c, EINVAL, "%s", why);
 		}
 		goto out;
 	}
