@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,150 @@ static void test_store_input(void **state)
 	(void)state;
 	check_store_input(256); /* per node, through the store API */
 	check_store_input(0);	/* in bulk */
+}
+
+/* Reads the store at path into a new report (not analyzed): per node (bulk_min above the node count), in bulk as one
+ * part (part_nodes 0) or split into parts of part_nodes nodes (one thread each, up to one per CPU). */
+static struct rt_report *read_store_as(const char *path, int bulk_min, int part_nodes, long expect_nodes)
+{
+	struct rt_report *r = NULL;
+
+	rp_store_bulk_min_nodes = bulk_min;
+	rp_store_bulk_part_nodes = part_nodes;
+	assert_int_equal(rt_report_create(&(struct rt_report_opts){ .now = NOW, .with_curves = true }, &r), 0);
+	assert_int_equal(rt_report_add_path(r, path), expect_nodes);
+	assert_int_equal(rt_report_problem_count(r), 0);
+	rp_store_bulk_min_nodes = 256;
+	rp_store_bulk_part_nodes = 8192;
+	return r;
+}
+
+/* Node by node, device by device, entry by entry (every field, curves included): a and b read the same. */
+static void assert_same_nodes(const struct rt_report *a, const struct rt_report *b)
+{
+	assert_int_equal(a->n_nodes, b->n_nodes);
+	for (size_t i = 0; i < a->n_nodes; i++) {
+		const struct rp_node *x = &a->nodes[i], *y = &b->nodes[i];
+
+		assert_string_equal(x->node_key, y->node_key);
+		assert_string_equal(x->hostname, y->hostname);
+		assert_string_equal(x->cpu_model, y->cpu_model);
+		assert_string_equal(x->hw_sig, y->hw_sig);
+		assert_int_equal(x->numa_nodes, y->numa_nodes);
+		assert_int_equal(x->has_hw, y->has_hw);
+		assert_int_equal(x->newest, y->newest);
+		assert_int_equal(x->n_devs, y->n_devs);
+		assert_int_equal(x->n_devs ? memcmp(x->devs, y->devs, (size_t)x->n_devs * sizeof(*x->devs)) : 0, 0);
+		assert_int_equal(x->n_entries, y->n_entries);
+		for (int k = 0; k < x->n_entries; k++) {
+			const struct rp_entry *e = &x->entries[k], *f = &y->entries[k];
+
+			assert_int_equal(memcmp(e, f, offsetof(struct rp_entry, curve)), 0);
+			assert_int_equal(!e->curve, !f->curve);
+			if (e->curve)
+				assert_int_equal(memcmp(e->curve, f->curve, sizeof(*e->curve)), 0);
+		}
+	}
+}
+
+/*
+ * A fleet store read in bulk, whole or split into parts read by several threads, gives every node exactly as the
+ * per-node read (rt_store_get_profile) does: the current entry per key when a key has several rows (a newer one
+ * wins; an older one stored later loses; the same time: the later row), and each imported entry's measured evidence
+ * from its hysteresis column, including columns that are not JSON, not an object, or hold odd values (read with the
+ * lexer in bulk, with jansson per node). Also a store with runs (curves, calibration from the run).
+ */
+static void test_store_bulk_parts(void **state)
+{
+	struct fg_opts o = { .seed = 7, .groups = 3, .nodes_per_group = 40, .outliers_per_group = 3, .now = NOW };
+	static const char *const odd[] = {
+		"not json",
+		"",
+		"[1, 2]",
+		"{\"measured\": null}",
+		"{\"measured\": 5}",
+		"{\"measured\": {}}",
+		"{\"measured\": {\"latency_kind\": \"post_cqe\", \"msg_bytes\": 64, \"latency_inline_ns\": 900,"
+		" \"mops_at_n\": \"x\", \"noise_pct\": null}}",
+		"{\"inline\": {\"runs\": 2}, \"measured\": {\"latency_kind\": \"ping\\u0070ong\", \"msg_bytes\": -3,"
+		" \"latency_noinline_ns\": 1.5e3, \"mops_at_n1\": 12, \"noise_pct\": 0.25}}",
+		"{\"measured\": {\"msg_bytes\": 4294967296, \"mops_at_n\": 1e300, \"latency_kind\": 7}} ",
+		"{\"measured\": {\"msg_bytes\": 300, \"latency_inline_ns\": 1800.5}} trailing",
+	};
+	char d[] = "/tmp/rtune-report-bulk.XXXXXX", db[128], runs_db[128], cmd[160];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct fg_node *v;
+	struct rt_report *per_node, *whole, *split;
+	sqlite3 *sq;
+	size_t n;
+	long tie_won = 0;
+
+	(void)state;
+	fg_realistic(&o);
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	assert_non_null(mkdtemp(d));
+	snprintf(db, sizeof(db), "%s/fleet.db", d);
+	assert_int_equal(rt_store_open(db, &st, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rt_store_import_text(st, v[i].hostname, v[i].json, v[i].len, NULL, NULL, &err), 0);
+	rt_store_close(st);
+	assert_int_equal(sqlite3_open(db, &sq), SQLITE_OK);
+	/* older rows stored later (they must lose), rows of the same time stored later (they must win); run ids stay
+	 * 36 characters, as a uuid */
+	assert_int_equal(
+		sqlite3_exec(sq,
+			     "INSERT INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
+			     " max_inline_data, signal_interval, sq_depth, cq_depth, numa_node, cpus, confidence,"
+			     " reasons, measured_at, run_uuid, rtune_version, stored_ns, hysteresis,"
+			     " cal_cpu_numa_node, cal_numa_local) SELECT node_id, device, guid, port, op, qpt,"
+			     " inline_threshold * 2 + 8, max_inline_data * 2 + 8, signal_interval, sq_depth,"
+			     " cq_depth, numa_node, cpus, confidence, reasons, measured_at - 86400,"
+			     " substr(run_uuid, 1, 33) || 'old', rtune_version, stored_ns, NULL, 1, 0 FROM profiles"
+			     " WHERE node_id % 3 = 0;"
+			     "INSERT INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
+			     " max_inline_data, signal_interval, sq_depth, cq_depth, numa_node, cpus, confidence,"
+			     " reasons, measured_at, run_uuid, rtune_version, stored_ns, hysteresis,"
+			     " cal_cpu_numa_node, cal_numa_local) SELECT node_id, device, guid, port, op, qpt,"
+			     " inline_threshold + 1, max_inline_data + 1, signal_interval, sq_depth, cq_depth,"
+			     " numa_node, cpus, confidence, reasons, measured_at, substr(run_uuid, 1, 33) || 'tie',"
+			     " rtune_version,"
+			     " stored_ns, hysteresis, cal_cpu_numa_node, cal_numa_local FROM profiles"
+			     " WHERE node_id % 5 = 0 AND op = 'send' AND run_uuid NOT LIKE '%old'",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		char *sql = sqlite3_mprintf("UPDATE profiles SET hysteresis = %Q WHERE id %% 11 = %d", odd[i], (int)i);
+
+		assert_int_equal(sqlite3_exec(sq, sql, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_free(sql);
+	}
+	sqlite3_close(sq);
+	per_node = read_store_as(db, 1 << 30, 8192, (long)n);
+	whole = read_store_as(db, 0, 0, (long)n);
+	split = read_store_as(db, 0, 7, (long)n);
+	assert_same_nodes(per_node, whole);
+	assert_same_nodes(per_node, split);
+	/* the checks had something to check: the later row of the same time won, odd evidence was read */
+	for (size_t i = 0; i < whole->n_nodes; i++)
+		for (int k = 0; k < whole->nodes[i].n_entries; k++)
+			tie_won += strstr(whole->nodes[i].entries[k].run_id, "tie") != NULL;
+	assert_true(tie_won > 10);
+	rt_report_free(per_node);
+	rt_report_free(whole);
+	rt_report_free(split);
+	/* a store with runs: calibration, latency, rate and curves from the runs, drift */
+	snprintf(runs_db, sizeof(runs_db), "%s/runs.db", d);
+	assert_int_equal(fg_write_store(runs_db, "rack", 40, true, true, NOW), 0);
+	per_node = read_store_as(runs_db, 1 << 30, 8192, 40);
+	split = read_store_as(runs_db, 0, 3, 40);
+	assert_same_nodes(per_node, split);
+	assert_non_null(split->nodes[0].entries[0].curve);
+	rt_report_free(per_node);
+	rt_report_free(split);
+	fg_free(v, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
 }
 
 /* The same node from a store and from a JSON export counts once; the newer profile wins. */
@@ -753,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_json_like_jansson),
 		cmocka_unit_test(test_directory_threads),
 		cmocka_unit_test(test_big_document),
+		cmocka_unit_test(test_store_bulk_parts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
