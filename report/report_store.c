@@ -357,6 +357,22 @@ out:
 	rt_jlex_fini(&l);
 }
 
+/* The measured evidence columns (schema v11: kind, msg_bytes, then the five reals; NULL reals unknown) of the row at
+ * s from column i into pe, as written from the entry whose hysteresis column holds the same evidence. */
+static void measured_from_columns(sqlite3_stmt *s, int i, struct rt_profile_entry *pe)
+{
+	double *const reals[] = { &pe->lat_inline_ns, &pe->lat_noinline_ns, &pe->mops_at_n, &pe->mops_at_n1,
+				  &pe->noise_pct };
+	int64_t b = sqlite3_column_int64(s, i + 1);
+
+	pe->has_measured = true;
+	snprintf(pe->lat_kind, sizeof(pe->lat_kind), "%s", col(s, i));
+	pe->lat_bytes = b > 0 && b <= UINT32_MAX ? (uint32_t)b : 0;
+	for (int k = 0; k < 5; k++)
+		*reals[k] =
+			sqlite3_column_type(s, i + 2 + k) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i + 2 + k);
+}
+
 /* A text column's value kept to recognise the next row's (the key of a profile row): exact, or never equal when it is
  * longer than the buffer. */
 struct col_key {
@@ -482,7 +498,9 @@ static int bulk_profiles(struct bulk_part *p, struct rt_store *st, sqlite3 *db)
 		    "SELECT node_id, device, port, op, qpt, inline_threshold, max_inline_data, signal_interval, sq_depth,"
 		    " cq_depth, numa_node, confidence, measured_at, run_uuid,"
 		    " EXISTS (SELECT 1 FROM runs r WHERE r.uuid = p.run_uuid), cal_cpu_numa_node, cal_numa_local,"
-		    " hysteresis FROM profiles p WHERE node_id BETWEEN ?1 AND ?2"
+		    " hysteresis, measured_kind, measured_msg_bytes, measured_lat_inline_ns, measured_lat_noinline_ns,"
+		    " measured_mops_at_n, measured_mops_at_n1, measured_noise_pct"
+		    " FROM profiles p WHERE node_id BETWEEN ?1 AND ?2"
 		    " ORDER BY node_id, device, port, op, qpt, measured_at, id",
 		    -1, &s, NULL) != SQLITE_OK)
 		return EIO;
@@ -535,8 +553,14 @@ static int bulk_profiles(struct bulk_part *p, struct rt_store *st, sqlite3 *db)
 		e->cal_local = (int8_t)col_int(s, 16, 0);
 		e->lat_ns = e->mops = NAN;
 		e->lat_inl_ns = e->lat_noinl_ns = e->mops_n1 = e->noise_pct = NAN;
-		if (sqlite3_column_type(s, 17) == SQLITE_TEXT) {
-			/* an imported entry's evidence, kept by `rtune import` (its run is on its own node) */
+		if (sqlite3_column_type(s, 18) != SQLITE_NULL) {
+			/* an imported entry's evidence, kept by `rtune import` (its run is on its own node): the columns */
+			struct rt_profile_entry pe;
+
+			measured_from_columns(s, 18, &pe);
+			rp_entry_evidence(e, &pe);
+		} else if (sqlite3_column_type(s, 17) == SQLITE_TEXT) {
+			/* none in the columns: a row written before schema v11 may still hold it in the hysteresis */
 			struct rt_profile_entry pe;
 
 			measured_from_hysteresis((const char *)sqlite3_column_text(s, 17),

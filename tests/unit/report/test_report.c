@@ -387,9 +387,10 @@ static void assert_same_nodes(const struct rt_report *a, const struct rt_report 
 /*
  * A fleet store read in bulk, whole or split into parts read by several threads, gives every node exactly as the
  * per-node read (rt_store_get_profile) does: the current entry per key when a key has several rows (a newer one
- * wins; an older one stored later loses; the same time: the later row), and each imported entry's measured evidence
- * from its hysteresis column, including columns that are not JSON, not an object, or hold odd values (read with the
- * lexer in bulk, with jansson per node). Also a store with runs (curves, calibration from the run).
+ * wins; an older one stored later loses; the same time: the later row), and each imported entry's measured evidence:
+ * in bulk from the columns the import wrote (schema v11), or for rows without them (written before v11) from the
+ * hysteresis column with librtune's lexer, including columns that are not JSON, not an object, or hold odd values; per
+ * node from the hysteresis column with jansson. Also a store with runs (curves, calibration from the run).
  */
 static void test_store_bulk_parts(void **state)
 {
@@ -451,10 +452,25 @@ static void test_store_bulk_parts(void **state)
 			     NULL, NULL, NULL),
 		SQLITE_OK);
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
-		char *sql = sqlite3_mprintf("UPDATE profiles SET hysteresis = %Q WHERE id %% 11 = %d", odd[i], (int)i);
+		char *sql =
+			sqlite3_mprintf("UPDATE profiles SET hysteresis = %Q, measured_kind = NULL WHERE id %% 13 = %d",
+					odd[i], (int)i);
 
 		assert_int_equal(sqlite3_exec(sq, sql, NULL, NULL, NULL), SQLITE_OK);
 		sqlite3_free(sql);
+	}
+	/* the other rows' evidence is read from the columns the import wrote (schema v11) */
+	{
+		sqlite3_stmt *q;
+
+		assert_int_equal(sqlite3_prepare_v2(sq,
+						    "SELECT count(*) FROM profiles WHERE measured_kind = 'pingpong'"
+						    " AND measured_lat_inline_ns > 0 AND measured_mops_at_n > 0",
+						    -1, &q, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+		assert_true(sqlite3_column_int(q, 0) > 100);
+		sqlite3_finalize(q);
 	}
 	sqlite3_close(sq);
 	per_node = read_store_as(db, 1 << 30, 8192, (long)n);
