@@ -210,6 +210,8 @@ extern int rp_store_bulk_part_nodes;
 
 /* ---- report_analyze.c ---- */
 int rp_analyze(struct rt_report *r, struct rt_error *err);
+/* Reports of at least this many nodes are analyzed one group per thread (tests lower it to compare both ways). */
+extern int rp_analyze_parallel_nodes;
 void rp_stat_compute(double *v, size_t n, struct rp_stat *out);
 
 /* ---- streamed output (report_out.c): the text, JSON and CSV writers append to a fixed buffer that is written to

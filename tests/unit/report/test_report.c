@@ -500,6 +500,47 @@ static void test_store_bulk_parts(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* The groups analyzed one per thread give the report analyzed on one thread: every slot's statistics and
+ * recommendation, every outlier in the same order, the same table. */
+static void test_analyze_parallel(void **state)
+{
+	struct fg_opts o = { .seed = 11, .groups = 6, .nodes_per_group = 50, .outliers_per_group = 4, .now = NOW };
+	struct rt_report *one, *many;
+	struct fg_node *v;
+	char *a, *b;
+	size_t n, la, lb;
+
+	(void)state;
+	fg_realistic(&o);
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	rp_analyze_parallel_nodes = 1 << 30;
+	one = report_of(v, n);
+	rp_analyze_parallel_nodes = 0;
+	many = report_of(v, n);
+	rp_analyze_parallel_nodes = 4096;
+	assert_true(rt_report_outlier_count(one) >= 6 * 4);
+	assert_int_equal(rt_report_outlier_count(many), rt_report_outlier_count(one));
+	assert_int_equal(memcmp(many->outliers, one->outliers, one->n_outliers * sizeof(*one->outliers)), 0);
+	for (size_t k = 1; k < many->n_outliers; k++) /* group by group, as found */
+		assert_true(many->outliers[k].group >= many->outliers[k - 1].group);
+	assert_int_equal(many->n_groups, one->n_groups);
+	for (size_t gi = 0; gi < one->n_groups; gi++) {
+		assert_int_equal(many->groups[gi].n_slots, one->groups[gi].n_slots);
+		assert_int_equal(memcmp(many->groups[gi].slots, one->groups[gi].slots,
+					one->groups[gi].n_slots * sizeof(*one->groups[gi].slots)),
+				 0);
+	}
+	a = capture(one, rt_report_write_text, &la);
+	b = capture(many, rt_report_write_text, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	free(a);
+	free(b);
+	rt_report_free(one);
+	rt_report_free(many);
+	fg_free(v, n);
+}
+
 /* The same node from a store and from a JSON export counts once; the newer profile wins. */
 static void test_dedupe(void **state)
 {
@@ -915,6 +956,7 @@ int main(void)
 		cmocka_unit_test(test_directory_threads),
 		cmocka_unit_test(test_big_document),
 		cmocka_unit_test(test_store_bulk_parts),
+		cmocka_unit_test(test_analyze_parallel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
