@@ -495,7 +495,7 @@ static void test_reals_bit_exact(void **state)
  * 8: the same outcome, error text and fields as jansson's. */
 static void test_word_at_a_time(void **state)
 {
-	static const char *const specials[] = { "\x01", "\x1f", " ",	"\x7f", "\x80", "\xc3\xa9", "\xc3",
+	static const char *const specials[] = { "\x01", "\x1f", " ",	   "\x7f", "\x80", "\xc3\xa9",	      "\xc3",
 						"\"",	"\\n",	"\\u00e9", "\\",   "\t",   "\xf4\x8f\xbf\xbf" };
 	static const char *const breaks[] = { "\n", "\t", "\r", " ", "x", "\v", "\x00" };
 	char doc[1024], str[64];
@@ -513,7 +513,8 @@ static void test_word_at_a_time(void **state)
 						o += snprintf(str + o, sizeof(str) - (size_t)o, "%s",
 							      i == at ? specials[k] : (i % 2 ? "b" : "a"));
 					dl = snprintf(doc, sizeof(doc),
-						      DOC("%*s\"rtune_version\":\"%s\",", ENTRY(""), ""), shift, "", str);
+						      DOC("%*s\"rtune_version\":\"%s\",", ENTRY(""), ""), shift, "",
+						      str);
 					expect_agree(doc, (size_t)dl, &out);
 					n[out]++;
 				}
