@@ -10,6 +10,7 @@
  * fleet store (rt_store_import_files, as `rtune import DIR...` does) and the report over that store. Prints figures
  * and exits 0 (targets are reported, never enforced).
  * usage: bench_report [NODES] [TMPDIR]
+ *        bench_report report PATH   (the report alone over an existing fleet directory or store)
  */
 #include <errno.h>
 #include <ftw.h>
@@ -218,6 +219,12 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "report")) {
+		/* the report alone over an existing fleet (a directory, a fleet store): to measure again without generating */
+		printf("bench_report: report over %s; %ld CPUs, load average %.1f\n", argv[2],
+		       sysconf(_SC_NPROCESSORS_ONLN), load1());
+		return report_child(argv[2], argv[2], 3, 500) ? 1 : 0;
+	}
 	int nodes = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 100000, groups = 8;
 	const char *base = argc > 2 ? argv[2] : "/tmp";
 	struct gen_args g = { .o = { .seed = 1,

@@ -15,6 +15,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -573,18 +575,24 @@ static void explain(const struct rt_report *r, const struct rp_group *g, const s
 			  e->device);
 }
 
-static int add_outlier(struct rt_report *r, const struct rp_outlier *o)
+/* A group's outliers, in the order found (each group is analyzed on its own, possibly on another thread). */
+struct olist {
+	struct rp_outlier *v;
+	size_t n, cap;
+};
+
+static int add_outlier(struct olist *l, const struct rp_outlier *o)
 {
-	if (r->n_outliers == r->cap_outliers) {
-		size_t cap = r->cap_outliers ? r->cap_outliers * 2 : 16;
-		struct rp_outlier *no = realloc(r->outliers, cap * sizeof(*no));
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct rp_outlier *no = realloc(l->v, cap * sizeof(*no));
 
 		if (!no)
 			return ENOMEM;
-		r->outliers = no;
-		r->cap_outliers = cap;
+		l->v = no;
+		l->cap = cap;
 	}
-	r->outliers[r->n_outliers++] = *o;
+	l->v[l->n++] = *o;
 	return 0;
 }
 
@@ -655,7 +663,9 @@ again:
 	free(a);
 }
 
-static int analyze_group(struct rt_report *r, size_t gi)
+/* Analyzes group gi: its slots, statistics, outliers (into ol) and recommendations. Writes only the group, its nodes'
+ * entries (outlier_mask) and ol: groups may be analyzed in parallel. 0 or ENOMEM. */
+static int analyze_group(struct rt_report *r, size_t gi, struct olist *ol)
 {
 	struct rp_group *g = &r->groups[gi];
 	struct ref *refs = NULL;
@@ -773,7 +783,7 @@ static int analyze_group(struct rt_report *r, size_t gi)
 					explain(r, g, refs, n, med_time, &ctx, &o);
 					snprintf(o.cause, sizeof(o.cause), "%.*s", (int)strcspn(o.causes, ","),
 						 o.causes);
-					if (add_outlier(r, &o))
+					if (add_outlier(ol, &o))
 						goto out;
 				}
 			}
@@ -870,17 +880,88 @@ static int build_stale(struct rt_report *r)
 	return 0;
 }
 
+/* The groups being analyzed: each thread takes the next group until none is left. */
+struct group_pool {
+	struct rt_report *r;
+	struct olist *ol; /* per group */
+	int *rc;	  /* per group */
+	size_t next;	  /* atomically incremented */
+};
+
+static void *group_worker(void *arg)
+{
+	struct group_pool *p = arg;
+	size_t gi;
+
+	while ((gi = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->r->n_groups)
+		p->rc[gi] = analyze_group(p->r, gi, &p->ol[gi]);
+	return NULL;
+}
+
+/* Analyzes every group, on up to one thread per online CPU (at most 8) when there are several groups and enough
+ * nodes to pay for the threads; the outliers are then appended group by group, so the result does not depend on the
+ * threads. 0 or ENOMEM. */
+static int analyze_groups(struct rt_report *r)
+{
+	struct group_pool p = { r, calloc(r->n_groups + 1, sizeof(*p.ol)), calloc(r->n_groups + 1, sizeof(*p.rc)), 0 };
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t tid[7];
+	int nt = 0, rc = 0;
+
+	if (!p.ol || !p.rc) {
+		free(p.ol);
+		free(p.rc);
+		return ENOMEM;
+	}
+	if (r->n_groups > 1 && r->n_nodes >= (size_t)rp_analyze_parallel_nodes && cpus > 1) {
+		long want = cpus < 8 ? cpus - 1 : 7;
+
+		for (; nt < want && (size_t)nt < r->n_groups - 1; nt++)
+			if (pthread_create(&tid[nt], NULL, group_worker, &p))
+				break;
+	}
+	group_worker(&p);
+	for (int t = 0; t < nt; t++)
+		pthread_join(tid[t], NULL);
+	for (size_t gi = 0; gi < r->n_groups; gi++) {
+		struct olist *l = &p.ol[gi];
+
+		if (!rc && p.rc[gi])
+			rc = p.rc[gi];
+		if (!rc && l->n && r->n_outliers + l->n > r->cap_outliers) {
+			size_t cap = r->cap_outliers ? r->cap_outliers : 16;
+			struct rp_outlier *no;
+
+			while (cap < r->n_outliers + l->n)
+				cap *= 2;
+			if ((no = realloc(r->outliers, cap * sizeof(*no)))) {
+				r->outliers = no;
+				r->cap_outliers = cap;
+			} else {
+				rc = ENOMEM;
+			}
+		}
+		if (!rc && l->n) {
+			memcpy(r->outliers + r->n_outliers, l->v, l->n * sizeof(*l->v));
+			r->n_outliers += l->n;
+		}
+		free(l->v);
+	}
+	free(p.ol);
+	free(p.rc);
+	return rc;
+}
+
+int rp_analyze_parallel_nodes = 4096;
+
 int rp_analyze(struct rt_report *r, struct rt_error *err)
 {
 	int rc;
 
 	if (r->analyzed)
 		return 0;
-	if ((rc = build_groups(r)))
+	if ((rc = build_groups(r)) || (rc = analyze_groups(r)))
 		return rt_error_set(err, rc, "report: out of memory");
-	for (size_t gi = 0; gi < r->n_groups; gi++)
-		if ((rc = analyze_group(r, gi)))
-			return rt_error_set(err, rc, "report: out of memory");
 	if ((rc = build_outlier_nodes(r)) || (rc = build_stale(r)))
 		return rt_error_set(err, rc, "report: out of memory");
 	r->analyzed = true;

@@ -204,9 +204,14 @@ long rp_read_store(struct rt_report *r, const char *path);
 /* Stores with at least this many nodes are read with one query per table instead of rt_store_get_profile() per node
  * (tests set it to compare both paths). */
 extern int rp_store_bulk_min_nodes;
+/* A bulk read is split into parts of at least this many nodes, one thread each (at most one per online CPU, 8): tests
+ * lower it to compare split and whole reads. */
+extern int rp_store_bulk_part_nodes;
 
 /* ---- report_analyze.c ---- */
 int rp_analyze(struct rt_report *r, struct rt_error *err);
+/* Reports of at least this many nodes are analyzed one group per thread (tests lower it to compare both ways). */
+extern int rp_analyze_parallel_nodes;
 void rp_stat_compute(double *v, size_t n, struct rp_stat *out);
 
 /* ---- streamed output (report_out.c): the text, JSON and CSV writers append to a fixed buffer that is written to

@@ -25,7 +25,7 @@
 #include "rt_model.h"
 
 /* Schema version written to PRAGMA user_version; older stores are migrated forward on open. */
-#define RT_STORE_SCHEMA_VERSION 10
+#define RT_STORE_SCHEMA_VERSION 11
 
 struct rt_store;
 

@@ -165,9 +165,22 @@ static const char migrate_v10[] = "ALTER TABLE band_rate_points ADD COLUMN qps I
 				  "ALTER TABLE histograms ADD COLUMN qps INTEGER;"
 				  "ALTER TABLE histograms ADD COLUMN threads INTEGER;";
 
-static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2, migrate_v3, migrate_v4,
-								 migrate_v5, migrate_v6, migrate_v7, migrate_v8,
-								 migrate_v9, migrate_v10 };
+/* v10 -> v11: an entry's measured evidence (profile 1.3 "measured", kept by `rtune import` inside the hysteresis
+ * column) also as plain columns, written with it, so a report over a fleet store reads 100,000s of entries without
+ * parsing JSON. measured_kind NULL: no evidence in the columns (none, or a row written before v11: then the hysteresis
+ * column is the one to read); else "" or the latency kind, and NULL reals are unknown (NAN). Old rows are not
+ * rewritten: the migration stays instant on a big store, and readers fall back to the hysteresis column. */
+static const char migrate_v11[] = "ALTER TABLE profiles ADD COLUMN measured_kind TEXT;"
+				  "ALTER TABLE profiles ADD COLUMN measured_msg_bytes INTEGER;"
+				  "ALTER TABLE profiles ADD COLUMN measured_lat_inline_ns REAL;"
+				  "ALTER TABLE profiles ADD COLUMN measured_lat_noinline_ns REAL;"
+				  "ALTER TABLE profiles ADD COLUMN measured_mops_at_n REAL;"
+				  "ALTER TABLE profiles ADD COLUMN measured_mops_at_n1 REAL;"
+				  "ALTER TABLE profiles ADD COLUMN measured_noise_pct REAL;";
+
+static const char *const migrations[RT_STORE_SCHEMA_VERSION] = { schema_v1,  migrate_v2,  migrate_v3, migrate_v4,
+								 migrate_v5, migrate_v6,  migrate_v7, migrate_v8,
+								 migrate_v9, migrate_v10, migrate_v11 };
 
 int64_t rt_store_now_ns(void)
 {

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -324,11 +325,12 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 			" numa_node, cpus,"
 			" confidence, reasons, measured_at, run_uuid, rtune_version, stored_ns, app, histogram_id,"
 			" cal_cpu_numa_node, cal_numa_local, inline_confidence, signal_confidence, signal_verdict,"
-			" hysteresis)"
+			" hysteresis, measured_kind, measured_msg_bytes, measured_lat_inline_ns, measured_lat_noinline_ns,"
+			" measured_mops_at_n, measured_mops_at_n1, measured_noise_pct)"
 			" VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
 			" CASE WHEN ?22 = '' THEN NULL ELSE (SELECT id FROM histograms WHERE node_id = ?1 AND app = ?22"
 			"  AND op = ?5 AND qpt = ?6 ORDER BY created_ns DESC LIMIT 1) END, ?23, ?24, ?25, ?26,"
-			" NULLIF(?27, ''), ?28)",
+			" NULLIF(?27, ''), ?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35)",
 			err);
 		if (!s)
 			return err ? err->code : EIO;
@@ -379,6 +381,17 @@ static int insert_entries(struct rt_store *st, int64_t node_id, const struct rt_
 		sqlite3_bind_text(s, 25, rt_profile_confidence_name(ic), -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 26, rt_profile_confidence_name(sc), -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 27, t ? t->signal_verdict : "", -1, SQLITE_STATIC);
+		if (e->has_measured) {
+			/* the evidence the hysteresis column holds, as columns (schema v11): NULL reals unknown */
+			const double m[] = { e->lat_inline_ns, e->lat_noinline_ns, e->mops_at_n, e->mops_at_n1,
+					     e->noise_pct };
+
+			sqlite3_bind_text(s, 29, e->lat_kind, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(s, 30, e->lat_bytes);
+			for (int k = 0; k < 5; k++)
+				if (isfinite(m[k]))
+					sqlite3_bind_double(s, 31 + k, m[k]);
+		}
 		rc = sqlite3_step(s);
 		if (rc == SQLITE_DONE && added)
 			*added += (size_t)sqlite3_changes(st->db);

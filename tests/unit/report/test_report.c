@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,207 @@ static void test_store_input(void **state)
 	(void)state;
 	check_store_input(256); /* per node, through the store API */
 	check_store_input(0);	/* in bulk */
+}
+
+/* Reads the store at path into a new report (not analyzed): per node (bulk_min above the node count), in bulk as one
+ * part (part_nodes 0) or split into parts of part_nodes nodes (one thread each, up to one per CPU). */
+static struct rt_report *read_store_as(const char *path, int bulk_min, int part_nodes, long expect_nodes)
+{
+	struct rt_report *r = NULL;
+
+	rp_store_bulk_min_nodes = bulk_min;
+	rp_store_bulk_part_nodes = part_nodes;
+	assert_int_equal(rt_report_create(&(struct rt_report_opts){ .now = NOW, .with_curves = true }, &r), 0);
+	assert_int_equal(rt_report_add_path(r, path), expect_nodes);
+	assert_int_equal(rt_report_problem_count(r), 0);
+	rp_store_bulk_min_nodes = 256;
+	rp_store_bulk_part_nodes = 8192;
+	return r;
+}
+
+/* Node by node, device by device, entry by entry (every field, curves included): a and b read the same. */
+static void assert_same_nodes(const struct rt_report *a, const struct rt_report *b)
+{
+	assert_int_equal(a->n_nodes, b->n_nodes);
+	for (size_t i = 0; i < a->n_nodes; i++) {
+		const struct rp_node *x = &a->nodes[i], *y = &b->nodes[i];
+
+		assert_string_equal(x->node_key, y->node_key);
+		assert_string_equal(x->hostname, y->hostname);
+		assert_string_equal(x->cpu_model, y->cpu_model);
+		assert_string_equal(x->hw_sig, y->hw_sig);
+		assert_int_equal(x->numa_nodes, y->numa_nodes);
+		assert_int_equal(x->has_hw, y->has_hw);
+		assert_int_equal(x->newest, y->newest);
+		assert_int_equal(x->n_devs, y->n_devs);
+		assert_int_equal(x->n_devs ? memcmp(x->devs, y->devs, (size_t)x->n_devs * sizeof(*x->devs)) : 0, 0);
+		assert_int_equal(x->n_entries, y->n_entries);
+		for (int k = 0; k < x->n_entries; k++) {
+			const struct rp_entry *e = &x->entries[k], *f = &y->entries[k];
+
+			assert_int_equal(memcmp(e, f, offsetof(struct rp_entry, curve)), 0);
+			assert_int_equal(!e->curve, !f->curve);
+			if (e->curve)
+				assert_int_equal(memcmp(e->curve, f->curve, sizeof(*e->curve)), 0);
+		}
+	}
+}
+
+/*
+ * A fleet store read in bulk, whole or split into parts read by several threads, gives every node exactly as the
+ * per-node read (rt_store_get_profile) does: the current entry per key when a key has several rows (a newer one
+ * wins; an older one stored later loses; the same time: the later row), and each imported entry's measured evidence:
+ * in bulk from the columns the import wrote (schema v11), or for rows without them (written before v11) from the
+ * hysteresis column with librtune's lexer, including columns that are not JSON, not an object, or hold odd values; per
+ * node from the hysteresis column with jansson. Also a store with runs (curves, calibration from the run).
+ */
+static void test_store_bulk_parts(void **state)
+{
+	struct fg_opts o = { .seed = 7, .groups = 3, .nodes_per_group = 40, .outliers_per_group = 3, .now = NOW };
+	static const char *const odd[] = {
+		"not json",
+		"",
+		"[1, 2]",
+		"{\"measured\": null}",
+		"{\"measured\": 5}",
+		"{\"measured\": {}}",
+		"{\"measured\": {\"latency_kind\": \"post_cqe\", \"msg_bytes\": 64, \"latency_inline_ns\": 900,"
+		" \"mops_at_n\": \"x\", \"noise_pct\": null}}",
+		"{\"inline\": {\"runs\": 2}, \"measured\": {\"latency_kind\": \"ping\\u0070ong\", \"msg_bytes\": -3,"
+		" \"latency_noinline_ns\": 1.5e3, \"mops_at_n1\": 12, \"noise_pct\": 0.25}}",
+		"{\"measured\": {\"msg_bytes\": 4294967296, \"mops_at_n\": 1e300, \"latency_kind\": 7}} ",
+		"{\"measured\": {\"msg_bytes\": 300, \"latency_inline_ns\": 1800.5}} trailing",
+	};
+	char d[] = "/tmp/rtune-report-bulk.XXXXXX", db[128], runs_db[128], cmd[160];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct fg_node *v;
+	struct rt_report *per_node, *whole, *split;
+	sqlite3 *sq;
+	size_t n;
+	long tie_won = 0;
+
+	(void)state;
+	fg_realistic(&o);
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	assert_non_null(mkdtemp(d));
+	snprintf(db, sizeof(db), "%s/fleet.db", d);
+	assert_int_equal(rt_store_open(db, &st, &err), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(rt_store_import_text(st, v[i].hostname, v[i].json, v[i].len, NULL, NULL, &err), 0);
+	rt_store_close(st);
+	assert_int_equal(sqlite3_open(db, &sq), SQLITE_OK);
+	/* older rows stored later (they must lose), rows of the same time stored later (they must win); run ids stay
+	 * 36 characters, as a uuid */
+	assert_int_equal(
+		sqlite3_exec(sq,
+			     "INSERT INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
+			     " max_inline_data, signal_interval, sq_depth, cq_depth, numa_node, cpus, confidence,"
+			     " reasons, measured_at, run_uuid, rtune_version, stored_ns, hysteresis,"
+			     " cal_cpu_numa_node, cal_numa_local) SELECT node_id, device, guid, port, op, qpt,"
+			     " inline_threshold * 2 + 8, max_inline_data * 2 + 8, signal_interval, sq_depth,"
+			     " cq_depth, numa_node, cpus, confidence, reasons, measured_at - 86400,"
+			     " substr(run_uuid, 1, 33) || 'old', rtune_version, stored_ns, NULL, 1, 0 FROM profiles"
+			     " WHERE node_id % 3 = 0;"
+			     "INSERT INTO profiles(node_id, device, guid, port, op, qpt, inline_threshold,"
+			     " max_inline_data, signal_interval, sq_depth, cq_depth, numa_node, cpus, confidence,"
+			     " reasons, measured_at, run_uuid, rtune_version, stored_ns, hysteresis,"
+			     " cal_cpu_numa_node, cal_numa_local) SELECT node_id, device, guid, port, op, qpt,"
+			     " inline_threshold + 1, max_inline_data + 1, signal_interval, sq_depth, cq_depth,"
+			     " numa_node, cpus, confidence, reasons, measured_at, substr(run_uuid, 1, 33) || 'tie',"
+			     " rtune_version,"
+			     " stored_ns, hysteresis, cal_cpu_numa_node, cal_numa_local FROM profiles"
+			     " WHERE node_id % 5 = 0 AND op = 'send' AND run_uuid NOT LIKE '%old'",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		char *sql =
+			sqlite3_mprintf("UPDATE profiles SET hysteresis = %Q, measured_kind = NULL WHERE id %% 13 = %d",
+					odd[i], (int)i);
+
+		assert_int_equal(sqlite3_exec(sq, sql, NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_free(sql);
+	}
+	/* the other rows' evidence is read from the columns the import wrote (schema v11) */
+	{
+		sqlite3_stmt *q;
+
+		assert_int_equal(sqlite3_prepare_v2(sq,
+						    "SELECT count(*) FROM profiles WHERE measured_kind = 'pingpong'"
+						    " AND measured_lat_inline_ns > 0 AND measured_mops_at_n > 0",
+						    -1, &q, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+		assert_true(sqlite3_column_int(q, 0) > 100);
+		sqlite3_finalize(q);
+	}
+	sqlite3_close(sq);
+	per_node = read_store_as(db, 1 << 30, 8192, (long)n);
+	whole = read_store_as(db, 0, 0, (long)n);
+	split = read_store_as(db, 0, 7, (long)n);
+	assert_same_nodes(per_node, whole);
+	assert_same_nodes(per_node, split);
+	/* the checks had something to check: the later row of the same time won, odd evidence was read */
+	for (size_t i = 0; i < whole->n_nodes; i++)
+		for (int k = 0; k < whole->nodes[i].n_entries; k++)
+			tie_won += strstr(whole->nodes[i].entries[k].run_id, "tie") != NULL;
+	assert_true(tie_won > 10);
+	rt_report_free(per_node);
+	rt_report_free(whole);
+	rt_report_free(split);
+	/* a store with runs: calibration, latency, rate and curves from the runs, drift */
+	snprintf(runs_db, sizeof(runs_db), "%s/runs.db", d);
+	assert_int_equal(fg_write_store(runs_db, "rack", 40, true, true, NOW), 0);
+	per_node = read_store_as(runs_db, 1 << 30, 8192, 40);
+	split = read_store_as(runs_db, 0, 3, 40);
+	assert_same_nodes(per_node, split);
+	assert_non_null(split->nodes[0].entries[0].curve);
+	rt_report_free(per_node);
+	rt_report_free(split);
+	fg_free(v, n);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* The groups analyzed one per thread give the report analyzed on one thread: every slot's statistics and
+ * recommendation, every outlier in the same order, the same table. */
+static void test_analyze_parallel(void **state)
+{
+	struct fg_opts o = { .seed = 11, .groups = 6, .nodes_per_group = 50, .outliers_per_group = 4, .now = NOW };
+	struct rt_report *one, *many;
+	struct fg_node *v;
+	char *a, *b;
+	size_t n, la, lb;
+
+	(void)state;
+	fg_realistic(&o);
+	assert_int_equal(fg_build(&o, &v, &n), 0);
+	rp_analyze_parallel_nodes = 1 << 30;
+	one = report_of(v, n);
+	rp_analyze_parallel_nodes = 0;
+	many = report_of(v, n);
+	rp_analyze_parallel_nodes = 4096;
+	assert_true(rt_report_outlier_count(one) >= 6 * 4);
+	assert_int_equal(rt_report_outlier_count(many), rt_report_outlier_count(one));
+	assert_int_equal(memcmp(many->outliers, one->outliers, one->n_outliers * sizeof(*one->outliers)), 0);
+	for (size_t k = 1; k < many->n_outliers; k++) /* group by group, as found */
+		assert_true(many->outliers[k].group >= many->outliers[k - 1].group);
+	assert_int_equal(many->n_groups, one->n_groups);
+	for (size_t gi = 0; gi < one->n_groups; gi++) {
+		assert_int_equal(many->groups[gi].n_slots, one->groups[gi].n_slots);
+		assert_int_equal(memcmp(many->groups[gi].slots, one->groups[gi].slots,
+					one->groups[gi].n_slots * sizeof(*one->groups[gi].slots)),
+				 0);
+	}
+	a = capture(one, rt_report_write_text, &la);
+	b = capture(many, rt_report_write_text, &lb);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	free(a);
+	free(b);
+	rt_report_free(one);
+	rt_report_free(many);
+	fg_free(v, n);
 }
 
 /* The same node from a store and from a JSON export counts once; the newer profile wins. */
@@ -753,6 +955,8 @@ int main(void)
 		cmocka_unit_test(test_json_like_jansson),
 		cmocka_unit_test(test_directory_threads),
 		cmocka_unit_test(test_big_document),
+		cmocka_unit_test(test_store_bulk_parts),
+		cmocka_unit_test(test_analyze_parallel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -489,6 +489,54 @@ static void test_reals_bit_exact(void **state)
 	assert_true(n[RT_PDIFF_BOTH_ACCEPT] >= 5000);
 }
 
+/* Strings and whitespace runs the lexer takes 8 bytes at a time: every kind of byte that ends a plain run (a control
+ * character, NUL, '"', an escape, DEL, UTF-8 valid and not) at every position of a string 1-24 bytes long, and runs of
+ * spaces 0-20 long broken by every whitespace byte and by bytes that are not whitespace, at every document offset mod
+ * 8: the same outcome, error text and fields as jansson's. */
+static void test_word_at_a_time(void **state)
+{
+	static const char *const specials[] = { "\x01", "\x1f", " ",	   "\x7f", "\x80", "\xc3\xa9",	      "\xc3",
+						"\"",	"\\n",	"\\u00e9", "\\",   "\t",   "\xf4\x8f\xbf\xbf" };
+	static const char *const breaks[] = { "\n", "\t", "\r", " ", "x", "\v", "\x00" };
+	char doc[1024], str[64];
+	size_t n[4] = { 0 };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++)
+		for (int len = 1; len <= 24; len++)
+			for (int at = 0; at < len; at++)
+				for (int shift = 0; shift < 8; shift += 3) {
+					enum rt_pdiff_outcome out;
+					int o = 0, dl;
+
+					for (int i = 0; i < len; i++)
+						o += snprintf(str + o, sizeof(str) - (size_t)o, "%s",
+							      i == at ? specials[k] : (i % 2 ? "b" : "a"));
+					dl = snprintf(doc, sizeof(doc),
+						      DOC("%*s\"rtune_version\":\"%s\",", ENTRY(""), ""), shift, "",
+						      str);
+					expect_agree(doc, (size_t)dl, &out);
+					n[out]++;
+				}
+	for (size_t k = 0; k < sizeof(breaks) / sizeof(breaks[0]); k++)
+		for (int before = 0; before <= 20; before++)
+			for (int after = 0; after <= 20; after += 4) {
+				enum rt_pdiff_outcome out;
+				int dl;
+
+				/* the run sits between '{' and the first key; the break byte written by hand (it may be NUL) */
+				dl = snprintf(doc, sizeof(doc), "{%*s#%*s", before, "", after, "");
+				doc[1 + before] = breaks[k][0];
+				dl += snprintf(doc + dl, sizeof(doc) - (size_t)dl, "%s", DOC("", ENTRY(""), "") + 1);
+				expect_agree(doc, (size_t)dl, &out);
+				n[out]++;
+			}
+	print_message("word at a time: %zu accepted, %zu refused as JSON, %zu refused for a field\n",
+		      n[RT_PDIFF_BOTH_ACCEPT], n[RT_PDIFF_BOTH_REFUSE_JSON], n[RT_PDIFF_BOTH_REFUSE_FIELD]);
+	assert_true(n[RT_PDIFF_BOTH_ACCEPT] >= 1000);
+	assert_true(n[RT_PDIFF_BOTH_REFUSE_JSON] >= 1000);
+}
+
 /* Objects past the key filter (more than 64 keys): a duplicate is still refused, wherever it is. */
 static void test_many_keys(void **state)
 {
@@ -540,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_length_bounds),
 		cmocka_unit_test(test_reals_bit_exact),
 		cmocka_unit_test(test_many_keys),
+		cmocka_unit_test(test_word_at_a_time),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

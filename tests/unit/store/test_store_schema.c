@@ -7,6 +7,7 @@
  * shares.
  */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -323,11 +324,89 @@ static void mk_ctl(struct rt_store_inline_ctl *c, const char *app, const char *d
 							   .revert = k == n_moves - 1 };
 }
 
-/* Turns the current layout into schema 9's: v10 added the concurrency columns. */
+/* Turns the current layout into schema 10's: v11 added the measured evidence columns of a profile row. */
+#define V11_COLUMNS_DROPPED                                                                                                \
+	" ALTER TABLE profiles DROP COLUMN measured_kind; ALTER TABLE profiles DROP COLUMN measured_msg_bytes;"            \
+	" ALTER TABLE profiles DROP COLUMN measured_lat_inline_ns;"                                                        \
+	" ALTER TABLE profiles DROP COLUMN measured_lat_noinline_ns; ALTER TABLE profiles DROP COLUMN measured_mops_at_n;" \
+	" ALTER TABLE profiles DROP COLUMN measured_mops_at_n1; ALTER TABLE profiles DROP COLUMN measured_noise_pct;"
+
+/* Turns the current layout into schema 9's: v10 added the concurrency columns (and v11 its own). */
 #define V10_COLUMNS_DROPPED                                                                                \
+	V11_COLUMNS_DROPPED                                                                                \
 	" ALTER TABLE band_rate_points DROP COLUMN qps; ALTER TABLE band_rate_points DROP COLUMN threads;" \
 	" ALTER TABLE signal_bands DROP COLUMN qps; ALTER TABLE signal_bands DROP COLUMN threads;"         \
 	" ALTER TABLE histograms DROP COLUMN qps; ALTER TABLE histograms DROP COLUMN threads;"
+
+/* An entry with the 1.3 measured evidence (latency_kind "pingpong", 300 B, the reals; noise unknown). */
+static void measured_entry(struct rt_profile_entry *e, const char *run_id, int64_t at)
+{
+	tu_entry(e, "mlx5_0", RT_PROFILE_OP_SEND, 256, 16, run_id, at);
+	e->has_measured = true;
+	snprintf(e->lat_kind, sizeof(e->lat_kind), "pingpong");
+	e->lat_bytes = 300;
+	e->lat_inline_ns = 1818.9000000000001;
+	e->lat_noinline_ns = 2037.2;
+	e->mops_at_n = 8.965;
+	e->mops_at_n1 = 4.95;
+	e->noise_pct = NAN;
+}
+
+/*
+ * A schema 10 store holding an entry with measured evidence (kept only in its hysteresis column then): migrated, the
+ * old row is not rewritten (its evidence columns NULL) and still reads back whole; an entry stored afterwards has its
+ * evidence in the hysteresis column and, the same, in the v11 columns (unknown as NULL).
+ */
+static void test_migrate_from_v10(void **state)
+{
+	char path[1200], key[RT_STORE_NODE_KEY_LEN];
+	struct rt_store *st = NULL;
+	struct rt_error err;
+	struct rt_profile_entry e[2], *v = NULL;
+	struct rt_node_info node;
+	size_t n = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/v10.db", dir);
+	tu_node(&node, "host-a");
+	measured_entry(&e[0], "8f1c2d3e-4a5b-4c6d-8e7f-0123456789ab", 1700000000);
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, e, 1, NULL, &err), 0);
+	rt_store_close(st);
+	sql(path, "PRAGMA journal_mode=DELETE;" V11_COLUMNS_DROPPED " PRAGMA user_version = 10;");
+	assert_int_equal(
+		sql_int(NULL, path,
+			"SELECT count(*) FROM pragma_table_info('profiles') WHERE name LIKE 'measured%' AND name <> 'measured_at'"),
+		0);
+
+	assert_int_equal(rt_store_open(path, &st, &err), 0);
+	assert_int_equal(rt_store_schema_version(st), RT_STORE_SCHEMA_VERSION);
+	assert_int_equal(rt_store_check(st, &err), 0);
+	assert_int_equal(
+		sql_int(NULL, path,
+			"SELECT count(*) FROM pragma_table_info('profiles') WHERE name LIKE 'measured%' AND name <> 'measured_at'"),
+		7);
+	assert_int_equal(sql_int(NULL, path, "SELECT count(*) FROM profiles WHERE measured_kind IS NULL"), 1);
+	assert_int_equal(rt_store_get_profile(st, rt_store_node_key(&node, key), NULL, &v, &n, NULL, NULL, &err), 0);
+	assert_int_equal(n, 1);
+	assert_true(v[0].has_measured);
+	assert_string_equal(v[0].lat_kind, "pingpong");
+	assert_true(v[0].lat_inline_ns == e[0].lat_inline_ns && v[0].mops_at_n1 == e[0].mops_at_n1);
+	assert_true(isnan(v[0].noise_pct));
+	free(v);
+	/* a newer entry: the evidence in both places */
+	measured_entry(&e[1], "8f1c2d3e-4a5b-4c6d-8e7f-0123456789ac", 1700000100);
+	assert_int_equal(rt_store_put_profile(st, &node, NULL, &e[1], 1, NULL, &err), 0);
+	rt_store_close(st);
+	assert_int_equal(
+		sql_int(NULL, path,
+			"SELECT count(*) FROM profiles WHERE run_uuid = '8f1c2d3e-4a5b-4c6d-8e7f-0123456789ac' AND measured_kind = 'pingpong'"
+			" AND measured_msg_bytes = 300 AND measured_lat_inline_ns = 1818.9000000000001"
+			" AND measured_lat_noinline_ns = 2037.2 AND measured_mops_at_n = 8.965"
+			" AND measured_mops_at_n1 = 4.95 AND measured_noise_pct IS NULL"
+			" AND json_extract(hysteresis, '$.measured.mops_at_n') = measured_mops_at_n"),
+		1);
+}
 
 /*
  * A schema 9 store (before the concurrency band) holding a histogram and a run with a post-list band point and its N:
@@ -695,6 +774,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_from_v3, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v8, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migrate_from_v9, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_from_v10, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_a_database, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_never_creates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_sqlite_database, setup, teardown),
