@@ -33,8 +33,12 @@
 
 #define BATCH 1024
 #define WARM_POSTS 128 /* untimed posts of a loop before each of its timed batches (a multiple of 64) */
+#ifndef ROUNDS
 #define ROUNDS 10001
+#endif
+#ifndef WARM_MS
 #define WARM_MS 600 /* untimed rounds first, for this long: a process's first few hundred ms run slower here */
+#endif
 #define WARM_ROUNDS_MAX 100000
 #define NSIZES 16 /* a power of two */
 #define TARGET_HIST_NS 3.0
