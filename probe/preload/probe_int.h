@@ -144,7 +144,7 @@ enum { RTP_ENT_FREE = 0, RTP_ENT_USED = 1 };
 #define RTP_SLOT_BITS 6
 #define RTP_SLOT_PROBE 8 /* slots a key may take from its home on (the send path looks at the home only) */
 struct rtp_slot {
-	_Atomic uint64_t key;	/* rtp_slot_key(): send_flags << 32 | opcode */
+	_Atomic uint64_t key;	/* rtp_slot_key(): opcode << 32 | send_flags */
 	_Atomic uint32_t bytes; /* of the WR */
 	uint32_t pad;
 	rt_ctr n; /* posts of one WR with this key and size */
@@ -517,26 +517,24 @@ static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const st
 void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad);
 
 /*
- * The slot key of a one-WR post: its send_flags and opcode. Read as two 4-byte loads, never merged into one 8-byte
- * load: an application that has just written either field (most set send_flags per post) would otherwise stall the
- * load on a store that cannot be forwarded (a 4-byte store does not forward to a wider load), ~10 ns per post.
+ * The slot key of a one-WR post: its opcode and send_flags, the flags in the low half (where the home's multiplicative
+ * hash mixes them: in the high half a signaled and an unsignaled WR of one size shared a home). Read as two 4-byte
+ * loads, never merged into one 8-byte load: an application that has just written either field (most set send_flags
+ * per post) would otherwise stall the load on a store that cannot be forwarded (a 4-byte store does not forward to a
+ * wider load), ~10 ns per post.
  */
 static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 {
 	uint32_t flags = *(const volatile unsigned int *)&w->send_flags;
 	uint32_t opcode = *(const volatile enum ibv_wr_opcode *)&w->opcode;
 
-	return ((uint64_t)flags << 32) | opcode;
+	return ((uint64_t)opcode << 32) | flags;
 }
 
-/*
- * The home slot of (key, bytes) in an entry: Fibonacci hashing of the size and opcode with the flags moved down above
- * the usual sizes (the flags in the key's high half would hardly reach the hash's top bits: a signaled and an
- * unsignaled WR of one size shared a home).
- */
+/* The home slot of (key, bytes) in an entry (Fibonacci hashing). */
 static inline unsigned rtp_slot_home(uint64_t key, uint32_t bytes)
 {
-	return (unsigned)(((key ^ bytes ^ (key >> 32) << 10) * 0x9E3779B97F4A7C15ull) >> (64 - RTP_SLOT_BITS));
+	return (unsigned)(((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - RTP_SLOT_BITS));
 }
 _Static_assert(RTP_SLOTS == 1u << RTP_SLOT_BITS, "rtp_slot_home hashes to RTP_SLOT_BITS bits");
 

@@ -357,7 +357,7 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 		return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, sent != wr, &rc, 0);
 	}
 	*bad_wr = saved_bad;
-	if (unlikely(!slot_count_key(e, (uint64_t)flags << 32 | opcode, b)))
+	if (unlikely(!slot_count_key(e, (uint64_t)opcode << 32 | flags, b)))
 		record_chain(q, e, s, sent);
 	if (sent != wr)
 		CTR_ADD(e->st.apply_inline_set, 1);
