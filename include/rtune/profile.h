@@ -479,7 +479,8 @@ void rt_inline_ctl_free(rt_inline_ctl *c);
 #define RT_INLINE_CTL_INLINE 1u /* post this send with IBV_SEND_INLINE */
 #define RT_INLINE_CTL_SAMPLE 2u /* time this send: post it signaled, report it with rt_inline_ctl_sample() */
 
-/* The hot fields, first member of every controller: read and written only by rt_inline_ctl_decide(). */
+/* The hot fields, first member of every controller: read and written only by rt_inline_ctl_decide() and
+ * rt_inline_ctl_take_watched(). */
 struct rt_inline_ctl_hot {
 	uint32_t limit_excl; /* inline when msg_bytes < limit_excl */
 	uint32_t watch_lo;   /* smallest size of the two watched bands */
@@ -517,6 +518,24 @@ static inline unsigned rt_inline_ctl_decide(rt_inline_ctl *c, uint32_t msg_bytes
 	if (--h->countdown)
 		return msg_bytes < h->limit_excl ? RT_INLINE_CTL_INLINE : 0u;
 	return rt_inline_ctl_pick(c, msg_bytes);
+}
+
+/*
+ * Takes up to max_sends of the watched sends before the next sample at once, for a caller that decides them itself
+ * (inline when msg_bytes < the limit rt_inline_ctl_decide() uses, which only a sample or a look outside can change)
+ * instead of calling rt_inline_ctl_decide() for each: they count as watched now, and the watched send after them is
+ * the sample. Returns how many were taken: 0 when the next watched send is the sample. Never fails. Same thread rules
+ * as rt_inline_ctl_decide().
+ */
+static inline uint32_t rt_inline_ctl_take_watched(rt_inline_ctl *c, uint32_t max_sends)
+{
+	struct rt_inline_ctl_hot *h = (struct rt_inline_ctl_hot *)(void *)c;
+	uint32_t n = h->countdown - 1u; /* countdown >= 1: the send it reaches 0 on is the sample */
+
+	if (n > max_sends)
+		n = max_sends;
+	h->countdown -= n;
+	return n;
 }
 
 /*

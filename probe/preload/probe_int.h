@@ -44,6 +44,7 @@
 #define RTP_BATCH_BUCKETS RT_BATCH_BUCKETS /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 (rt_hist.h) */
 #define RTP_WC_STATUS 32
 #define RTP_POOL_SPARE 8 /* free slabs kept ready for threads that have not posted yet */
+#define RTP_CTL_TAKE 64	 /* watched sends one visit to a controller may take for its thread (apply fast path) */
 
 enum { RTP_SEND, RTP_SEND_IMM, RTP_WRITE, RTP_WRITE_IMM, RTP_READ, RTP_ATOMIC, RTP_SEND_INV, RTP_OTHER, RTP_NOPS };
 
@@ -136,13 +137,14 @@ enum { RTP_ENT_FREE = 0, RTP_ENT_USED = 1 };
  * claimed once, by the entry's owner thread, while its count is 0 (key and bytes first, then the count with release
  * order), and keeps its key until the entry is freed, so a reader that sees a count sees its key (acquire), and the
  * count only grows: no flush, nothing counted twice. A zeroed slot is the key (0, 0) with no posts, which counting it
- * keeps true. The writer expands a slot into the counters it stands for (rtp_entry_expand). A post whose slot holds
- * another key is counted directly.
+ * keeps true. The writer expands a slot into the counters it stands for (rtp_entry_expand). A post whose key is not
+ * within RTP_SLOT_PROBE slots of its home is counted directly.
  */
-#define RTP_SLOTS 32
-#define RTP_SLOT_PROBE 4 /* slots a key may take from its home on (the send path looks at the home only) */
+#define RTP_SLOTS 64
+#define RTP_SLOT_BITS 6
+#define RTP_SLOT_PROBE 8 /* slots a key may take from its home on (the send path looks at the home only) */
 struct rtp_slot {
-	_Atomic uint64_t key;	/* rtp_slot_key(): send_flags << 32 | opcode */
+	_Atomic uint64_t key;	/* rtp_slot_key(): opcode << 32 | send_flags */
 	_Atomic uint32_t bytes; /* of the WR */
 	uint32_t pad;
 	rt_ctr n; /* posts of one WR with this key and size */
@@ -177,8 +179,11 @@ struct rtp_slab {
 	bool c_own;	  /* this slab owns c_q's sequence (sig_own) */
 	uint32_t c_every; /* g_cfg.sample_every when filled (a configure bumps g_epoch) */
 	struct rtp_qp *c_q;
-	uint32_t ctl_outside;  /* apply fast path: sends outside a controller's bands until the next look (0 = now) */
-	uint32_t ctl_rng;      /* xorshift32 state of that countdown's jitter (0 = not seeded yet) */
+	uint32_t ctl_outside; /* apply fast path: sends outside a controller's bands until the next look (0 = now) */
+	uint32_t ctl_rng;     /* xorshift32 state of that countdown's jitter (0 = not seeded yet) */
+	/* apply fast path: watched sends of ctl_band_q this thread took from its controller's countdown (not samples) */
+	uint32_t ctl_band_left;
+	const struct rtp_qp *ctl_band_q;
 	rt_ctr posts_no_entry; /* posts on a tracked QP with this slab's entries all taken */
 	struct ibv_send_wr wr_copy[RTP_APPLY_MAX_WRS];
 	struct ibv_send_wr *wr_orig[RTP_APPLY_MAX_WRS];
@@ -512,24 +517,26 @@ static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const st
 void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad);
 
 /*
- * The slot key of a one-WR post: its send_flags and opcode. Read as two 4-byte loads, never merged into one 8-byte
- * load: an application that has just written either field (most set send_flags per post) would otherwise stall the
- * load on a store that cannot be forwarded (a 4-byte store does not forward to a wider load), ~10 ns per post.
+ * The slot key of a one-WR post: its opcode and send_flags, the flags in the low half (where the home's multiplicative
+ * hash mixes them: in the high half a signaled and an unsignaled WR of one size shared a home). Read as two 4-byte
+ * loads, never merged into one 8-byte load: an application that has just written either field (most set send_flags
+ * per post) would otherwise stall the load on a store that cannot be forwarded (a 4-byte store does not forward to a
+ * wider load), ~10 ns per post.
  */
 static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 {
 	uint32_t flags = *(const volatile unsigned int *)&w->send_flags;
 	uint32_t opcode = *(const volatile enum ibv_wr_opcode *)&w->opcode;
 
-	return ((uint64_t)flags << 32) | opcode;
+	return ((uint64_t)opcode << 32) | flags;
 }
 
-/* The home slot of (key, bytes) in an entry. */
+/* The home slot of (key, bytes) in an entry (Fibonacci hashing). */
 static inline unsigned rtp_slot_home(uint64_t key, uint32_t bytes)
 {
-	return (unsigned)(((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - 5));
+	return (unsigned)(((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - RTP_SLOT_BITS));
 }
-_Static_assert(RTP_SLOTS == 1u << 5, "rtp_slot_home hashes to 5 bits");
+_Static_assert(RTP_SLOTS == 1u << RTP_SLOT_BITS, "rtp_slot_home hashes to RTP_SLOT_BITS bits");
 
 /*
  * Makes (key, q, e) the slab's cached last QP (the post_send and wr_* paths share it: an ibv_qp_ex starts with its

@@ -512,6 +512,7 @@ static void reset_locked(void)
 		atomic_store(&s->c_key,
 			     NULL); /* the next post claims the QP's sequence ownership again (reset below) */
 		s->sample_ctr = 0;
+		s->ctl_band_left = 0;
 		CTR_SET(s->posts_no_entry, 0);
 		for (unsigned k = 0; k < RTP_SLAB_ENTRIES; k++) {
 			if (atomic_load(&s->ent[k].state) == RTP_ENT_USED) {

@@ -259,13 +259,44 @@ static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *
 }
 
 /*
+ * Apply fast path, a send of b bytes in q's watched bands for which this thread holds no watched sends of the
+ * controller's countdown: under the controller's lock, steps the countdown (rt_inline_ctl_decide: a pick on a WR the
+ * application did not signal cannot be timed and is decided by the threshold, as in rtp_apply_ctl_decide), then takes
+ * the watched sends before the next sample for this thread's next ones (rt_inline_ctl_take_watched, at most
+ * RTP_CTL_TAKE: they are decided from the mirror without the lock, as the controller would). Returns 1 (inline) or 0;
+ * -1 when the send must go the full way: the lock busy, the size no longer watched, an empty WR, or a signaled send the
+ * controller may time. Never blocks, allocates or touches errno.
+ */
+static __attribute__((noinline)) int apply_band_visit(struct rtp_qp *q, struct rtp_slab *s, uint32_t b, bool sig)
+{
+	const struct rt_inline_ctl_hot *h = (const struct rt_inline_ctl_hot *)(const void *)q->ctl;
+	unsigned f;
+
+	if (!b || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
+		return -1;
+	if (b - h->watch_lo > h->watch_span || (sig && h->countdown <= 1)) {
+		atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+		return -1;
+	}
+	f = rt_inline_ctl_decide(q->ctl, b);
+	if (f & RT_INLINE_CTL_SAMPLE)
+		f = b < rt_inline_ctl_threshold(q->ctl) + 1u ? RT_INLINE_CTL_INLINE : 0u;
+	s->ctl_band_q = q;
+	s->ctl_band_left = rt_inline_ctl_take_watched(q->ctl, RTP_CTL_TAKE);
+	rtp_apply_ctl_mirror(q);
+	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
+	return (f & RT_INLINE_CTL_INLINE) != 0;
+}
+
+/*
  * Apply mode, the common case: a one-WR, one-SGE SEND or RDMA WRITE the application did not inline, not the one the
- * latency sampling times, and (with a controller) of a size outside its watched bands, decided from the QP's fixed
- * limit or the controller's mirrored threshold without its lock (one such send in about 16 per thread is shown to the
- * controller, rtp_apply_ctl_outside). A WR to inline is posted as this thread's copy with
- * IBV_SEND_INLINE added (the application's WR is never written); it is counted in its slot as posted. Anything else
- * goes to post_send_full(). The provider's return value and *bad_wr (mapped back to the application's WR), errno as
- * the provider left it.
+ * latency sampling times, decided from the QP's fixed limit or the controller's mirrored threshold without its lock:
+ * outside the controller's watched bands (one such send in about 16 per thread is shown to the controller,
+ * rtp_apply_ctl_outside), or in them when this thread holds watched sends taken from the controller's countdown
+ * (apply_band_visit takes them, and decides the send that reaches the sample unless it was signaled). A WR to inline is
+ * posted as this thread's copy with IBV_SEND_INLINE added (the application's WR is never written); it is counted in
+ * its slot as posted. Anything else goes to post_send_full(). The provider's return value and *bad_wr (mapped back to
+ * the application's WR), errno as the provider left it.
  */
 static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab *s, struct ibv_qp *qp,
 								 struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
@@ -288,18 +319,17 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 		uint32_t lo = atomic_load_explicit(&q->ctl_watch_lo, memory_order_relaxed);
 
 		if (unlikely(b - lo <= atomic_load_explicit(&q->ctl_watch_span, memory_order_relaxed))) {
-			/* in a watched band: the controller decides (under its lock); one it may time goes the full way */
-			const struct rt_inline_ctl_hot *h = (const struct rt_inline_ctl_hot *)(const void *)q->ctl;
+			if (likely(s->ctl_band_left && s->ctl_band_q == q)) {
+				/* a watched send this thread took from the countdown: not the sample */
+				s->ctl_band_left--;
+				inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
+			} else {
+				int v = apply_band_visit(q, s, b, sig);
 
-			if (atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
-				return post_send_full(q, e, s, qp, wr, bad_wr);
-			if (h->countdown <= 1 || b - h->watch_lo > h->watch_span) {
-				atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
-				return post_send_full(q, e, s, qp, wr, bad_wr);
+				if (v < 0)
+					return post_send_full(q, e, s, qp, wr, bad_wr);
+				inl = v;
 			}
-			inl = rt_inline_ctl_decide(q->ctl, b) &
-			      RT_INLINE_CTL_INLINE; /* a countdown step, never a pick */
-			atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 		} else {
 			inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
 			/* one in about 16 is shown to the controller: the nearest sizes sent re-target its bands */
@@ -327,7 +357,7 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 		return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, sent != wr, &rc, 0);
 	}
 	*bad_wr = saved_bad;
-	if (unlikely(!slot_count_key(e, (uint64_t)flags << 32 | opcode, b)))
+	if (unlikely(!slot_count_key(e, (uint64_t)opcode << 32 | flags, b)))
 		record_chain(q, e, s, sent);
 	if (sent != wr)
 		CTR_ADD(e->st.apply_inline_set, 1);

@@ -208,8 +208,8 @@ void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct 
 			continue;
 		key = atomic_load_explicit(&e->slots[i].key, memory_order_relaxed);
 		bytes = atomic_load_explicit(&e->slots[i].bytes, memory_order_relaxed);
-		flags = (unsigned)(key >> 32);
-		st = &out->op[rtp_op((uint32_t)key)];
+		flags = (unsigned)key;
+		st = &out->op[rtp_op((uint32_t)(key >> 32))];
 		hb = rt_hist_bucket(bytes);
 		CTR_ADD(st->wrs, n);
 		CTR_ADD(st->bytes, n * bytes);

@@ -459,6 +459,58 @@ static void test_significance(void **state)
 	rt_inline_ctl_free(c);
 }
 
+/*
+ * rt_inline_ctl_take_watched: the watched sends taken at once count as watched and leave the send after them as the
+ * sample, exactly where rt_inline_ctl_decide() one send at a time would have put it; at the sample it takes none.
+ */
+static void test_take_watched(void **state)
+{
+	rt_inline_ctl *a = make(128, 0, 256, 256), *b = make(128, 0, 256, 256);
+	struct rt_inline_ctl_state sa, sb;
+	uint32_t w;
+
+	(void)state;
+	assert_int_equal(rt_inline_ctl_get_state(a, &sa), 0);
+	w = sa.below_lo; /* a watched size */
+	assert_true(w > 0 && w < 128);
+	for (int round = 0; round < 200; round++) {
+		uint32_t took = rt_inline_ctl_take_watched(b, 1000);
+		unsigned fa, fb;
+
+		/* a: one decide per watched send, none of them the sample, up to the same point */
+		for (uint32_t i = 0; i < took; i++)
+			assert_int_equal(rt_inline_ctl_decide(a, w), RT_INLINE_CTL_INLINE); /* below the threshold */
+		assert_int_equal(rt_inline_ctl_take_watched(a, 1000), 0); /* a's next watched send is the sample too */
+		assert_int_equal(rt_inline_ctl_take_watched(b, 1000), 0);
+		fa = rt_inline_ctl_decide(a, w);
+		fb = rt_inline_ctl_decide(b, w);
+		assert_int_equal(fa, fb); /* the same pick, the same choice */
+		assert_int_equal(rt_inline_ctl_get_state(a, &sa), 0);
+		assert_int_equal(rt_inline_ctl_get_state(b, &sb), 0);
+		assert_int_equal(sa.watched, sb.watched);
+		assert_int_equal(sa.explored, sb.explored);
+		if (fa & RT_INLINE_CTL_SAMPLE) { /* both report the same time: they stay in step */
+			uint64_t lat = fa & RT_INLINE_CTL_INLINE ? 1000 : 1500;
+
+			assert_int_equal(rt_inline_ctl_sample(a, w, fa & RT_INLINE_CTL_INLINE, lat), 0);
+			assert_int_equal(rt_inline_ctl_sample(b, w, fb & RT_INLINE_CTL_INLINE, lat), 0);
+		}
+	}
+	assert_int_equal(rt_inline_ctl_get_state(a, &sa), 0);
+	assert_true(sa.samples > 0);
+	/* a bounded take: at most max_sends, the rest left for the next (a and b are in step here) */
+	{
+		uint32_t all = rt_inline_ctl_take_watched(a, 1000), t0 = rt_inline_ctl_take_watched(b, 0);
+		uint32_t t1 = rt_inline_ctl_take_watched(b, 1), t2 = rt_inline_ctl_take_watched(b, 1000);
+
+		assert_int_equal(t0, 0);
+		assert_true(t1 <= 1);
+		assert_int_equal(t1 + t2, all);
+	}
+	rt_inline_ctl_free(a);
+	rt_inline_ctl_free(b);
+}
+
 static void test_bad_input(void **state)
 {
 	struct rt_inline_ctl_params p;
@@ -525,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_two_sizes_with_a_gap),
 		cmocka_unit_test(test_reverts_and_blocks),
 		cmocka_unit_test(test_significance),
+		cmocka_unit_test(test_take_watched),
 		cmocka_unit_test(test_bad_input),
 	};
 
