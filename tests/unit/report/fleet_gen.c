@@ -319,6 +319,22 @@ int fg_write_dir(const char *dir, const struct fg_node *v, size_t n)
 	return 0;
 }
 
+/* See fleet_gen.h. */
+int fg_import_store(const char *path, const struct fg_node *v, size_t n)
+{
+	struct rt_error err = { 0 };
+	struct rt_store *st;
+	int rc = rt_store_open(path, &st, &err);
+
+	for (size_t i = 0; !rc && i < n; i++)
+		rc = rt_store_import_text(st, v[i].hostname, v[i].json, v[i].len, NULL, NULL, &err);
+	if (!rc)
+		rt_store_close(st);
+	if (rc)
+		fprintf(stderr, "fg_import_store: %s\n", err.text);
+	return rc;
+}
+
 /* ---- stores -------------------------------------------------------------------------------------------------------- */
 
 static uint32_t fnv32(const char *s)

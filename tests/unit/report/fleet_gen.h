@@ -62,6 +62,9 @@ int fg_build(const struct fg_opts *o, struct fg_node **out, size_t *n);
 void fg_free(struct fg_node *v, size_t n);
 /* Writes each node's document to dir/<group>/<hostname>.json (directories created). 0 or an errno. */
 int fg_write_dir(const char *dir, const struct fg_node *v, size_t n);
+/* Imports each node's document into the store at path (created when missing) as `rtune import` does, once: a fleet
+ * store. 0 or the store's errno (its message on stderr). */
+int fg_import_store(const char *path, const struct fg_node *v, size_t n);
 
 /*
  * Writes an rtune store at path holding n_nodes nodes of one hardware class (through the store API: a calibration run

@@ -410,8 +410,6 @@ static void test_store_bulk_parts(void **state)
 		"{\"measured\": {\"msg_bytes\": 300, \"latency_inline_ns\": 1800.5}} trailing",
 	};
 	char d[] = "/tmp/rtune-report-bulk.XXXXXX", db[128], runs_db[128], cmd[160];
-	struct rt_store *st = NULL;
-	struct rt_error err;
 	struct fg_node *v;
 	struct rt_report *per_node, *whole, *split;
 	sqlite3 *sq;
@@ -423,10 +421,7 @@ static void test_store_bulk_parts(void **state)
 	assert_int_equal(fg_build(&o, &v, &n), 0);
 	assert_non_null(mkdtemp(d));
 	snprintf(db, sizeof(db), "%s/fleet.db", d);
-	assert_int_equal(rt_store_open(db, &st, &err), 0);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(rt_store_import_text(st, v[i].hostname, v[i].json, v[i].len, NULL, NULL, &err), 0);
-	rt_store_close(st);
+	assert_int_equal(fg_import_store(db, v, n), 0);
 	assert_int_equal(sqlite3_open(db, &sq), SQLITE_OK);
 	/* older rows stored later (they must lose), rows of the same time stored later (they must win); run ids stay
 	 * 36 characters, as a uuid */

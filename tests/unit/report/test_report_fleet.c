@@ -548,7 +548,6 @@ static void test_realistic_shape_and_fleet_store(void **state)
 	struct fg_opts o = realistic(90, 4, 70, 2);
 	struct fg_node *v;
 	struct rt_report *rf, *rs = NULL;
-	struct rt_store *st = NULL;
 	struct rt_error err;
 	size_t n, bytes = 0;
 
@@ -573,10 +572,7 @@ static void test_realistic_shape_and_fleet_store(void **state)
 	/* import once into a fleet store (the bulk read path: >= 256 nodes), report from it */
 	assert_non_null(mkdtemp(d));
 	snprintf(db, sizeof(db), "%s/fleet.db", d);
-	assert_int_equal(rt_store_open(db, &st, &err), 0);
-	for (size_t i = 0; i < n; i++)
-		assert_int_equal(rt_store_import_text(st, v[i].hostname, v[i].json, v[i].len, NULL, NULL, &err), 0);
-	rt_store_close(st);
+	assert_int_equal(fg_import_store(db, v, n), 0);
 	assert_int_equal(rt_report_create(&(struct rt_report_opts){ .now = NOW }, &rs), 0);
 	assert_int_equal(rt_report_add_path(rs, db), (long)n);
 	assert_int_equal(rt_report_analyze(rs, &err), 0);
