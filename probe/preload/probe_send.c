@@ -283,6 +283,9 @@ static __attribute__((noinline)) int apply_band_visit(struct rtp_qp *q, struct r
 		f = b < rt_inline_ctl_threshold(q->ctl) + 1u ? RT_INLINE_CTL_INLINE : 0u;
 	s->ctl_band_q = q;
 	s->ctl_band_left = rt_inline_ctl_take_watched(q->ctl, RTP_CTL_TAKE);
+	/* the controller asked for frequent looks again (its bands or threshold changed): this thread follows */
+	if (s->ctl_outside > h->outside + RTP_CTL_LOOK_MIN)
+		s->ctl_outside = h->outside + RTP_CTL_LOOK_MIN;
 	rtp_apply_ctl_mirror(q);
 	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 	return (f & RT_INLINE_CTL_INLINE) != 0;
