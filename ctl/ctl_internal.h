@@ -15,7 +15,7 @@
 #define RT_CTL_EMPTY_TIMEOUT 2u /* ... or this many when one band has had no sample at all and the other is complete */
 #define RT_CTL_IDLE_LOOKS 16u	/* a round with no watched send ends after this many looks outside the bands */
 #define RT_CTL_LOOK_BASE 4u	/* frequent looks outside the bands: one in about this many times sample_every sends */
-#define RT_CTL_LOOK_MAX 1024u /* backed off: the mean sends between looks doubles up to this (uniform in 1..2047) */
+#define RT_CTL_LOOK_MAX 1024u	/* backed off: the mean sends between looks doubles up to this (uniform in 1..2047) */
 #define RT_CTL_MAX_BYTES (1u << 20) /* no inline WQE is larger; keeps limit_excl and band arithmetic in range */
 
 /* The samples of one band and one choice in the current round. */

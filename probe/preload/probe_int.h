@@ -43,9 +43,9 @@
 #define RTP_LAT_RING 64	     /* outstanding latency samples per QP */
 #define RTP_BATCH_BUCKETS RT_BATCH_BUCKETS /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 (rt_hist.h) */
 #define RTP_WC_STATUS 32
-#define RTP_POOL_SPARE 8 /* free slabs kept ready for threads that have not posted yet */
-#define RTP_CTL_TAKE 64	 /* watched sends one visit to a controller may take for its thread (apply fast path) */
-#define RTP_CTL_LOOK_MIN 8u /* apply fast path: sends outside a controller's bands at least between two looks per thread */
+#define RTP_POOL_SPARE 8    /* free slabs kept ready for threads that have not posted yet */
+#define RTP_CTL_TAKE 64	    /* watched sends one visit to a controller may take for its thread (apply fast path) */
+#define RTP_CTL_LOOK_MIN 8u /* apply fast path: fewest sends outside a controller's bands between two looks */
 
 enum { RTP_SEND, RTP_SEND_IMM, RTP_WRITE, RTP_WRITE_IMM, RTP_READ, RTP_ATOMIC, RTP_SEND_INV, RTP_OTHER, RTP_NOPS };
 
