@@ -602,7 +602,7 @@ uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct r
 /* A controller sample completed after lat_ns (poll path); dropped when the controller is busy. */
 void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64_t lat_ns);
 /*
- * The apply fast path's look at a send of bytes outside q->ctl's watched bands (about one in 16 of them per thread):
+ * The apply fast path's look at a send of bytes outside q->ctl's watched bands (at the controller's rate of looks, one in 8..23 of them per thread at most):
  * shows it to the controller (rt_inline_ctl_outside: it re-targets a band without traffic) and re-arms s's countdown.
  * Skipped when the controller is busy; never blocks, allocates or touches errno.
  */
