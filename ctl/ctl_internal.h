@@ -14,6 +14,8 @@
 #define RT_CTL_ROUND_TIMEOUT 8u /* a round ends after this many times 4 * round_samples picks even if a cell is short */
 #define RT_CTL_EMPTY_TIMEOUT 2u /* ... or this many when one band has had no sample at all and the other is complete */
 #define RT_CTL_IDLE_LOOKS 16u	/* a round with no watched send ends after this many looks outside the bands */
+#define RT_CTL_LOOK_BASE 4u	/* frequent looks outside the bands: one in about this many times sample_every sends */
+#define RT_CTL_LOOK_MAX 1024u	/* backed off: the mean sends between looks doubles up to this (uniform in 1..2047) */
 #define RT_CTL_MAX_BYTES (1u << 20) /* no inline WQE is larger; keeps limit_excl and band arithmetic in range */
 
 /* The samples of one band and one choice in the current round. */
@@ -36,6 +38,8 @@ struct rt_inline_ctl {
 	bool quiet[2];		       /* [side]: its band had no sample in a round and no size was seen beyond it */
 	uint32_t cand[2];	       /* [side]: nearest size seen this round outside that side's band (0 = none) */
 	uint32_t outside_looks;	       /* rt_inline_ctl_outside() calls this round */
+	uint32_t look_shift;	       /* look period = LOOK_BASE * every << look_shift (<= LOOK_MAX); 0 = frequent */
+	bool seen[2], seen_prev[2];    /* [side]: a watched send of that band was picked this round / the last one */
 	uint64_t round_win0;	       /* watched sends (st.watched + armed - countdown) when the round began */
 	struct rt_ctl_cell cell[2][2]; /* [0 below, 1 above][0 not inline, 1 inline] */
 	uint32_t round_picks;	       /* sampling picks this round (a round times out after enough) */

@@ -85,9 +85,26 @@ static void clear_round(struct rt_inline_ctl *c)
 	c->cand[0] = c->cand[1] = 0;
 	c->outside_looks = 0;
 	c->round_win0 = watched_now(c);
+	for (int k = 0; k < 2; k++) {
+		c->seen_prev[k] = c->seen[k];
+		c->seen[k] = false;
+	}
 }
 
-/* Looks outside the bands until the next one: uniform in 1..8 * every - 1 (mean 4 * every), never 0. */
+/*
+ * The mean sends outside the bands between two looks: RT_CTL_LOOK_BASE * every while frequent, doubled per look that
+ * changed nothing (look_shift), never more than RT_CTL_LOOK_MAX (or the frequent period, if that is larger).
+ */
+static uint32_t look_mean(const struct rt_inline_ctl *c)
+{
+	uint64_t base = (uint64_t)RT_CTL_LOOK_BASE * c->every, m = base << c->look_shift;
+
+	if (m > RT_CTL_LOOK_MAX)
+		m = base > RT_CTL_LOOK_MAX ? base : RT_CTL_LOOK_MAX;
+	return (uint32_t)m;
+}
+
+/* Looks outside the bands until the next one: uniform in 1..2 * look_mean - 1, never 0. */
 static uint32_t next_outside(struct rt_inline_ctl *c)
 {
 	uint32_t x = c->rng_out; /* its own stream: the looks outside do not shift the samples' jitter */
@@ -96,7 +113,18 @@ static uint32_t next_outside(struct rt_inline_ctl *c)
 	x ^= x >> 17;
 	x ^= x << 5;
 	c->rng_out = x;
-	return 1u + x % (8u * c->every - 1u);
+	return 1u + x % (2u * look_mean(c) - 1u);
+}
+
+/* Back to frequent looks (the traffic or the bands changed): the next look comes within the frequent period. */
+static void looks_frequent(struct rt_inline_ctl *c)
+{
+	uint32_t n;
+
+	c->look_shift = 0;
+	n = next_outside(c);
+	if (n < c->hot.outside || !c->hot.outside)
+		c->hot.outside = n;
 }
 
 /* The hot window: from the lower watched band to the upper one (the gap between them, if any, included). */
@@ -177,6 +205,8 @@ static void set_threshold(struct rt_inline_ctl *c, uint32_t t)
 	set_window(c);
 	arm(c);
 	clear_round(c);
+	c->seen_prev[0] = c->seen_prev[1] = false; /* new bands: no traffic known in them yet */
+	looks_frequent(c);
 }
 
 /*
@@ -218,6 +248,7 @@ static unsigned retarget(struct rt_inline_ctl *c, const bool full[2])
 			else
 				target_below(c, b);
 			c->quiet[s] = false;
+			c->seen[s] = c->seen_prev[s] = false; /* a new band: its traffic is not known yet */
 			changed |= 1u << s;
 		} else if (empty) {
 			c->quiet[s] = true;
@@ -254,8 +285,7 @@ int rt_inline_ctl_create(const struct rt_inline_ctl_params *p, rt_inline_ctl **o
 	c->rng = 0x9e3779b9u;
 	c->rng_out = 0x85ebca6bu; /* fixed: a run is deterministic for a given sequence of sends and times */
 	c->st.start_bytes = t;
-	set_threshold(c, t);
-	c->hot.outside = next_outside(c);
+	set_threshold(c, t); /* arms the first look outside too */
 	*out = c;
 	return 0;
 }
@@ -301,6 +331,7 @@ unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 		return msg_bytes < c->hot.limit_excl ? RT_INLINE_CTL_INLINE : 0u;
 	}
 	c->quiet[side] = false;
+	c->seen[side] = true;
 	cur = side == 0; /* below the threshold the current choice is inline */
 	other = !cur;
 	/* inline is never explored above the bounds (nor, so, above the granted max_inline_data) */
@@ -317,11 +348,42 @@ unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes)
 	return (k ? RT_INLINE_CTL_INLINE : 0u) | RT_INLINE_CTL_SAMPLE;
 }
 
+/*
+ * True when side s has no watched band (no move that way) or its band carries traffic (a pick in it this round or the
+ * last) or is quiet (a whole round found no traffic for it).
+ */
+static bool side_settled(const struct rt_inline_ctl *c, unsigned s)
+{
+	return !(s ? c->has_above : c->has_below) || c->seen[s] || c->seen_prev[s] || c->quiet[s];
+}
+
+/*
+ * True when a look at b (outside the bands) is news: b is a size the threshold may cover or uncover on its side, and
+ * nearer the threshold than that side's band, or that band has had no traffic (either re-targets the band at the
+ * round's end).
+ */
+static bool look_is_news(const struct rt_inline_ctl *c, uint32_t b)
+{
+	if (b < c->hot.limit_excl)
+		return c->has_below && b > c->lo_bound && (b > c->below_hi || !(c->seen[0] || c->seen_prev[0]));
+	return c->has_above && b <= c->hi_bound && (b < c->above_lo || !(c->seen[1] || c->seen_prev[1]));
+}
+
 void rt_inline_ctl_outside(rt_inline_ctl *c, uint32_t msg_bytes)
 {
-	c->hot.outside = next_outside(c);
-	if (msg_bytes - c->hot.watch_lo <= c->hot.watch_span)
+	if (msg_bytes - c->hot.watch_lo <= c->hot.watch_span) {
+		c->hot.outside = next_outside(c);
 		return; /* a caller's stale view of the bands: this size is watched */
+	}
+	/*
+	 * The rate of the looks: frequent while the controller is finding the traffic (news, a band without traffic that
+	 * is not quiet), halved per look that changed nothing down to one in about RT_CTL_LOOK_MAX.
+	 */
+	if (look_is_news(c, msg_bytes) || !side_settled(c, 0) || !side_settled(c, 1))
+		c->look_shift = 0;
+	else if (look_mean(c) < RT_CTL_LOOK_MAX)
+		c->look_shift++;
+	c->hot.outside = next_outside(c);
 	note_size(c, msg_bytes);
 	/* no watched send at all this round (the application sends only sizes far from the threshold): end it now */
 	if (++c->outside_looks >= RT_CTL_IDLE_LOOKS && watched_now(c) == c->round_win0)
@@ -390,6 +452,8 @@ static void decide(struct rt_inline_ctl *c)
 	for (unsigned s = 0; s < 2; s++)
 		full[s] = side_full(c, s);
 	changed = retarget(c, full);
+	if (changed)
+		looks_frequent(c); /* a band moved to where traffic was seen: look again soon */
 	for (unsigned s = 0; s < 2; s++) {
 		full[s] = full[s] && !(changed & (1u << s));
 		if (full[s]) {

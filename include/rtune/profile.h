@@ -493,17 +493,19 @@ struct rt_inline_ctl_hot {
 unsigned rt_inline_ctl_pick(rt_inline_ctl *c, uint32_t msg_bytes);
 
 /*
- * A look at one send of msg_bytes outside the watched bands (rt_inline_ctl_decide() calls it about one in
- * 4 * sample_every of them; a caller deciding such sends itself may call it at about that rate): it notes the nearest
- * sizes sent below and above the threshold, from which the controller re-targets a watched band that has no traffic.
+ * A look at one send of msg_bytes outside the watched bands (rt_inline_ctl_decide() calls it when the hot field
+ * `outside` counts down to 0; a caller deciding such sends itself may call it at about the rate that field asks for
+ * after each call): it notes the nearest sizes sent below and above the threshold, from which the controller
+ * re-targets a watched band that has no traffic, and sets the rate of the next looks (about one in 4 * sample_every
+ * while it finds the traffic, backed off to about one in 1024 once looks change nothing; docs/controller.md).
  * Never fails; may change the watched bands, never the threshold.
  */
 void rt_inline_ctl_outside(rt_inline_ctl *c, uint32_t msg_bytes);
 
 /*
  * The per-send decision: RT_INLINE_CTL_INLINE and/or RT_INLINE_CTL_SAMPLE. Outside the watched bands (almost every
- * send) it is one subtraction, one compare, a counter decrement and the inline compare (one in about
- * 4 * sample_every also calls rt_inline_ctl_outside()); a watched send decrements another counter, and one in
+ * send) it is one subtraction, one compare, a counter decrement and the inline compare (one in 4 * sample_every to
+ * about one in 1024 in steady state also calls rt_inline_ctl_outside()); a watched send decrements another counter, and one in
  * sample_every calls rt_inline_ctl_pick(). Never fails; never answers inline above granted_max_inline.
  */
 static inline unsigned rt_inline_ctl_decide(rt_inline_ctl *c, uint32_t msg_bytes)

@@ -125,19 +125,27 @@ uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct r
 	return mask;
 }
 
-/* See probe_int.h. */
+/*
+ * See probe_int.h. The next look follows the controller's own rate of looks (rt_inline_ctl_outside re-arms its
+ * countdown: frequent while it finds the traffic, backed off to about 1 in 1024 once looks change nothing), never
+ * sooner than RTP_CTL_LOOK_MIN sends; a busy controller is tried again after 8..23 sends.
+ */
 void rtp_apply_ctl_outside(struct rtp_qp *q, struct rtp_slab *s, uint32_t bytes)
 {
+	const struct rt_inline_ctl_hot *h;
 	uint32_t x = s->ctl_rng ? s->ctl_rng : 0x2545f491u;
 
 	x ^= x << 13;
 	x ^= x >> 17;
 	x ^= x << 5;
 	s->ctl_rng = x;
-	s->ctl_outside = 8u + x % 16u; /* 8..23 more sends: jittered, so a periodic size pattern cannot hide a size */
+	s->ctl_outside = RTP_CTL_LOOK_MIN + x % 16u; /* jittered, so a periodic size pattern cannot hide a size */
 	if (!q->ctl || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
 		return;
 	rt_inline_ctl_outside(q->ctl, bytes);
+	h = (const struct rt_inline_ctl_hot *)(const void *)q->ctl;
+	if (h->outside > s->ctl_outside)
+		s->ctl_outside = h->outside; /* the controller's period once it is longer */
 	rtp_apply_ctl_mirror(q);
 	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 }

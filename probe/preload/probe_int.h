@@ -43,8 +43,9 @@
 #define RTP_LAT_RING 64	     /* outstanding latency samples per QP */
 #define RTP_BATCH_BUCKETS RT_BATCH_BUCKETS /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 (rt_hist.h) */
 #define RTP_WC_STATUS 32
-#define RTP_POOL_SPARE 8 /* free slabs kept ready for threads that have not posted yet */
-#define RTP_CTL_TAKE 64	 /* watched sends one visit to a controller may take for its thread (apply fast path) */
+#define RTP_POOL_SPARE 8    /* free slabs kept ready for threads that have not posted yet */
+#define RTP_CTL_TAKE 64	    /* watched sends one visit to a controller may take for its thread (apply fast path) */
+#define RTP_CTL_LOOK_MIN 8u /* apply fast path: fewest sends outside a controller's bands between two looks */
 
 enum { RTP_SEND, RTP_SEND_IMM, RTP_WRITE, RTP_WRITE_IMM, RTP_READ, RTP_ATOMIC, RTP_SEND_INV, RTP_OTHER, RTP_NOPS };
 
@@ -601,7 +602,7 @@ uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct r
 /* A controller sample completed after lat_ns (poll path); dropped when the controller is busy. */
 void rtp_apply_ctl_sample(struct rtp_qp *q, uint32_t bytes, bool inlined, uint64_t lat_ns);
 /*
- * The apply fast path's look at a send of bytes outside q->ctl's watched bands (about one in 16 of them per thread):
+ * The apply fast path's look at a send of bytes outside q->ctl's watched bands (at the controller's rate of looks, one in 8..23 of them per thread at most):
  * shows it to the controller (rt_inline_ctl_outside: it re-targets a band without traffic) and re-arms s's countdown.
  * Skipped when the controller is busy; never blocks, allocates or touches errno.
  */

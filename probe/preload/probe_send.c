@@ -283,6 +283,9 @@ static __attribute__((noinline)) int apply_band_visit(struct rtp_qp *q, struct r
 		f = b < rt_inline_ctl_threshold(q->ctl) + 1u ? RT_INLINE_CTL_INLINE : 0u;
 	s->ctl_band_q = q;
 	s->ctl_band_left = rt_inline_ctl_take_watched(q->ctl, RTP_CTL_TAKE);
+	/* the controller asked for frequent looks again (its bands or threshold changed): this thread follows */
+	if (s->ctl_outside > h->outside + RTP_CTL_LOOK_MIN)
+		s->ctl_outside = h->outside + RTP_CTL_LOOK_MIN;
 	rtp_apply_ctl_mirror(q);
 	atomic_flag_clear_explicit(&q->ctl_lock, memory_order_release);
 	return (f & RT_INLINE_CTL_INLINE) != 0;
@@ -291,7 +294,7 @@ static __attribute__((noinline)) int apply_band_visit(struct rtp_qp *q, struct r
 /*
  * Apply mode, the common case: a one-WR, one-SGE SEND or RDMA WRITE the application did not inline, not the one the
  * latency sampling times, decided from the QP's fixed limit or the controller's mirrored threshold without its lock:
- * outside the controller's watched bands (one such send in about 16 per thread is shown to the controller,
+ * outside the controller's watched bands (such sends are shown to the controller at its rate of looks,
  * rtp_apply_ctl_outside), or in them when this thread holds watched sends taken from the controller's countdown
  * (apply_band_visit takes them, and decides the send that reaches the sample unless it was signaled). A WR to inline is
  * posted as this thread's copy with IBV_SEND_INLINE added (the application's WR is never written); it is counted in
@@ -332,7 +335,7 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 			}
 		} else {
 			inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
-			/* one in about 16 is shown to the controller: the nearest sizes sent re-target its bands */
+			/* one at the controller's rate of looks: the nearest sizes sent re-target its bands */
 			if (unlikely(s->ctl_outside-- == 0))
 				rtp_apply_ctl_outside(q, s, b);
 		}

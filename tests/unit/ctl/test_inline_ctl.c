@@ -19,6 +19,9 @@
 
 /* The stated convergence budget: messages of the log-uniform 1..4096 B mix, default parameters (docs/controller.md). */
 #define CONVERGE_BUDGET 400000u
+/* The frequent mean period of the looks outside the bands of a parked controller with default parameters:
+ * RT_CTL_LOOK_BASE (4) x sample_every (4) x RT_CTL_PARK_FACTOR (8) (ctl/ctl_internal.h). */
+#define RT_CTL_TEST_LOOK_FREQUENT 128u
 
 /*
  * crossover 192 B: inline costs 20 us per 64 B, a DMA read 70 us, on a 1 us base. Next to the crossover the two
@@ -382,6 +385,128 @@ static void test_two_sizes_with_a_gap(void **state)
 	}
 }
 
+/* One send of b through the controller (with its sample when picked); returns true when it was a look outside. */
+static bool send_one(rt_inline_ctl *c, struct rt_simdev *d, uint32_t b)
+{
+	const struct rt_inline_ctl_hot *h = (const struct rt_inline_ctl_hot *)(const void *)c;
+	bool look = b - h->watch_lo > h->watch_span && h->outside == 1; /* rt_inline_ctl_decide calls outside() */
+	unsigned f = rt_inline_ctl_decide(c, b);
+
+	if (f & RT_INLINE_CTL_SAMPLE)
+		rt_inline_ctl_sample(c, b, f & RT_INLINE_CTL_INLINE, rt_simdev_lat_ns(d, b, f & RT_INLINE_CTL_INLINE));
+	return look;
+}
+
+/*
+ * The stated budget for a size that appears nearer the threshold than a watched band, or on the side of a band
+ * without traffic, in steady state (looks backed off): that band watches it within this many sends
+ * (docs/controller.md, "The rate of the looks").
+ */
+#define NEW_SIZE_BUDGET 20000u
+
+/* The next size of a fixed pseudo-random mix of n sizes. */
+static uint32_t mix_next(uint32_t *x, const uint32_t *sizes, unsigned n)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return sizes[*x % n];
+}
+
+/*
+ * Steady state: 40 B and 1000 B (the watched bands once the threshold is just over 40 B) and 8 B and 3000 B far
+ * outside, nothing changing: the looks outside the bands fall to at most 1 in 512 sends. Then 500 B appears, nearer
+ * the threshold than 1000 B's band: it lies between the bands (the hot window), so the sampling picks find it, and the
+ * band above watches it within NEW_SIZE_BUDGET sends; 500 B stays not inline (X192).
+ */
+static void test_looks_back_off_in_steady_state(void **state)
+{
+	static const uint32_t steady[] = { 8, 40, 1000, 3000 }, moved[] = { 8, 40, 1000, 3000, 500 };
+	struct rt_simdev d = X192;
+	struct rt_inline_ctl_state st;
+	rt_inline_ctl *c = make(16, 0, 4096, 4096);
+	uint32_t x = 777;
+	uint64_t looks = 0, first_looks = 0, found = 0;
+
+	(void)state;
+	for (unsigned i = 0; i < 400000; i++) {
+		looks += send_one(c, &d, mix_next(&x, steady, 4));
+		if (i == 19999)
+			first_looks = looks;
+	}
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	printf("steady: threshold %u B, bands %u..%u and %u..%u, %llu looks in the first 20,000 sends, %llu in the "
+	       "380,000 after\n",
+	       st.threshold_bytes, st.below_lo, st.below_hi, st.above_lo, st.above_hi, (unsigned long long)first_looks,
+	       (unsigned long long)(looks - first_looks));
+	assert_int_equal(st.threshold_bytes, 43);
+	assert_true(st.above_lo <= 1000 && 1000 <= st.above_hi);
+	assert_true(first_looks >= 20000 / 512); /* frequent while finding the traffic */
+	looks = 0;
+	for (unsigned i = 0; i < 200000; i++)
+		looks += send_one(c, &d, mix_next(&x, steady, 4));
+	printf("steady: %llu looks in 200,000 sends (1 in %llu)\n", (unsigned long long)looks,
+	       (unsigned long long)(looks ? 200000 / looks : 0));
+	assert_true(looks >= 1 && looks <= 200000 / 512);
+	for (unsigned i = 0; i < 200000 && !found; i++) {
+		send_one(c, &d, mix_next(&x, moved, 5));
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		if (st.above_lo <= 500 && 500 <= st.above_hi)
+			found = i + 1;
+	}
+	printf("500 B appears: watched after %llu sends\n", (unsigned long long)found);
+	assert_true(found >= 1 && found <= NEW_SIZE_BUDGET);
+	assert_int_equal(rt_inline_ctl_threshold(c), 43);
+	rt_inline_ctl_free(c);
+}
+
+/*
+ * A size only a look can find: from 43 B, traffic of 1000 B and 3000 B only (the band below the threshold quiet: no
+ * traffic below); the looks at 3000 B change nothing and fall to at most 1 in 512 sends. Then 20 B appears below the
+ * threshold, outside the hot window: the first look at it is news (its side's band has no traffic), so the looks come
+ * back to the frequent period at once, and the band below watches 20 B within NEW_SIZE_BUDGET sends. Without the
+ * backing off (or without the return to frequent) one of the assertions fails.
+ */
+static void test_looks_find_a_new_size_after_backing_off(void **state)
+{
+	static const uint32_t steady[] = { 1000, 3000 }, moved[] = { 1000, 3000, 20 };
+	const struct rt_inline_ctl_hot *h;
+	struct rt_simdev d = X192;
+	struct rt_inline_ctl_state st;
+	rt_inline_ctl *c = make(43, 0, 4096, 4096);
+	uint32_t x = 4242;
+	uint64_t looks = 0, found = 0, seen_at = 0;
+
+	(void)state;
+	h = (const struct rt_inline_ctl_hot *)(const void *)c;
+	for (unsigned i = 0; i < 200000; i++)
+		send_one(c, &d, mix_next(&x, steady, 2));
+	for (unsigned i = 0; i < 200000; i++)
+		looks += send_one(c, &d, mix_next(&x, steady, 2));
+	assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+	printf("1000 B and 3000 B from 43 B: threshold %u B, bands %u..%u and %u..%u, %llu looks in 200,000 sends\n",
+	       st.threshold_bytes, st.below_lo, st.below_hi, st.above_lo, st.above_hi, (unsigned long long)looks);
+	assert_true(st.above_lo <= 1000 && 1000 <= st.above_hi);
+	assert_true(looks >= 1 && looks <= 200000 / 512);
+	for (unsigned i = 0; i < 200000 && !found; i++) {
+		uint32_t b = mix_next(&x, moved, 3);
+
+		if (send_one(c, &d, b) && b == 20 && !seen_at) {
+			seen_at = i + 1;
+			/* back to the frequent period: the next look within 2 x its mean */
+			assert_true(h->outside < 2u * RT_CTL_TEST_LOOK_FREQUENT);
+		}
+		assert_int_equal(rt_inline_ctl_get_state(c, &st), 0);
+		if (st.below_lo <= 20 && 20 <= st.below_hi)
+			found = i + 1;
+	}
+	printf("20 B appears: first looked at after %llu sends, watched after %llu\n", (unsigned long long)seen_at,
+	       (unsigned long long)found);
+	assert_true(seen_at >= 1 && seen_at <= found);
+	assert_true(found >= 1 && found <= NEW_SIZE_BUDGET);
+	rt_inline_ctl_free(c);
+}
+
 /* Reports n samples of size b, choice inl, lat_ns each (one per pick the controller asks for). */
 static void feed(rt_inline_ctl *c, uint32_t b, bool inl, uint64_t lat_ns, unsigned n)
 {
@@ -575,6 +700,8 @@ int main(void)
 		cmocka_unit_test(test_empty_band_does_not_stall),
 		cmocka_unit_test(test_single_size_far_from_start),
 		cmocka_unit_test(test_two_sizes_with_a_gap),
+		cmocka_unit_test(test_looks_back_off_in_steady_state),
+		cmocka_unit_test(test_looks_find_a_new_size_after_backing_off),
 		cmocka_unit_test(test_reverts_and_blocks),
 		cmocka_unit_test(test_significance),
 		cmocka_unit_test(test_take_watched),

@@ -783,6 +783,69 @@ static void test_apply_ctl_common_path(void **state)
 }
 
 /*
+ * Apply mode's looks outside the controller's bands follow the controller's rate (issue 18): with traffic in both
+ * watched bands (124 B and 136 B around the start of 128 B) and sizes far outside (16 B, and 1000 B above the granted
+ * 256 B), nothing changing, this thread's looks (a send outside the bands with its countdown at 0) fall to at most
+ * 1 in 512 sends (before: one in 8..23 of the sends outside). Then, with the band below the threshold left without
+ * traffic (only 136 B and 1000 B for a while: it goes quiet, the looks stay backed off), 40 B appears below the
+ * threshold, outside the bands: within PROBE_NEW_SIZE_BUDGET sends the controller watches 40 B's band.
+ */
+#define PROBE_NEW_SIZE_BUDGET 20000u
+static void test_apply_ctl_looks_back_off(void **state)
+{
+	static const uint32_t steady[] = { 124, 136, 16, 1000 }, quiet[] = { 136, 1000 }, moved[] = { 136, 1000, 40 };
+	struct rt_probe_config c = {
+		.sample_every = 0, .apply_threshold = 128, .apply_max_inline = 256, .apply_adaptive = true
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .lkey = 5 };
+	struct ibv_send_wr w, *bad = NULL;
+	struct rt_inline_ctl_state st;
+	struct rtp_qp *q;
+	struct ibv_qp *qp;
+	uint32_t x = 99;
+	uint64_t looks = 0, found = 0;
+
+	(void)state;
+	snprintf(c.apply_source, sizeof(c.apply_source), "test");
+	rt_probe_configure(&c);
+	qp = fake_rc_qp(0, 0);
+	assert_non_null(qp);
+	for (unsigned phase = 0; phase < 4; phase++) {
+		const uint32_t *sizes = phase < 2 ? steady : phase == 2 ? quiet : moved;
+		unsigned n = phase < 2 ? 4 : phase == 2 ? 2 : 3, sends = phase == 3 ? PROBE_NEW_SIZE_BUDGET : 100000;
+
+		for (unsigned i = 0; i < sends && !found; i++) {
+			bool look;
+
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			sge.length = sizes[x % n];
+			w = mkwr(&sge, 1, IBV_WR_SEND, 0);
+			q = tls_slab ? tls_slab->c_q : NULL;
+			look = q && q->ctl && tls_slab->ctl_outside == 0 &&
+			       sge.length - atomic_load(&q->ctl_watch_lo) > atomic_load(&q->ctl_watch_span);
+			assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+			looks += phase == 1 && look;
+			if (phase == 3) {
+				assert_int_equal(rt_inline_ctl_get_state(tls_slab->c_q->ctl, &st), 0);
+				if (st.below_lo <= 40 && 40 <= st.below_hi)
+					found = i + 1;
+			}
+		}
+		if (phase == 1) {
+			printf("apply mode: %llu looks outside the bands in 100,000 steady sends\n",
+			       (unsigned long long)looks);
+			assert_true(looks >= 1 && looks <= 100000 / 512);
+		}
+	}
+	printf("apply mode: 40 B watched after %llu sends\n", (unsigned long long)found);
+	assert_true(found >= 1 && found <= PROBE_NEW_SIZE_BUDGET);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	configure(0, 0, 0, NULL);
+}
+
+/*
  * An application's mix of one-WR posts, 16 sizes each sent signaled and not (32 keys), is counted entirely in the
  * entry's slots (the send path's fast count), none directly: the slot hash spreads the flags as well as the sizes (it
  * once gave a signaled and an unsignaled WR of one size the same home, and 32 slots with 4 probes lost such keys to
@@ -1805,6 +1868,7 @@ int main(void)
 		cmocka_unit_test(test_apply_profile),
 		cmocka_unit_test(test_apply_adaptive),
 		cmocka_unit_test(test_apply_ctl_common_path),
+		cmocka_unit_test(test_apply_ctl_looks_back_off),
 		cmocka_unit_test(test_reader_inline_ctl),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
