@@ -581,17 +581,27 @@ struct olist {
 	size_t n, cap;
 };
 
+/* Makes room for need outliers in *v of capacity *cap (doubling from 16). 0 or ENOMEM (*v kept). */
+static int outliers_reserve(struct rp_outlier **v, size_t *cap, size_t need)
+{
+	size_t c = *cap ? *cap : 16;
+	struct rp_outlier *no;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	if (!(no = realloc(*v, c * sizeof(*no))))
+		return ENOMEM;
+	*v = no;
+	*cap = c;
+	return 0;
+}
+
 static int add_outlier(struct olist *l, const struct rp_outlier *o)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct rp_outlier *no = realloc(l->v, cap * sizeof(*no));
-
-		if (!no)
-			return ENOMEM;
-		l->v = no;
-		l->cap = cap;
-	}
+	if (outliers_reserve(&l->v, &l->cap, l->n + 1))
+		return ENOMEM;
 	l->v[l->n++] = *o;
 	return 0;
 }
@@ -928,19 +938,8 @@ static int analyze_groups(struct rt_report *r)
 
 		if (!rc && p.rc[gi])
 			rc = p.rc[gi];
-		if (!rc && l->n && r->n_outliers + l->n > r->cap_outliers) {
-			size_t cap = r->cap_outliers ? r->cap_outliers : 16;
-			struct rp_outlier *no;
-
-			while (cap < r->n_outliers + l->n)
-				cap *= 2;
-			if ((no = realloc(r->outliers, cap * sizeof(*no)))) {
-				r->outliers = no;
-				r->cap_outliers = cap;
-			} else {
-				rc = ENOMEM;
-			}
-		}
+		if (!rc && l->n)
+			rc = outliers_reserve(&r->outliers, &r->cap_outliers, r->n_outliers + l->n);
 		if (!rc && l->n) {
 			memcpy(r->outliers + r->n_outliers, l->v, l->n * sizeof(*l->v));
 			r->n_outliers += l->n;
