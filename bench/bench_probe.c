@@ -140,7 +140,7 @@ static uint64_t run_batch_app(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_s
 	return ticks() - t0;
 }
 
-enum { M_AA, M_HIST, M_MIXED, M_SAMP, M_AA_APP, M_APP, M_CTL, M_N };
+enum { M_AA, M_HIST, M_MIXED, M_SAMP, M_AA_APP, M_APP_HIST, M_APP, M_APP_FIXED, M_CTL, M_N };
 
 /* One configuration: its probed and bare loop, and per round the ticks per WR of each. */
 struct meas {
@@ -296,7 +296,7 @@ int main(void)
 	struct ibv_qp bare = { 0 }, bare2 = { 0 };
 	struct ibv_cq pcq = { 0 }, bcq = { 0 }, bcq2 = { 0 };
 	struct ibv_pd pd2 = { .context = &v2.context };
-	struct ibv_qp *probed, *probed_sig, *probed_app, *probed_ctl;
+	struct ibv_qp *probed, *probed_sig, *probed_app, *probed_app_hist, *probed_fixed, *probed_ctl;
 	double ns_per_tick, load[1];
 	unsigned warm;
 	uint32_t rnd = 12345;
@@ -334,14 +334,18 @@ int main(void)
 	pcq.context = &v2.context;
 
 	probed = probed_qp(&pd2);
+	probed_app_hist = probed_qp(&pd2);
 	rt_probe_configure(&cfg_samp);
 	probed_sig = probed_qp(&pd2);
 	probed_app = probed_qp(&pd2);
-	/* apply mode, adaptive: the QP's controller starts at 128 B within the granted 256 B */
+	/* apply mode with the fixed threshold of 128 B (no controller), then adaptive: the QP's controller starts at
+	   128 B within the granted 256 B */
 	cfg_samp.apply_threshold = 128;
 	cfg_samp.apply_max_inline = 256;
-	cfg_samp.apply_adaptive = true;
 	snprintf(cfg_samp.apply_source, sizeof(cfg_samp.apply_source), "bench");
+	rt_probe_configure(&cfg_samp);
+	probed_fixed = probed_qp(&pd2);
+	cfg_samp.apply_adaptive = true;
 	rt_probe_configure(&cfg_samp);
 	probed_ctl = probed_qp(&pd2);
 
@@ -357,6 +361,21 @@ int main(void)
 				   .sampling = true,
 				   .wc_qpn = probed_sig->qp_num };
 	M[M_AA_APP] = (struct meas){ .probed = &bare2, .bare = &bare, .pcq = &bcq2, .bcq = &bcq, .wr = &awr, .nwr = 0 };
+	M[M_APP_HIST] = (struct meas){ .probed = probed_app_hist,
+				       .bare = &bare,
+				       .pcq = &pcq,
+				       .bcq = &bcq,
+				       .wr = &awr,
+				       .nwr = 0,
+				       .wc_qpn = probed_app_hist->qp_num };
+	M[M_APP_FIXED] = (struct meas){ .probed = probed_fixed,
+					.bare = &bare,
+					.pcq = &pcq,
+					.bcq = &bcq,
+					.wr = &awr,
+					.nwr = 0,
+					.sampling = true,
+					.wc_qpn = probed_fixed->qp_num };
 	M[M_APP] = (struct meas){ .probed = probed_app,
 				  .bare = &bare,
 				  .pcq = &pcq,
@@ -376,7 +395,7 @@ int main(void)
 	measure_all(&cfg_hist, &cfg_samp, &ns_per_tick, &warm);
 
 	const struct meas *aa = &M[M_AA], *h = &M[M_HIST], *x = &M[M_MIXED], *s = &M[M_SAMP], *aa2 = &M[M_AA_APP];
-	const struct meas *a = &M[M_APP], *c = &M[M_CTL];
+	const struct meas *a = &M[M_APP], *c = &M[M_CTL], *ah = &M[M_APP_HIST], *af = &M[M_APP_FIXED];
 
 	printf("probe: timer %s at %.4f ns per tick, %s; %d rounds of every configuration interleaved after %u "
 	       "warm-up rounds (%d ms)\n",
@@ -410,9 +429,15 @@ int main(void)
 	       s->d_med, TARGET_SAMPLED_NS, s->d_med <= TARGET_SAMPLED_NS ? "met" : "MISSED", s->d_min,
 	       s->d_med / s->b_med, s->d_lo, s->d_hi);
 	printf("probe: bare post+poll, app's size mix, 1 in %d signaled %6.2f ns/WR\n", CTL_SIG_EVERY, c->b_med);
+	printf("probe: same loop, histograms only                   %6.2f ns added median (no target) [fastest batches: "
+	       "%.2f ns; 95%% CI %.2f..%.2f ns]\n",
+	       ah->d_med, ah->d_min, ah->d_lo, ah->d_hi);
 	printf("probe: same loop, 1-in-64 sampling, no apply mode   %6.2f ns added median (no target; what the "
 	       "controller's timing costs by itself) [fastest batches: %.2f ns; 95%% CI %.2f..%.2f ns]\n",
 	       a->d_med, a->d_min, a->d_lo, a->d_hi);
+	printf("probe: same loop, sampling, apply mode fixed 128 B  %6.2f ns added median (no target; the inlining "
+	       "without the controller) [fastest batches: %.2f ns; 95%% CI %.2f..%.2f ns]\n",
+	       af->d_med, af->d_min, af->d_lo, af->d_hi);
 	printf("probe: with probe, apply mode + adaptive controller %6.2f ns/WR (%.2fx the bare post+poll)\n", c->p_med,
 	       c->p_med / c->b_med);
 	printf("probe: added per WR, controller active              %6.2f ns median (target <= %.0f ns): %s "

@@ -226,9 +226,12 @@ static void note_size(struct rt_inline_ctl *c, uint32_t b)
 
 /*
  * At a round's end, before its verdict is used: a side whose band lies beyond a size seen this round (that size is
- * nearer the threshold) or that had no sample while a size was seen beyond it watches that size's band instead; a
- * side with no sample and nothing seen is quiet (a round no longer waits for it) until a sample comes. Returns the
- * sides whose band changed, as bits 1 << side (the round's verdict on such a side is void).
+ * nearer the threshold) or that had no traffic (no sample and no pick) while a size was seen beyond it watches that
+ * size's band instead; a side with no sample and nothing seen is quiet (a round no longer waits for it) until a sample
+ * comes. A band with picks but no sample keeps its place: its sends could not be timed (the probe's picks on WRs the
+ * application did not signal) or their samples are still on their way, and a farther size would not tell more about
+ * the threshold (moving there and back each round also kept the looks outside the bands frequent). Returns the sides
+ * whose band changed, as bits 1 << side (the round's verdict on such a side is void).
  */
 static unsigned retarget(struct rt_inline_ctl *c, const bool full[2])
 {
@@ -242,7 +245,7 @@ static unsigned retarget(struct rt_inline_ctl *c, const bool full[2])
 			continue;
 		empty = c->cell[s][0].n + c->cell[s][1].n == 0;
 		nearer = b && (s ? b < c->above_lo : b > c->below_hi);
-		if (nearer || (b && empty && !full[s])) {
+		if (nearer || (b && empty && !full[s] && !c->seen[s])) {
 			if (s)
 				target_above(c, b);
 			else
@@ -553,6 +556,11 @@ int rt_inline_ctl_sample(rt_inline_ctl *c, uint32_t msg_bytes, bool inlined, uin
 uint32_t rt_inline_ctl_threshold(const rt_inline_ctl *c)
 {
 	return c->st.threshold_bytes;
+}
+
+uint32_t rt_inline_ctl_look_period(const rt_inline_ctl *c)
+{
+	return look_mean(c);
 }
 
 int rt_inline_ctl_get_state(const rt_inline_ctl *c, struct rt_inline_ctl_state *out)

@@ -550,6 +550,14 @@ int rt_inline_ctl_sample(rt_inline_ctl *c, uint32_t msg_bytes, bool inlined, uin
 /* The current threshold in bytes. */
 uint32_t rt_inline_ctl_threshold(const rt_inline_ctl *c);
 
+/*
+ * The mean number of sends outside the watched bands between two looks that the controller asks for now (the rate
+ * behind the hot field `outside`): 4 * sample_every while it finds the traffic, doubled per look that changed nothing up
+ * to 1024. For a caller that drives the looks from its own counters instead of the countdown (the probe looks at a size
+ * once in this many of its sends, rounded up to a power of two). Never 0. Same thread rules as rt_inline_ctl_decide().
+ */
+uint32_t rt_inline_ctl_look_period(const rt_inline_ctl *c);
+
 /* Fills *out with a snapshot of the state. Returns 0, or EINVAL when c or out is NULL. */
 int rt_inline_ctl_get_state(const rt_inline_ctl *c, struct rt_inline_ctl_state *out);
 

@@ -126,9 +126,10 @@ uint64_t rtp_apply_ctl_decide(struct rtp_qp *q, struct ibv_send_wr *wr, struct r
 }
 
 /*
- * See probe_int.h. The next look follows the controller's own rate of looks (rt_inline_ctl_outside re-arms its
- * countdown: frequent while it finds the traffic, backed off to about 1 in 1024 once looks change nothing), never
- * sooner than RTP_CTL_LOOK_MIN sends; a busy controller is tried again after 8..23 sends.
+ * See probe_int.h. The send path calls it for the first send of a key in the thread's slots and then once in
+ * ctl_look_mask + 1 of that key's sends (the controller's rate of looks: frequent while it finds the traffic, backed
+ * off to about 1 in 1024 once looks change nothing; never more often than one in RTP_CTL_LOOK_MIN). A key without a
+ * slot is paced by the thread's own countdown instead, re-armed here: the controller's period, at least 8..23 sends.
  */
 void rtp_apply_ctl_outside(struct rtp_qp *q, struct rtp_slab *s, uint32_t bytes)
 {
@@ -143,6 +144,7 @@ void rtp_apply_ctl_outside(struct rtp_qp *q, struct rtp_slab *s, uint32_t bytes)
 	if (!q->ctl || atomic_flag_test_and_set_explicit(&q->ctl_lock, memory_order_acquire))
 		return;
 	rt_inline_ctl_outside(q->ctl, bytes);
+	atomic_fetch_add_explicit(&q->ctl_looks, 1, memory_order_relaxed);
 	h = (const struct rt_inline_ctl_hot *)(const void *)q->ctl;
 	if (h->outside > s->ctl_outside)
 		s->ctl_outside = h->outside; /* the controller's period once it is longer */

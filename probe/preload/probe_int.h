@@ -145,7 +145,7 @@ enum { RTP_ENT_FREE = 0, RTP_ENT_USED = 1 };
 #define RTP_SLOT_BITS 6
 #define RTP_SLOT_PROBE 8 /* slots a key may take from its home on (the send path looks at the home only) */
 struct rtp_slot {
-	_Atomic uint64_t key;	/* rtp_slot_key(): opcode << 32 | send_flags */
+	_Atomic uint64_t key;	/* rtp_slot_key(): opcode << 32 | send_flags, | RTP_KEY_APPLIED */
 	_Atomic uint32_t bytes; /* of the WR */
 	uint32_t pad;
 	rt_ctr n; /* posts of one WR with this key and size */
@@ -245,6 +245,7 @@ struct rtp_qp {
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr); /* the provider's */
 	uint32_t qp_num;
 	enum ibv_qp_type type;
+	bool wr_addr; /* a send WR on this QP carries an address (not RC or UC): apply mode's copy takes wr.ud, xrc */
 	uint32_t max_inline_data, max_send_wr, max_send_sge, max_recv_wr;
 	uint32_t req_max_inline_data; /* what the application asked for */
 	bool inline_raised;	      /* apply mode raised max_inline_data at creation */
@@ -262,6 +263,13 @@ struct rtp_qp {
 	 * they may mix two generations for one WR: every generation's limit is within the granted max_inline_data.
 	 */
 	_Atomic uint32_t ctl_limit_excl, ctl_watch_lo, ctl_watch_span;
+	/*
+	 * The controller's rate of looks outside its bands as a mask (its look period rounded up to a power of two, at
+	 * least RTP_CTL_LOOK_MIN, minus 1): a thread looks at a send outside the bands when its slot for that send's key
+	 * had counted a multiple of ctl_look_mask + 1 before it (so the first send of every new size is looked at).
+	 */
+	_Atomic uint32_t ctl_look_mask;
+	_Atomic uint64_t ctl_looks; /* looks shown to the controller (rtp_apply_ctl_outside that got its lock) */
 	uint32_t apply_lim[2];	 /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
 	struct rtp_qp_stat agg;	 /* folded from thread entries at destroy (under g_lock) */
 	uint64_t posters_folded; /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
@@ -524,6 +532,13 @@ void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, co
  * per post) would otherwise stall the load on a store that cannot be forwarded (a 4-byte store does not forward to a
  * wider load), ~10 ns per post.
  */
+/*
+ * In a slot key: the WR was inlined by apply mode (its IBV_SEND_INLINE is the probe's, counted in apply_inline_set
+ * when the slot is expanded). The top bit of the opcode half: no valid opcode has it, and a post with an invalid
+ * opcode fails and is not counted in a slot.
+ */
+#define RTP_KEY_APPLIED (1ull << 63)
+
 static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 {
 	uint32_t flags = *(const volatile unsigned int *)&w->send_flags;
@@ -615,6 +630,13 @@ static inline void rtp_apply_ctl_mirror(struct rtp_qp *q)
 	atomic_store_explicit(&q->ctl_limit_excl, h->limit_excl, memory_order_relaxed);
 	atomic_store_explicit(&q->ctl_watch_lo, h->watch_lo, memory_order_relaxed);
 	atomic_store_explicit(&q->ctl_watch_span, h->watch_span, memory_order_relaxed);
+	{
+		uint32_t p = rt_inline_ctl_look_period(q->ctl), m = RTP_CTL_LOOK_MIN;
+
+		while (m < p && m < (1u << 30))
+			m <<= 1;
+		atomic_store_explicit(&q->ctl_look_mask, m - 1, memory_order_relaxed);
+	}
 }
 /* Creates q's inline controller when RTUNE_APPLY_ADAPTIVE is on and apply mode is on for q (at creation, g_lock). */
 void rtp_apply_ctl_create(struct rtp_qp *q);

@@ -121,6 +121,7 @@ static void qp_register(struct ibv_qp *qp, struct rtp_ctx *c, enum ibv_qp_type t
 	q->post_send = c->post_send;
 	q->qp_num = qp->qp_num;
 	q->type = type;
+	q->wr_addr = type != IBV_QPT_RC && type != IBV_QPT_UC;
 	q->max_inline_data = cap->max_inline_data;
 	q->max_send_wr = cap->max_send_wr;
 	q->max_send_sge = cap->max_send_sge;

@@ -9,7 +9,6 @@
 
 #include <errno.h>
 
-static struct ibv_send_wr g_bad_sentinel; /* *bad_wr while the provider runs: tells "bad_wr not set" apart */
 
 /* poll_cq's one-entry cache of the last QP looked up by number (per thread). */
 static __thread uintptr_t tls_pq_key __attribute__((tls_model("initial-exec")));
@@ -58,30 +57,42 @@ void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, co
 
 /* ---- ops.post_send --------------------------------------------------------------------------------------------- */
 
+/* Whether bad is one of the WRs of the chain sent (bounded by the longest chain a provider could have taken). */
+static bool bad_in_chain(const struct ibv_send_wr *sent, const struct ibv_send_wr *bad)
+{
+	unsigned n = 0;
+
+	for (const struct ibv_send_wr *w = sent; w && n < (1u << 20); w = w->next, n++)
+		if (w == bad)
+			return true;
+	return false;
+}
+
 /*
  * Everything after the provider's post_send except the plain success of the histogram-only path: records the WRs
- * before bad_wr, classifies the error, maps bad_wr back from apply mode's copy, queues latency samples. errno as the
- * provider left it.
+ * before bad_wr, classifies the error, maps bad_wr back from apply mode's copy, queues latency samples. The probe
+ * never writes *bad_wr before the call: after a failure, a *bad_wr that names none of the WRs sent means the provider
+ * did not set it (or set it to something else), and nothing is known to be posted; *bad_wr is then left as the
+ * provider left it, as the application would have seen it without the probe. (Should a provider that does not set it
+ * leave a stale application value that happens to name a WR of the same chain, the WRs before it are counted as
+ * posted: counters only, never what the application gets.) errno as the provider left it.
  */
 static __attribute__((noinline)) int post_send_after(struct rtp_qp *q, struct rtp_entry *e, struct rtp_slab *s,
-						     struct ibv_send_wr *sent, struct ibv_send_wr **bad_wr,
-						     struct ibv_send_wr *saved_bad, int ret, unsigned ncopy,
-						     struct rtp_rec *rc, uint64_t t0)
+						     struct ibv_send_wr *sent, struct ibv_send_wr **bad_wr, int ret,
+						     unsigned ncopy, struct rtp_rec *rc, uint64_t t0)
 {
 	struct ibv_send_wr *stop = NULL, *w;
 	unsigned n = 0, nchain;
 	bool unknown_bad = false;
 	int err = errno;
 
-	if (likely(ret == 0)) {
-		*bad_wr = saved_bad;
-	} else if (*bad_wr == &g_bad_sentinel) {
-		/* the provider failed without naming the WR: nothing is known to be posted */
-		*bad_wr = saved_bad;
-		unknown_bad = true;
-		stop = sent;
-	} else {
-		stop = *bad_wr;
+	if (unlikely(ret)) {
+		if (bad_in_chain(sent, *bad_wr)) {
+			stop = *bad_wr;
+		} else {
+			unknown_bad = true;
+			stop = sent;
+		}
 	}
 
 	for (w = sent; w != stop && w; w = w->next, n++) {
@@ -112,39 +123,46 @@ static __attribute__((noinline)) int post_send_after(struct rtp_qp *q, struct rt
 
 /* A failed post on the cached QP without sampling state to carry: see post_send_after(). */
 static __attribute__((noinline)) int post_send_failed(struct rtp_slab *s, struct ibv_send_wr *wr,
-						      struct ibv_send_wr **bad_wr, struct ibv_send_wr *saved_bad,
-						      int ret)
+						      struct ibv_send_wr **bad_wr, int ret)
 {
 	struct rtp_rec rc = { 0 };
 
-	return post_send_after(s->c_q, s->c_e, s, wr, bad_wr, saved_bad, ret, 0, &rc, 0);
+	return post_send_after(s->c_q, s->c_e, s, wr, bad_wr, ret, 0, &rc, 0);
 }
 
 /*
  * Counts a successful one-WR post of key (rtp_slot_key) and bytes in e's slot for them: the first of RTP_SLOT_PROBE
- * slots from its home that holds it, or the first free one, claimed. Returns false, counting nothing, when none does
- * (the caller counts the WR directly).
+ * slots from its home that holds it, or the first free one, claimed. Returns the slot's count before this post plus 1
+ * (1 for a key this slot has just taken); 0, counting nothing, when no slot holds it (the caller counts the WR
+ * directly).
  */
-static inline bool slot_count_key(struct rtp_entry *e, uint64_t key, uint32_t bytes)
+static inline uint64_t slot_count_key_n(struct rtp_entry *e, uint64_t key, uint32_t bytes)
 {
 	unsigned h = rtp_slot_home(key, bytes);
 
 	for (unsigned i = 0; i < RTP_SLOT_PROBE; i++) {
 		struct rtp_slot *sl = &e->slots[(h + i) & (RTP_SLOTS - 1)];
+		uint64_t n = CTR_GET(sl->n);
 
 		if (atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
 		    atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes) {
-			CTR_ADD(sl->n, 1);
-			return true;
+			CTR_SET(sl->n, n + 1);
+			return n + 1;
 		}
-		if (!CTR_GET(sl->n)) {
+		if (!n) {
 			atomic_store_explicit(&sl->key, key, memory_order_relaxed);
 			atomic_store_explicit(&sl->bytes, bytes, memory_order_relaxed);
 			atomic_store_explicit(&sl->n, 1, memory_order_release);
-			return true;
+			return 1;
 		}
 	}
-	return false;
+	return 0;
+}
+
+/* slot_count_key_n() as a yes/no: whether a slot counted the post. */
+static inline bool slot_count_key(struct rtp_entry *e, uint64_t key, uint32_t bytes)
+{
+	return slot_count_key_n(e, key, bytes) != 0;
 }
 
 /* slot_count_key() of the one-WR post w, bytes long. */
@@ -158,7 +176,7 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 						    struct ibv_qp *qp, struct ibv_send_wr *wr,
 						    struct ibv_send_wr **bad_wr)
 {
-	struct ibv_send_wr *sent = wr, *saved_bad, *w;
+	struct ibv_send_wr *sent = wr, *w;
 	struct rtp_rec rc = { 0 };
 	unsigned ncopy = 0, nsig = 0, need = 0, len = 0;
 	uint64_t t0 = 0, mask = 0;
@@ -191,12 +209,9 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 		t0 = now_ns();
 		errno = err;
 	}
-	saved_bad = *bad_wr;
-	*bad_wr = &g_bad_sentinel;
 	ret = q->post_send(qp, sent, bad_wr);
 	if (likely(ret == 0 && len == 1 && !ncopy) && slot_count(e, wr, wr_bytes(wr))) {
 		/* one WR posted as the application built it: its slot counted it, only the sampling is left */
-		*bad_wr = saved_bad;
 		if (nsig && g_cfg.sample_every) {
 			rc.nsig = 1;
 			if (++s->sample_ctr >= g_cfg.sample_every) {
@@ -208,7 +223,7 @@ static __attribute__((noinline)) int post_send_full(struct rtp_qp *q, struct rtp
 		}
 		return 0;
 	}
-	return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, ncopy, &rc, t0);
+	return post_send_after(q, e, s, sent, bad_wr, ret, ncopy, &rc, t0);
 }
 
 /*
@@ -235,12 +250,16 @@ static __attribute__((noinline)) int record_chain(struct rtp_qp *q, struct rtp_e
 
 /*
  * Copies the one-WR post w (a SEND or RDMA WRITE, with or without immediate: the opcodes apply mode inlines) into d
- * with send_flags flags and opcode as read by the caller, no next. The fields an application writes per post (wr_id,
- * sg_list, num_sge, immediate, remote address and key, UD address, XRC SRQ) are read one by one at their widths: a
- * block copy would load them with wider loads that stall behind the application's just-written stores. The rest (the
- * atomic and memory-window fields, which these opcodes do not use) is copied as a block.
+ * with send_flags flags and opcode as read by the caller, no next: the fields a provider reads for that opcode on that
+ * QP. Always the WR id, the SGE list and count and the immediate; the address union (an RDMA WRITE's remote address
+ * and key, a UD send's address handle, QPN and Q_Key) and the XRC SRQ number only for an RDMA WRITE or on a QP that is
+ * not RC or UC (addr: q->wr_addr). The rest (an atomic's values, the memory-window bind and TSO union, the address
+ * union of an RC SEND) is not copied: d keeps what an earlier copy left there, which no provider reads for these
+ * opcodes. Each field is read once at its own width: a block copy would load the fields the application has just
+ * written with wider loads that stall behind its stores.
  */
-static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *w, uint32_t flags, uint32_t opcode)
+static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *w, uint32_t flags, uint32_t opcode,
+			       bool addr)
 {
 	d->wr_id = RD_FIELD(w->wr_id);
 	d->next = NULL;
@@ -249,13 +268,12 @@ static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *
 	d->opcode = (enum ibv_wr_opcode)opcode;
 	d->send_flags = flags;
 	d->imm_data = RD_FIELD(w->imm_data);
-	d->wr.rdma.remote_addr = RD_FIELD(w->wr.rdma.remote_addr); /* also ud.ah */
-	d->wr.ud.remote_qpn = RD_FIELD(w->wr.ud.remote_qpn);	   /* also rdma.rkey */
-	d->wr.ud.remote_qkey = RD_FIELD(w->wr.ud.remote_qkey);
-	d->wr.atomic.swap = w->wr.atomic.swap;
-	d->wr.atomic.rkey = w->wr.atomic.rkey;
-	d->qp_type.xrc.remote_srqn = RD_FIELD(w->qp_type.xrc.remote_srqn);
-	d->bind_mw = w->bind_mw;
+	if (opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_WRITE_WITH_IMM || addr) {
+		d->wr.rdma.remote_addr = RD_FIELD(w->wr.rdma.remote_addr); /* also ud.ah */
+		d->wr.ud.remote_qpn = RD_FIELD(w->wr.ud.remote_qpn);	   /* also rdma.rkey */
+		d->wr.ud.remote_qkey = RD_FIELD(w->wr.ud.remote_qkey);
+		d->qp_type.xrc.remote_srqn = RD_FIELD(w->qp_type.xrc.remote_srqn);
+	}
 }
 
 /*
@@ -306,9 +324,10 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 {
 	struct rtp_qp *q = s->c_q;
 	struct rtp_entry *e = s->c_e;
-	struct ibv_send_wr *sent = wr, *saved_bad;
-	uint32_t b, flags, opcode;
-	bool sig, inl;
+	struct ibv_send_wr *sent = wr;
+	uint32_t b, flags, opcode, look_mask = 0;
+	uint64_t n;
+	bool sig, inl, outside = false;
 	int ret;
 
 	if (unlikely(!wr || wr->next || wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
@@ -335,9 +354,9 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 			}
 		} else {
 			inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
-			/* one at the controller's rate of looks: the nearest sizes sent re-target its bands */
-			if (unlikely(s->ctl_outside-- == 0))
-				rtp_apply_ctl_outside(q, s, b);
+			/* looked at below, at the controller's rate of looks: the nearest sizes re-target its bands */
+			outside = true;
+			look_mask = atomic_load_explicit(&q->ctl_look_mask, memory_order_relaxed);
 		}
 	} else {
 		inl = b <= apply_lim_of(q, rtp_op(wr->opcode));
@@ -348,22 +367,29 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 	if (inl && b) {
 		flags |= IBV_SEND_INLINE;
 		sent = &s->wr_copy[0];
-		wr_copy_one(sent, wr, flags, opcode);
+		wr_copy_one(sent, wr, flags, opcode, q->wr_addr);
 		s->wr_orig[0] = wr;
 	}
-	saved_bad = *bad_wr;
-	*bad_wr = &g_bad_sentinel;
 	ret = s->c_post(qp, sent, bad_wr);
 	if (unlikely(ret)) {
 		struct rtp_rec rc = { 0 };
 
-		return post_send_after(q, e, s, sent, bad_wr, saved_bad, ret, sent != wr, &rc, 0);
+		return post_send_after(q, e, s, sent, bad_wr, ret, sent != wr, &rc, 0);
 	}
-	*bad_wr = saved_bad;
-	if (unlikely(!slot_count_key(e, (uint64_t)opcode << 32 | flags, b)))
+	/* a WR this path inlined carries RTP_KEY_APPLIED in its slot key: the writer counts it in apply_inline_set */
+	n = slot_count_key_n(e, (uint64_t)opcode << 32 | flags | (uint64_t)(sent != wr) << 63, b);
+	if (unlikely(!n)) {
 		record_chain(q, e, s, sent);
-	if (sent != wr)
-		CTR_ADD(e->st.apply_inline_set, 1);
+		if (sent != wr)
+			CTR_ADD(e->st.apply_inline_set, 1);
+		/* no slot for this key: the thread's own countdown paces the looks at it */
+		if (outside && s->ctl_outside-- == 0)
+			rtp_apply_ctl_outside(q, s, b);
+	} else if (unlikely(outside && !((n - 1) & look_mask))) {
+		/* the first send of a key in this thread's slots, then one in look_mask + 1 of its sends: no per-post
+		   countdown, and a size pattern cannot hide a size from the looks (each key counts its own sends) */
+		rtp_apply_ctl_outside(q, s, b);
+	}
 	if (sig && s->c_every) {
 		s->sample_ctr++;
 		if (likely(s->c_own))
@@ -383,7 +409,6 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_slab *s, struct ibv_qp *qp,
 								    struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	struct ibv_send_wr *saved_bad;
 	bool sig;
 	int ret;
 
@@ -394,12 +419,9 @@ static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_s
 	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 	if (unlikely(sig && s->sample_ctr + 1 >= s->c_every))
 		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr); /* this WR is the one timed */
-	saved_bad = *bad_wr;
-	*bad_wr = &g_bad_sentinel;
 	ret = s->c_post(qp, wr, bad_wr);
 	if (unlikely(ret))
-		return post_send_failed(s, wr, bad_wr, saved_bad, ret);
-	*bad_wr = saved_bad;
+		return post_send_failed(s, wr, bad_wr, ret);
 	if (unlikely(!slot_count(s->c_e, wr, wr->sg_list[0].length)))
 		record_chain(s->c_q, s->c_e, s, wr);
 	if (sig) {
@@ -423,18 +445,14 @@ static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_s
 static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
 								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	struct ibv_send_wr *saved_bad;
 	struct rtp_entry *e;
 	int ret;
 
 	if (unlikely(s->c_full))
 		return post_send_sampling(s, qp, wr, bad_wr);
-	saved_bad = *bad_wr;
-	*bad_wr = &g_bad_sentinel;
 	ret = s->c_post(qp, wr, bad_wr);
 	if (unlikely(ret))
-		return post_send_failed(s, wr, bad_wr, saved_bad, ret);
-	*bad_wr = saved_bad;
+		return post_send_failed(s, wr, bad_wr, ret);
 	e = s->c_e;
 	if (likely(wr && !wr->next && wr->num_sge == 1)) {
 		uint64_t key = rtp_slot_key(wr);

@@ -209,7 +209,7 @@ void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct 
 		key = atomic_load_explicit(&e->slots[i].key, memory_order_relaxed);
 		bytes = atomic_load_explicit(&e->slots[i].bytes, memory_order_relaxed);
 		flags = (unsigned)key;
-		st = &out->op[rtp_op((uint32_t)(key >> 32))];
+		st = &out->op[rtp_op((uint32_t)((key & ~RTP_KEY_APPLIED) >> 32))];
 		hb = rt_hist_bucket(bytes);
 		CTR_ADD(st->wrs, n);
 		CTR_ADD(st->bytes, n * bytes);
@@ -223,6 +223,8 @@ void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct 
 			CTR_ADD(st->sig_wrs, n);
 			CTR_ADD(st->sig_bytes, n * bytes);
 		}
+		if (key & RTP_KEY_APPLIED)
+			CTR_ADD(out->apply_inline_set, n);
 		CTR_ADD(out->post_calls, n);
 		CTR_ADD(out->batch[0], n);
 	}

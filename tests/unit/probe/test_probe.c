@@ -691,9 +691,15 @@ static void test_apply_adaptive(void **state)
 	configure(0, 0, 0, NULL);
 }
 
-/* The WR the "device" got is the application's w, field by field, with IBV_SEND_INLINE added when inl. */
+/*
+ * The WR the "device" got is the application's w with IBV_SEND_INLINE added when inl, in every field a provider reads
+ * for w's opcode on a QP of RC type: the id, SGE list and count, opcode, flags and immediate; the address union and
+ * the XRC SRQ number for an RDMA WRITE. A WR not inlined is the application's own: every field.
+ */
 static void assert_same_wr(const struct ibv_send_wr *got, const struct ibv_send_wr *w, bool inl)
 {
+	bool write = w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+
 	assert_int_equal(got->wr_id, w->wr_id);
 	assert_ptr_equal(got->next, NULL);
 	assert_ptr_equal(got->sg_list, w->sg_list);
@@ -701,11 +707,15 @@ static void assert_same_wr(const struct ibv_send_wr *got, const struct ibv_send_
 	assert_int_equal(got->opcode, w->opcode);
 	assert_int_equal(got->send_flags, w->send_flags | (inl ? IBV_SEND_INLINE : 0u));
 	assert_int_equal(got->imm_data, w->imm_data);
-	assert_int_equal(got->wr.atomic.remote_addr, w->wr.atomic.remote_addr);
-	assert_int_equal(got->wr.atomic.compare_add, w->wr.atomic.compare_add); /* rdma.rkey, ud.remote_qpn/qkey */
+	if (write || !inl) {
+		assert_int_equal(got->wr.atomic.remote_addr, w->wr.atomic.remote_addr);
+		assert_int_equal(got->wr.atomic.compare_add, w->wr.atomic.compare_add); /* rdma.rkey, ud.qpn/qkey */
+		assert_int_equal(got->qp_type.xrc.remote_srqn, w->qp_type.xrc.remote_srqn);
+	}
+	if (inl)
+		return;
 	assert_int_equal(got->wr.atomic.swap, w->wr.atomic.swap);
 	assert_int_equal(got->wr.atomic.rkey, w->wr.atomic.rkey);
-	assert_int_equal(got->qp_type.xrc.remote_srqn, w->qp_type.xrc.remote_srqn);
 	assert_ptr_equal(got->bind_mw.mw, w->bind_mw.mw);
 	assert_int_equal(got->bind_mw.rkey, w->bind_mw.rkey);
 	assert_ptr_equal(got->bind_mw.bind_info.mr, w->bind_mw.bind_info.mr);
@@ -716,8 +726,8 @@ static void assert_same_wr(const struct ibv_send_wr *got, const struct ibv_send_
 
 /*
  * Apply mode's common path with the controller (one WR, one SGE, outside the watched bands, decided without the
- * controller's lock): the WR it inlines reaches the device as a copy equal to the application's WR in every field but
- * IBV_SEND_INLINE, one it leaves is posted as the application's own; a failed post of an inlined copy names the
+ * controller's lock): the WR it inlines reaches the device as a copy equal to the application's WR in every field the
+ * provider reads for its opcode but IBV_SEND_INLINE, one it leaves is posted as the application's own; a failed post of an inlined copy names the
  * application's WR in bad_wr and keeps the provider's return value and errno; the application's WR is never written.
  */
 static void test_apply_ctl_common_path(void **state)
@@ -785,10 +795,11 @@ static void test_apply_ctl_common_path(void **state)
 /*
  * Apply mode's looks outside the controller's bands follow the controller's rate (issue 18): with traffic in both
  * watched bands (124 B and 136 B around the start of 128 B) and sizes far outside (16 B, and 1000 B above the granted
- * 256 B), nothing changing, this thread's looks (a send outside the bands with its countdown at 0) fall to at most
- * 1 in 512 sends (before: one in 8..23 of the sends outside). Then, with the band below the threshold left without
- * traffic (only 136 B and 1000 B for a while: it goes quiet, the looks stay backed off), 40 B appears below the
- * threshold, outside the bands: within PROBE_NEW_SIZE_BUDGET sends the controller watches 40 B's band.
+ * 256 B), nothing changing, the looks shown to the controller fall to at most 1 in 512 sends (the first probe: one in
+ * 8..23 of the sends outside) and never stop. Then, with the band below the threshold left without traffic (only 136 B
+ * and 1000 B for a while: it goes quiet, the looks stay backed off), 40 B appears below the threshold, outside the
+ * bands: its first send is looked at (a new key in the thread's slots), and within PROBE_NEW_SIZE_BUDGET sends the
+ * controller watches 40 B's band.
  */
 #define PROBE_NEW_SIZE_BUDGET 20000u
 static void test_apply_ctl_looks_back_off(void **state)
@@ -803,30 +814,36 @@ static void test_apply_ctl_looks_back_off(void **state)
 	struct rtp_qp *q;
 	struct ibv_qp *qp;
 	uint32_t x = 99;
-	uint64_t looks = 0, found = 0;
+	uint64_t looks = 0, found = 0, before;
+	unsigned first40 = 0; /* 1: the first 40 B send was looked at, 2: it was not */
 
 	(void)state;
 	snprintf(c.apply_source, sizeof(c.apply_source), "test");
 	rt_probe_configure(&c);
 	qp = fake_rc_qp(0, 0);
 	assert_non_null(qp);
+	q = ht_get(&g_ht_qp, (uintptr_t)qp);
+	assert_non_null(q);
+	assert_non_null(q->ctl);
 	for (unsigned phase = 0; phase < 4; phase++) {
 		const uint32_t *sizes = phase < 2 ? steady : phase == 2 ? quiet : moved;
 		unsigned n = phase < 2 ? 4 : phase == 2 ? 2 : 3, sends = phase == 3 ? PROBE_NEW_SIZE_BUDGET : 100000;
 
 		for (unsigned i = 0; i < sends && !found; i++) {
-			bool look;
+			uint64_t look;
 
 			x ^= x << 13;
 			x ^= x >> 17;
 			x ^= x << 5;
 			sge.length = sizes[x % n];
 			w = mkwr(&sge, 1, IBV_WR_SEND, 0);
-			q = tls_slab ? tls_slab->c_q : NULL;
-			look = q && q->ctl && tls_slab->ctl_outside == 0 &&
-			       sge.length - atomic_load(&q->ctl_watch_lo) > atomic_load(&q->ctl_watch_span);
+			before = atomic_load(&q->ctl_looks);
 			assert_int_equal(ibv_post_send(qp, &w, &bad), 0);
+			look = atomic_load(&q->ctl_looks) - before;
+			assert_true(look <= 1);
 			looks += phase == 1 && look;
+			if (phase == 3 && sge.length == 40 && !first40)
+				first40 = look ? 1 : 2;
 			if (phase == 3) {
 				assert_int_equal(rt_inline_ctl_get_state(tls_slab->c_q->ctl, &st), 0);
 				if (st.below_lo <= 40 && 40 <= st.below_hi)
@@ -839,7 +856,9 @@ static void test_apply_ctl_looks_back_off(void **state)
 			assert_true(looks >= 1 && looks <= 100000 / 512);
 		}
 	}
-	printf("apply mode: 40 B watched after %llu sends\n", (unsigned long long)found);
+	printf("apply mode: 40 B watched after %llu sends, its first send %slooked at\n", (unsigned long long)found,
+	       first40 == 1 ? "" : "not ");
+	assert_int_equal(first40, 1);
 	assert_true(found >= 1 && found <= PROBE_NEW_SIZE_BUDGET);
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 	configure(0, 0, 0, NULL);
