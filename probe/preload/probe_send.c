@@ -404,10 +404,11 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 /*
  * Sampling mode, a one-WR post that is not the one timed and that apply mode leaves alone: post, count it in its
  * slot, advance the sampling counter and the QP's signaled sequence (the owner slab without an atomic RMW). Anything
- * else goes to post_send_full(). The provider's return value, errno untouched.
+ * else goes to post_send_full(). The provider's return value, errno untouched. The arguments are the provider's in
+ * their order, then the slab: rtp_w_post_send() reaches it with one move and a jump.
  */
-static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_slab *s, struct ibv_qp *qp,
-								    struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static __attribute__((noinline)) int post_send_sampling(struct ibv_qp *qp, struct ibv_send_wr *wr,
+							struct ibv_send_wr **bad_wr, struct rtp_slab *s)
 {
 	bool sig;
 	int ret;
@@ -438,18 +439,17 @@ static inline __attribute__((always_inline)) int post_send_sampling(struct rtp_s
 }
 
 /*
- * The send path through slab s, whose cache holds qp. Histogram-only mode: post, then count a one-WR, one-SGE post in
- * its slot (a compare and an increment), anything else in record_chain(). errno is not touched here (nothing called
- * sets it), the provider's return value is returned as is.
+ * Histogram-only mode through slab s, whose cache holds qp: post, then count a one-WR, one-SGE post in its slot (a
+ * compare and an increment), anything else in record_chain(). errno is not touched here (nothing called sets it), the
+ * provider's return value is returned as is. Its own function, so that only what lives across the provider's call is
+ * saved (three registers), and the sampling and apply paths keep theirs; arguments ordered as post_send_sampling's.
  */
-static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
-								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static __attribute__((noinline)) int post_send_hist(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						    struct ibv_send_wr **bad_wr, struct rtp_slab *s)
 {
 	struct rtp_entry *e;
 	int ret;
 
-	if (unlikely(s->c_full))
-		return post_send_sampling(s, qp, wr, bad_wr);
 	ret = s->c_post(qp, wr, bad_wr);
 	if (unlikely(ret))
 		return post_send_failed(s, wr, bad_wr, ret);
@@ -466,6 +466,15 @@ static inline __attribute__((always_inline)) int post_send_cached(struct rtp_sla
 		}
 	}
 	return record_chain(s->c_q, e, s, wr);
+}
+
+/* The send path through slab s, whose cache holds qp: a jump to the histogram-only or the sampling/apply path. */
+static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
+								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	if (unlikely(s->c_full))
+		return post_send_sampling(qp, wr, bad_wr, s);
+	return post_send_hist(qp, wr, bad_wr, s);
 }
 
 /* The post on a QP this thread's cache does not hold: look it up, claim a slab and an entry, or forward uncounted. */
