@@ -309,6 +309,34 @@ static __attribute__((noinline)) int apply_band_visit(struct rtp_qp *q, struct r
 	return (f & RT_INLINE_CTL_INLINE) != 0;
 }
 
+/* Apply mode's one-WR post of key (as posted) failed: see post_send_after() (the copy, when posted, is mapped back). */
+static __attribute__((noinline)) int apply_failed(struct rtp_slab *s, struct ibv_send_wr *wr,
+						  struct ibv_send_wr **bad_wr, int ret, uint64_t key)
+{
+	struct rtp_rec rc = { 0 };
+	bool copy = key & RTP_KEY_APPLIED;
+
+	return post_send_after(s->c_q, s->c_e, s, copy ? &s->wr_copy[0] : wr, bad_wr, ret, copy, &rc, 0);
+}
+
+/*
+ * Apply mode's one-WR post of key (as posted) that found no slot: counts it directly (record_chain) and in
+ * apply_inline_set when the probe inlined it; outside the controller's bands the thread's own countdown paces the
+ * looks at such a key.
+ */
+static __attribute__((noinline)) void apply_count_direct(struct rtp_slab *s, struct ibv_send_wr *wr, uint64_t key,
+							 bool outside)
+{
+	struct rtp_qp *q = s->c_q;
+	struct rtp_entry *e = s->c_e;
+
+	record_chain(q, e, s, key & RTP_KEY_APPLIED ? &s->wr_copy[0] : wr);
+	if (key & RTP_KEY_APPLIED)
+		CTR_ADD(e->st.apply_inline_set, 1);
+	if (outside && s->ctl_outside-- == 0)
+		rtp_apply_ctl_outside(q, s, wr->sg_list[0].length);
+}
+
 /*
  * Apply mode, the common case: a one-WR, one-SGE SEND or RDMA WRITE the application did not inline, not the one the
  * latency sampling times, decided from the QP's fixed limit or the controller's mirrored threshold without its lock:
@@ -319,24 +347,25 @@ static __attribute__((noinline)) int apply_band_visit(struct rtp_qp *q, struct r
  * its slot as posted. Anything else goes to post_send_full(). The provider's return value and *bad_wr (mapped back to
  * the application's WR), errno as the provider left it.
  */
-static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab *s, struct ibv_qp *qp,
-								 struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct ibv_send_wr *wr,
+						     struct ibv_send_wr **bad_wr, struct rtp_slab *s)
 {
 	struct rtp_qp *q = s->c_q;
-	struct rtp_entry *e = s->c_e;
 	struct ibv_send_wr *sent = wr;
-	uint32_t b, flags, opcode, look_mask = 0;
-	uint64_t n;
-	bool sig, inl, outside = false;
+	uint32_t b, flags, opcode;
+	uint64_t key, n, look = ~0ull;
+	bool sig, inl;
 	int ret;
 
-	if (unlikely(!wr || wr->next || wr->num_sge != 1 || (wr->send_flags & IBV_SEND_INLINE) ||
+	flags = wr ? wr->send_flags : 0;
+	if (unlikely(!wr || wr->next || wr->num_sge != 1 || (flags & IBV_SEND_INLINE) ||
 		     !rtp_op_inlinable(rtp_op(wr->opcode))))
-		return post_send_full(q, e, s, qp, wr, bad_wr);
-	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+		return post_send_full(q, s->c_e, s, qp, wr, bad_wr);
+	sig = s->c_sig_all || (flags & IBV_SEND_SIGNALED);
 	if (unlikely(sig && s->c_every && s->sample_ctr + 1 >= s->c_every))
-		return post_send_full(q, e, s, qp, wr, bad_wr); /* this WR is the one timed */
+		return post_send_full(q, s->c_e, s, qp, wr, bad_wr); /* this WR is the one timed */
 	b = wr->sg_list[0].length;
+	opcode = wr->opcode;
 	if (q->ctl) {
 		uint32_t lo = atomic_load_explicit(&q->ctl_watch_lo, memory_order_relaxed);
 
@@ -349,54 +378,51 @@ static inline __attribute__((always_inline)) int post_send_apply(struct rtp_slab
 				int v = apply_band_visit(q, s, b, sig);
 
 				if (v < 0)
-					return post_send_full(q, e, s, qp, wr, bad_wr);
+					return post_send_full(q, s->c_e, s, qp, wr, bad_wr);
 				inl = v;
 			}
 		} else {
 			inl = b < atomic_load_explicit(&q->ctl_limit_excl, memory_order_relaxed);
 			/* looked at below, at the controller's rate of looks: the nearest sizes re-target its bands */
-			outside = true;
-			look_mask = atomic_load_explicit(&q->ctl_look_mask, memory_order_relaxed);
+			look = atomic_load_explicit(&q->ctl_look_mask, memory_order_relaxed);
 		}
 	} else {
-		inl = b <= apply_lim_of(q, rtp_op(wr->opcode));
+		inl = b <= apply_lim_of(q, rtp_op(opcode));
 	}
-	/* the slot key from the fields as read once (not re-read from the copy: its wide stores do not forward) */
-	flags = wr->send_flags;
-	opcode = wr->opcode;
+	/*
+	 * The slot key from the fields as read once (not re-read from the copy); a WR this path inlines carries
+	 * RTP_KEY_APPLIED in it (the writer counts it in apply_inline_set). What the accounting after the call needs is
+	 * in the key, look and the slab, so that little lives across the provider's call.
+	 */
+	key = (uint64_t)opcode << 32 | flags;
 	if (inl && b) {
-		flags |= IBV_SEND_INLINE;
+		key |= IBV_SEND_INLINE | RTP_KEY_APPLIED;
 		sent = &s->wr_copy[0];
-		wr_copy_one(sent, wr, flags, opcode, q->wr_addr);
+		wr_copy_one(sent, wr, flags | IBV_SEND_INLINE, opcode, q->wr_addr);
 		s->wr_orig[0] = wr;
 	}
 	ret = s->c_post(qp, sent, bad_wr);
-	if (unlikely(ret)) {
-		struct rtp_rec rc = { 0 };
-
-		return post_send_after(q, e, s, sent, bad_wr, ret, sent != wr, &rc, 0);
-	}
-	/* a WR this path inlined carries RTP_KEY_APPLIED in its slot key: the writer counts it in apply_inline_set */
-	n = slot_count_key_n(e, (uint64_t)opcode << 32 | flags | (uint64_t)(sent != wr) << 63, b);
+	if (unlikely(ret))
+		return apply_failed(s, wr, bad_wr, ret, key);
+	b = wr->sg_list[0].length;
+	n = slot_count_key_n(s->c_e, key, b);
 	if (unlikely(!n)) {
-		record_chain(q, e, s, sent);
-		if (sent != wr)
-			CTR_ADD(e->st.apply_inline_set, 1);
-		/* no slot for this key: the thread's own countdown paces the looks at it */
-		if (outside && s->ctl_outside-- == 0)
-			rtp_apply_ctl_outside(q, s, b);
-	} else if (unlikely(outside && !((n - 1) & look_mask))) {
-		/* the first send of a key in this thread's slots, then one in look_mask + 1 of its sends: no per-post
-		   countdown, and a size pattern cannot hide a size from the looks (each key counts its own sends) */
-		rtp_apply_ctl_outside(q, s, b);
+		apply_count_direct(s, wr, key, look != ~0ull);
+	} else if (unlikely(!((n - 1) & look))) {
+		/* outside the bands, the first send of a key in this thread's slots, then one in look_mask + 1 of its
+		   sends: no per-post countdown, and a size pattern cannot hide a size from the looks (each key counts its
+		   own sends); elsewhere (look all ones) nothing */
+		rtp_apply_ctl_outside(s->c_q, s, b);
 	}
-	if (sig && s->c_every) {
+	if ((s->c_sig_all || (key & IBV_SEND_SIGNALED)) && s->c_every) {
+		struct rtp_qp *qq = s->c_q;
+
 		s->sample_ctr++;
 		if (likely(s->c_own))
-			atomic_store_explicit(&q->sig_own, atomic_load_explicit(&q->sig_own, memory_order_relaxed) + 1,
+			atomic_store_explicit(&qq->sig_own, atomic_load_explicit(&qq->sig_own, memory_order_relaxed) + 1,
 					      memory_order_relaxed);
 		else
-			atomic_fetch_add_explicit(&q->sig_shared, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&qq->sig_shared, 1, memory_order_relaxed);
 	}
 	return 0;
 }
@@ -413,8 +439,6 @@ static __attribute__((noinline)) int post_send_sampling(struct ibv_qp *qp, struc
 	bool sig;
 	int ret;
 
-	if (s->c_apply)
-		return post_send_apply(s, qp, wr, bad_wr);
 	if (unlikely(!wr || wr->next || wr->num_sge != 1))
 		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr);
 	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
@@ -472,8 +496,11 @@ static __attribute__((noinline)) int post_send_hist(struct ibv_qp *qp, struct ib
 static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
 								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	if (unlikely(s->c_full))
+	if (unlikely(s->c_full)) {
+		if (s->c_apply)
+			return post_send_apply(qp, wr, bad_wr, s);
 		return post_send_sampling(qp, wr, bad_wr, s);
+	}
 	return post_send_hist(qp, wr, bad_wr, s);
 }
 
