@@ -270,10 +270,10 @@ struct rtp_qp {
 	 */
 	_Atomic uint32_t ctl_look_mask;
 	_Atomic uint64_t ctl_looks; /* looks shown to the controller (rtp_apply_ctl_outside that got its lock) */
-	uint32_t apply_lim[2];	 /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
-	struct rtp_qp_stat agg;	 /* folded from thread entries at destroy (under g_lock) */
-	uint64_t posters_folded; /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
-	uint32_t posters_over;	 /* folded slabs with an id of 64 or more that posted (not told apart) */
+	uint32_t apply_lim[2];	    /* inline SEND (with imm) / RDMA WRITE (with imm) WRs of <= this; 0 = off */
+	struct rtp_qp_stat agg;	    /* folded from thread entries at destroy (under g_lock) */
+	uint64_t posters_folded;    /* slabs (id < 64, bit id) whose folded entry posted on this QP (under g_lock) */
+	uint32_t posters_over;	    /* folded slabs with an id of 64 or more that posted (not told apart) */
 	/* extended API */
 	struct ibv_qp_ex *qpx;
 	struct rtp_qpx_orig xo;

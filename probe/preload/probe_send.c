@@ -9,7 +9,6 @@
 
 #include <errno.h>
 
-
 /* poll_cq's one-entry cache of the last QP looked up by number (per thread). */
 static __thread uintptr_t tls_pq_key __attribute__((tls_model("initial-exec")));
 static __thread struct rtp_qp *tls_pq __attribute__((tls_model("initial-exec")));
@@ -249,14 +248,14 @@ static __attribute__((noinline)) int record_chain(struct rtp_qp *q, struct rtp_e
 #define RD_FIELD(x) (*(const volatile __typeof__(x) *)&(x))
 
 /*
- * Copies the one-WR post w (a SEND or RDMA WRITE, with or without immediate: the opcodes apply mode inlines) into d
- * with send_flags flags and opcode as read by the caller, no next: the fields a provider reads for that opcode on that
- * QP. Always the WR id, the SGE list and count and the immediate; the address union (an RDMA WRITE's remote address
- * and key, a UD send's address handle, QPN and Q_Key) and the XRC SRQ number only for an RDMA WRITE or on a QP that is
- * not RC or UC (addr: q->wr_addr). The rest (an atomic's values, the memory-window bind and TSO union, the address
- * union of an RC SEND) is not copied: d keeps what an earlier copy left there, which no provider reads for these
- * opcodes. Each field is read once at its own width: a block copy would load the fields the application has just
- * written with wider loads that stall behind its stores.
+ * Copies the one-WR, one-SGE post w (a SEND or RDMA WRITE, with or without immediate: the opcodes apply mode inlines)
+ * into d with send_flags flags and opcode as read by the caller, no next: the fields a provider reads for that opcode on
+ * that QP. Always the WR id, the SGE list and the immediate (the SGE count is 1); the address union (an RDMA WRITE's
+ * remote address and key, a UD send's address handle, QPN and Q_Key) and the XRC SRQ number only for an RDMA WRITE or
+ * on a QP that is not RC or UC (addr: q->wr_addr). The rest (an atomic's values, the memory-window bind and TSO union,
+ * the address union of an RC SEND) is not copied: d keeps what an earlier copy left there, which no provider reads for
+ * these opcodes. Each field is read once at its own width: a block copy would load the fields the application has
+ * just written with wider loads that stall behind its stores.
  */
 static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *w, uint32_t flags, uint32_t opcode,
 			       bool addr)
@@ -264,7 +263,7 @@ static inline void wr_copy_one(struct ibv_send_wr *d, const struct ibv_send_wr *
 	d->wr_id = RD_FIELD(w->wr_id);
 	d->next = NULL;
 	d->sg_list = RD_FIELD(w->sg_list);
-	d->num_sge = RD_FIELD(w->num_sge);
+	d->num_sge = 1; /* the caller checked it */
 	d->opcode = (enum ibv_wr_opcode)opcode;
 	d->send_flags = flags;
 	d->imm_data = RD_FIELD(w->imm_data);
@@ -316,6 +315,7 @@ static __attribute__((noinline)) int apply_failed(struct rtp_slab *s, struct ibv
 	struct rtp_rec rc = { 0 };
 	bool copy = key & RTP_KEY_APPLIED;
 
+	s->wr_orig[0] = wr; /* the copy's original, for post_send_after's mapping */
 	return post_send_after(s->c_q, s->c_e, s, copy ? &s->wr_copy[0] : wr, bad_wr, ret, copy, &rc, 0);
 }
 
@@ -358,14 +358,14 @@ static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct i
 	int ret;
 
 	flags = wr ? wr->send_flags : 0;
-	if (unlikely(!wr || wr->next || wr->num_sge != 1 || (flags & IBV_SEND_INLINE) ||
-		     !rtp_op_inlinable(rtp_op(wr->opcode))))
+	opcode = wr ? wr->opcode : 0;
+	/* the opcodes apply mode inlines: IBV_WR_RDMA_WRITE(_WITH_IMM) 0 and 1, IBV_WR_SEND(_WITH_IMM) 2 and 3 */
+	if (unlikely(!wr || wr->next || wr->num_sge != 1 || (flags & IBV_SEND_INLINE) || opcode > IBV_WR_SEND_WITH_IMM))
 		return post_send_full(q, s->c_e, s, qp, wr, bad_wr);
 	sig = s->c_sig_all || (flags & IBV_SEND_SIGNALED);
 	if (unlikely(sig && s->c_every && s->sample_ctr + 1 >= s->c_every))
 		return post_send_full(q, s->c_e, s, qp, wr, bad_wr); /* this WR is the one timed */
 	b = wr->sg_list[0].length;
-	opcode = wr->opcode;
 	if (q->ctl) {
 		uint32_t lo = atomic_load_explicit(&q->ctl_watch_lo, memory_order_relaxed);
 
@@ -399,7 +399,6 @@ static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct i
 		key |= IBV_SEND_INLINE | RTP_KEY_APPLIED;
 		sent = &s->wr_copy[0];
 		wr_copy_one(sent, wr, flags | IBV_SEND_INLINE, opcode, q->wr_addr);
-		s->wr_orig[0] = wr;
 	}
 	ret = s->c_post(qp, sent, bad_wr);
 	if (unlikely(ret))
@@ -419,7 +418,8 @@ static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct i
 
 		s->sample_ctr++;
 		if (likely(s->c_own))
-			atomic_store_explicit(&qq->sig_own, atomic_load_explicit(&qq->sig_own, memory_order_relaxed) + 1,
+			atomic_store_explicit(&qq->sig_own,
+					      atomic_load_explicit(&qq->sig_own, memory_order_relaxed) + 1,
 					      memory_order_relaxed);
 		else
 			atomic_fetch_add_explicit(&qq->sig_shared, 1, memory_order_relaxed);
