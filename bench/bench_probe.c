@@ -5,8 +5,9 @@
  * and a bare loop): histograms only; histograms only with 16 sizes in turn (more keys than the probe's per-QP slots,
  * no target); every WR signaled with 1-in-64 latency sampling, the completions polled through the hooked poll_cq
  * (amortized over all WRs); an application's loop (one WR rebuilt per post, a fixed pseudo-random mix of 16 sizes from
- * 16 to 512 B, one WR in 16 signaled, 4 completions polled every 64 posts) with that sampling and no apply mode (what
- * the controller's timing costs by itself), and the same loop in apply mode with the adaptive inline controller
+ * 16 to 512 B, one WR in 16 signaled, 4 completions polled every 64 posts) with histograms only, with that sampling
+ * and no apply mode (what the controller's timing costs by itself), with the sampling and apply mode's fixed threshold
+ * of 128 B (the inlining without the controller), and the same loop in apply mode with the adaptive inline controller
  * (RTUNE_APPLY_ADAPTIVE=1: the QP's controller decides every post, two of the sizes sitting in the bands it watches
  * around its start of 128 B, and learns from the sampled completions). Two A/A configurations time the bare loop
  * against a second bare context (the one-WR loop and the application's loop): their "added" cost is the method's own
@@ -260,6 +261,20 @@ static void measure_all(const struct rt_probe_config *cfg_hist, const struct rt_
 	}
 }
 
+/* Sets m to the application's loop (wr) on probed against bare, its completions polled on pcq / bcq. */
+static void app_meas(struct meas *m, struct ibv_qp *probed, struct ibv_qp *bare, struct ibv_cq *pcq, struct ibv_cq *bcq,
+		     struct ibv_send_wr *wr, bool sampling)
+{
+	m->probed = probed;
+	m->bare = bare;
+	m->pcq = pcq;
+	m->bcq = bcq;
+	m->wr = wr;
+	m->nwr = 0;
+	m->sampling = sampling;
+	m->wc_qpn = probed->qp_num;
+}
+
 /* A probed QP of type RC on pd. Exits on failure. */
 static struct ibv_qp *probed_qp(struct ibv_pd *pd)
 {
@@ -361,37 +376,10 @@ int main(void)
 				   .sampling = true,
 				   .wc_qpn = probed_sig->qp_num };
 	M[M_AA_APP] = (struct meas){ .probed = &bare2, .bare = &bare, .pcq = &bcq2, .bcq = &bcq, .wr = &awr, .nwr = 0 };
-	M[M_APP_HIST] = (struct meas){ .probed = probed_app_hist,
-				       .bare = &bare,
-				       .pcq = &pcq,
-				       .bcq = &bcq,
-				       .wr = &awr,
-				       .nwr = 0,
-				       .wc_qpn = probed_app_hist->qp_num };
-	M[M_APP_FIXED] = (struct meas){ .probed = probed_fixed,
-					.bare = &bare,
-					.pcq = &pcq,
-					.bcq = &bcq,
-					.wr = &awr,
-					.nwr = 0,
-					.sampling = true,
-					.wc_qpn = probed_fixed->qp_num };
-	M[M_APP] = (struct meas){ .probed = probed_app,
-				  .bare = &bare,
-				  .pcq = &pcq,
-				  .bcq = &bcq,
-				  .wr = &awr,
-				  .nwr = 0,
-				  .sampling = true,
-				  .wc_qpn = probed_app->qp_num };
-	M[M_CTL] = (struct meas){ .probed = probed_ctl,
-				  .bare = &bare,
-				  .pcq = &pcq,
-				  .bcq = &bcq,
-				  .wr = &awr,
-				  .nwr = 0,
-				  .sampling = true,
-				  .wc_qpn = probed_ctl->qp_num };
+	app_meas(&M[M_APP_HIST], probed_app_hist, &bare, &pcq, &bcq, &awr, false);
+	app_meas(&M[M_APP], probed_app, &bare, &pcq, &bcq, &awr, true);
+	app_meas(&M[M_APP_FIXED], probed_fixed, &bare, &pcq, &bcq, &awr, true);
+	app_meas(&M[M_CTL], probed_ctl, &bare, &pcq, &bcq, &awr, true);
 	measure_all(&cfg_hist, &cfg_samp, &ns_per_tick, &warm);
 
 	const struct meas *aa = &M[M_AA], *h = &M[M_HIST], *x = &M[M_MIXED], *s = &M[M_SAMP], *aa2 = &M[M_AA_APP];
