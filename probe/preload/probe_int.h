@@ -526,19 +526,18 @@ static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const st
 void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad);
 
 /*
+ * In a slot key: the WR was inlined by apply mode (its IBV_SEND_INLINE is the probe's, counted in apply_inline_set
+ * when the slot is expanded). The top bit of the opcode half: no opcode of enum ibv_wr_opcode has it.
+ */
+#define RTP_KEY_APPLIED (1ull << 63)
+
+/*
  * The slot key of a one-WR post: its opcode and send_flags, the flags in the low half (where the home's multiplicative
  * hash mixes them: in the high half a signaled and an unsignaled WR of one size shared a home). Read as two 4-byte
  * loads, never merged into one 8-byte load: an application that has just written either field (most set send_flags
  * per post) would otherwise stall the load on a store that cannot be forwarded (a 4-byte store does not forward to a
  * wider load), ~10 ns per post.
  */
-/*
- * In a slot key: the WR was inlined by apply mode (its IBV_SEND_INLINE is the probe's, counted in apply_inline_set
- * when the slot is expanded). The top bit of the opcode half: no valid opcode has it, and a post with an invalid
- * opcode fails and is not counted in a slot.
- */
-#define RTP_KEY_APPLIED (1ull << 63)
-
 static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 {
 	uint32_t flags = *(const volatile unsigned int *)&w->send_flags;

@@ -410,7 +410,8 @@ static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct i
 	} else if (unlikely(!((n - 1) & look))) {
 		/* outside the bands, the first send of a key in this thread's slots, then one in look_mask + 1 of its
 		   sends: no per-post countdown, and a size pattern cannot hide a size from the looks (each key counts its
-		   own sends); elsewhere (look all ones) nothing */
+		   own sends); elsewhere (look all ones) only a key's first send, which the controller takes for a stale
+		   view of its bands (a watched size) or, without a controller, is not shown at all */
 		rtp_apply_ctl_outside(s->c_q, s, b);
 	}
 	if ((s->c_sig_all || (key & IBV_SEND_SIGNALED)) && s->c_every) {
