@@ -158,16 +158,10 @@ static inline uint64_t slot_count_key_n(struct rtp_entry *e, uint64_t key, uint3
 	return 0;
 }
 
-/* slot_count_key_n() as a yes/no: whether a slot counted the post. */
-static inline bool slot_count_key(struct rtp_entry *e, uint64_t key, uint32_t bytes)
-{
-	return slot_count_key_n(e, key, bytes) != 0;
-}
-
-/* slot_count_key() of the one-WR post w, bytes long. */
+/* slot_count_key_n() of the one-WR post w, bytes long, as a yes/no: whether a slot counted it. */
 static inline bool slot_count(struct rtp_entry *e, const struct ibv_send_wr *w, uint32_t bytes)
 {
-	return slot_count_key(e, rtp_slot_key(w), bytes);
+	return slot_count_key_n(e, rtp_slot_key(w), bytes) != 0;
 }
 
 /* Sampling and/or apply mode: look at the chain before posting (copy it for apply mode, take t0 for a sample). */

@@ -136,7 +136,7 @@ for op in ("send", "write"):
     tol = max(0.35 * m["cqe_ns"], 0.03 * tp) + 2 * se_med
     # rxe's own completion handling is in the slope too (median over series 0.6..5.4 us on the flat models, t_post
     # ~100 us): the fit may sit that much above the model, not below it
-    own = 0.06 * tp
+    own = em.rxe_own_ns(tp)
     check(-tol <= b - m["cqe_ns"] <= tol + own, "rate %s: fitted t_cqe %.0f ns (se of the median %.0f), modeled %g "
           "(tolerance -%.0f..+%.0f)" % (op, b, se_med, m["cqe_ns"], tol, tol + own))
     for s in sorted({k[0] for k in fits}):
@@ -158,7 +158,7 @@ for op in ("send", "write"):
             # grows with the load the model puts on the guest: the non-inline series may sit up to 6 % of t_post
             # slower than modeled, not faster (x256_n16, 5 runs of one session: send 8 B +2.4..+9.4 us over the
             # modeled 14 us, mean +4.8; x64_n8 and x128_flat +0.2..+1.1 on average), as the t_cqe check allows
-            own = 0.06 * fits[(s, False)][0]
+            own = em.rxe_own_ns(fits[(s, False)][0])
             print("  rate %s %dB: non-inline - inline %.0f ns (se %.0f over %d N), modeled %.0f, tolerance -%.0f..+%.0f"
                   % (op, s, d, se, len(ds), adv, tol, tol + own))
             check(-tol <= d - adv <= tol + own, "rate %s %dB: t_post non-inline - inline %.0f ns (se %.0f), modeled "
@@ -206,7 +206,7 @@ if not a.shim_only:
             # (CIs +-4..10 us) for the modeled 13 us; the CI run of stop 22 20.8 us [14.7, 27.0] (the old check,
             # 13 +- 7.5 us with rxe's own cost not counted, failed it at "high").
             tp = em.t_post_ns(run, "send" if qpt == "ud" else op) or d.get("t_post_ns") or 0
-            ref_lo, ref_hi = m["cqe_ns"], m["cqe_ns"] + 0.06 * tp
+            ref_lo, ref_hi = m["cqe_ns"], m["cqe_ns"] + em.rxe_own_ns(tp)
             se = (hi - lo) / (2 * 1.96) if lo is not None and hi is not None else 0
             tol = max(0.35 * m["cqe_ns"] + 1000, 3 * se)
             print("  tune %s/%s: t_cqe %s ns (se %.0f), planted %.0f..%.0f (the model, plus rxe's own up to 6 %% of "
