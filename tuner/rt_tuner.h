@@ -132,7 +132,7 @@ enum rt_reason_code {
 	RT_R__COUNT
 };
 
-#define RT_TUNER_REASON_LEN 320
+#define RT_TUNER_REASON_LEN 512
 
 struct rt_tuner_reason {
 	enum rt_reason_code code;

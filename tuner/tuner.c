@@ -74,7 +74,9 @@ void rt__reason(struct rt_reasons *r, enum rt_reason_code code, enum rt_reason_t
 	x->topic = topic;
 	x->severity = sev;
 	va_start(ap, fmt);
-	vsnprintf(x->text, sizeof(x->text), fmt, ap);
+	/* a text longer than the buffer ends in "..." where it was cut, never silently mid-word */
+	if (vsnprintf(x->text, sizeof(x->text), fmt, ap) >= (int)sizeof(x->text))
+		memcpy(x->text + sizeof(x->text) - 4, "...", 4);
 	va_end(ap);
 }
 
