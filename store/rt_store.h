@@ -292,7 +292,7 @@ int rt_store_get_profile(struct rt_store *st, const char *node_key, const char *
 
 /* ---- tuned entries: every reason, and the hysteresis record (`rtune tune`) ------------------------------------- */
 
-#define RT_STORE_REASON_LEN 320
+#define RT_STORE_REASON_LEN 512 /* as the tuner's RT_TUNER_REASON_LEN: a stored reason is never cut shorter */
 
 /* One reason as the store keeps it: every reason of a tuned entry is stored, with the decision it explains. */
 struct rt_store_reason {
