@@ -351,6 +351,14 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 				if (rt__rate_fit_series(xs1, ys1, ws1, m, &sr[s].fit) || !(sr[s].fit.se_b > 0) ||
 				    !(sr[s].fit.a > 0))
 					sr[s].fit.ok = 0;
+				if (sr[s].fit.ok && sr[s].fit.b >= keep.fit.b) {
+					/* a point whose removal raises its series' t_cqe spoke against the knee: the knee
+					   cannot rest on it (its removal could only widen the pooled CI through the series'
+					   disagreement; 2026-12-02, x256_n16: t_cqe 36.7 us, 95 % CI 21.4..52.1, called
+					   "rests on one point" for a fast point of the one series fitting -24 us) */
+					sr[s] = keep;
+					continue;
+				}
 				sr[s].a = sr[s].fit.a;
 				memcpy(bdraw, bser, ns * sizeof(*bdraw));
 				bdraw[s] = sr[s].fit.b;

@@ -151,11 +151,7 @@ def planted_n(m, run, op, tolerance=TOLERANCE):
         return None, None
     if m["cqe_ns"] / tp <= tolerance:
         return "indifferent", None  # even N = 1 costs less than the tolerance (a loaded host's slow t_post)
-    cap = max(1, run.get("sq_depth", 256) // 4)
-    n = 1
-    while m["cqe_ns"] / (n * tp) > tolerance and n < cap:
-        n *= 2
-    return "knee", n
+    return "knee", n_for_cost(m["cqe_ns"], tp, max(1, run.get("sq_depth", 256) // 4), tolerance)
 
 
 def fit_rate(points):
@@ -172,6 +168,24 @@ def fit_rate(points):
     sse = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
     se_b = (sse / (len(xs) - 2) / sxx) ** 0.5 if sxx and len(xs) > 2 else float("inf")
     return a, b, se_b
+
+
+def n_for_cost(cqe_ns, tp, cap, tolerance=TOLERANCE):
+    """The smallest power of two N (at most cap) at which a completion cost of cqe_ns loses at most the tolerance
+    at a message time of tp ns; 1 when even N = 1 does."""
+    n = 1
+    while cqe_ns / (n * tp) > tolerance and n < cap:
+        n *= 2
+    return n
+
+
+def own_n(run, op, tolerance=TOLERANCE):
+    """The largest N rxe's own completion handling alone (up to rxe_own_ns of t_post) can ask for, or None without
+    rates: on a model without completion cost a knee at or below it is rxe's, not a false one."""
+    tp = t_post_ns(run, op)
+    if not tp:
+        return None
+    return n_for_cost(rxe_own_ns(tp), tp, max(1, run.get("sq_depth", 256) // 4), tolerance)
 
 
 def load_json(path):

@@ -5,10 +5,11 @@
 # signaled compares the difference of the minimum post times (over every run each file holds) with the modeled cost
 # of that WR (emumodel.cost_ns): within max(8 %, 2 us) after removing the median overshoot of a spin (under TCG
 # the same for every WR, but the host's: 0.3 us on one machine, 1 us on another, 2.1 us on the CI host of stop 22;
-# one of 16 timings was 1.8 us above the rest in a run on 2026-12-01). Every modeled post pays the overshoot alike, so
-# it adds to t_post and moves no difference a decision rests on: it is held below the smallest modeled cost of a WR
-# (an overshoot as large as what the model adds would mean the spin is broken, e.g. a pause leaving TCG's loop), not
-# to a host's figure. Minimums: a loaded host does not decide. Prints every line; exit 1 when any is off.
+# one of 16 timings was 1.8 us above the rest in a run on 2026-12-01). It can be negative too (-0.5 us in a run of
+# 2026-12-02): without a spin a post follows the previous one's kernel work at once and the all-zero minimum is the
+# slower. Every modeled post pays it alike, so it adds to t_post and moves no difference a decision rests on: it is
+# held within +-the smallest modeled cost of a WR (an offset as large as what the model adds would mean the spin is
+# broken, e.g. a pause leaving TCG's loop), not to a host's figure. Minimums: a loaded host does not decide. Prints every line; exit 1 when any is off.
 # usage: timing_check.py ZERO.out MODEL.out EMUNIC_X=... ...
 import os
 import sys
@@ -36,15 +37,15 @@ if len(zero) < 16 or set(zero) != set(model):
     print("timing: %d / %d timings, expected 16 of each" % (len(zero), len(model)))
     sys.exit(1)
 # under TCG every spin ends late by about the same amount (the TSC read in the loop is slow): measure that overshoot
-# as the median over the 16 timings and hold it below the smallest modeled cost, then each timing to the model plus
-# that overshoot
+# as the median over the 16 timings and hold it within +-the smallest modeled cost, then each timing to the model
+# plus that overshoot
 over = sorted(model[k] - zero[k] - em.cost_ns(m, *k) for k in zero)
 med = (over[7] + over[8]) / 2
 least = min(em.cost_ns(m, *k) for k in zero)
 print("timing: the median overshoot of a modeled spin is %.0f ns (%.0f %% of the smallest modeled cost, %.0f ns)" % (
     med, 100 * med / least, least))
-if not -500 <= med < least:
-    print("timing: that overshoot is outside -500 ns .. the smallest modeled cost: the spin does not follow the model")
+if not abs(med) < least:
+    print("timing: that overshoot is not within +-the smallest modeled cost: the spin does not follow the model")
     bad += 1
 for k in sorted(zero):
     s, inl, sig = k
