@@ -8,8 +8,8 @@
 # and tests/rxe/emulated_check.py checks the shim on the raw run (the measured inline difference per size and rate per
 # N follow the model) and that tune recovers the planted inline threshold (within one grid step) and signaling
 # verdict / N (within a factor of two) for send/rc, write/rc and send/ud (off at low or medium confidence: a miss, at
-# most two per run; at high confidence: a failure; "indifferent" at low confidence for lack of rate data, with the
-# stated N in the planted range, is undecided and no miss: emulated_check.py). Also: a malformed model parameter is one
+# most two per run; at high confidence: a failure; a planted knee answered "indifferent" at low or medium
+# confidence, with the stated N in the planted range, is "not shown beyond the noise" and no miss: emulated_check.py). Also: a malformed model parameter is one
 # clear line and exit 2 before any verb runs; the shim's report never replaces what is not a regular file; a post
 # (tests/rxe/emunic/emunic_check.c) returns the same value, errno and bad_wr with and without the shim, and the
 # caller's WR flags are restored, also from two threads; the minimum time of one post grows by the modeled cost.
