@@ -61,6 +61,13 @@ check(em.planted_n(x64, run_of(x64, t_post_ns=1000000.0), "send")[0] == "indiffe
 # the cap sq_depth/4
 big = dict(x64, cqe_ns=1e6)
 check(em.planted_n(big, run_of(big), "send") == ("knee", 64), "cap: %s" % (em.planted_n(big, run_of(big), "send"),))
+# N for a completion cost: 13 us at t_post 100 us loses 1.6 % at N = 8, 0.8 % at 16
+check(em.n_for_cost(13000, 100000, 64) == 16 and em.n_for_cost(0, 100000, 64) == 1 and
+      em.n_for_cost(1e9, 100000, 64) == 64, "n_for_cost")
+# rxe's own completion cost (6 % of t_post) alone asks for N = 4 (1.5 % there), whatever t_post is
+flat = models["always_flat"]
+check(em.own_n(run_of(flat), "send") == 4 and em.own_n(run_of(flat, t_post_ns=60000.0), "send") == 4 and
+      em.own_n({"rate": []}, "send") is None, "own_n %s" % (em.own_n(run_of(flat), "send"),))
 # grid steps, 0 being the step below the smallest size
 g = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 check(em.grid_steps(g, 64, 64) == 0 and em.grid_steps(g, 128, 64) == 1 and em.grid_steps(g, 0, 1) == 1 and
