@@ -111,9 +111,12 @@ done
 # A decision off its planted value at low or medium confidence is a miss: each of the ~25 decisions of a run misses
 # in about 1-2 % of runs (bench_stability's 10-run series: 4 of 210 thresholds beyond one step, all low/medium), so
 # a run may have two; a third, or any off at high confidence (a FAIL), fails. The 10-run figures are the benchmark's.
+# A statistical check of the shim on the raw medians that is off by chance is a miss too (emulated_check.py stat():
+# a shim modeling inline the wrong way round is off in 6-16 of them per model).
 n_miss=$(cat "$out"/*.check 2>/dev/null | grep -c '^MISS')
 if [ "$n_miss" -gt 2 ]; then
-  echo "FAIL: $n_miss low/medium-confidence misses in this run (at most 2)" | tee -a "$out/script.check"
+  echo "FAIL: $n_miss misses in this run (at most 2; low/medium-confidence decisions, statistical shim checks)" |
+    tee -a "$out/script.check"
   fail=1
 fi
 # Every failed check again at the end: a CI log that keeps only the head and tail still says which model failed and why.
