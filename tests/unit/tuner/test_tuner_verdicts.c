@@ -113,6 +113,15 @@ static void add_series(struct run *r, uint32_t bytes, bool inl, double a, double
 	}
 }
 
+/* The sweep most cases use: 8 B and 64 B, inline and not, each series t_post = a0 + a_per_byte * size (+ dma_extra
+   when not inline), t_cqe b, rel noise per repetition. */
+static void add_four_series(struct run *r, double a0, double a_per_byte, double dma_extra, double b, double rel)
+{
+	for (uint32_t s = 8; s <= 256; s *= 8)
+		for (int inl = 0; inl < 2; inl++)
+			add_series(r, s, inl, a0 + a_per_byte * s + (inl ? 0 : dma_extra), b, 0, rel);
+}
+
 static const struct rt_tuner_decision *tune(struct run *r, struct rt_tuner_result *res)
 {
 	struct rt_error err;
@@ -143,9 +152,7 @@ static void test_flat_rate_is_indifferent_every_time(void **state)
 
 		assert_non_null(r);
 		run_init(r, seed, 512);
-		for (uint32_t s = 8; s <= 256; s *= 8)
-			for (int inl = 0; inl < 2; inl++)
-				add_series(r, s, inl, 33000 + 40.0 * s + (inl ? 0 : 500), 0, 0, 0.03);
+		add_four_series(r, 33000, 40, 500, 0, 0.03);
 		d = tune(r, &res);
 		flat += d->signal_verdict == RT_SIGNAL_INDIFFERENT && d->signal_interval == 16 &&
 			has(d, "signal_indifferent");
@@ -168,9 +175,7 @@ static void test_one_stalled_point_is_no_knee(void **state)
 	(void)state;
 	assert_non_null(r);
 	run_init(r, 3, 512);
-	for (uint32_t s = 8; s <= 256; s *= 8)
-		for (int inl = 0; inl < 2; inl++)
-			add_series(r, s, inl, 33000, 0, 0, 0.01);
+	add_four_series(r, 33000, 0, 0, 0, 0.01);
 	r->rate[0].mops *= 0.75;
 	r->rate[0].mops_lo *= 0.75;
 	r->rate[0].mops_hi *= 0.75;
@@ -202,9 +207,7 @@ static void test_knee_from_the_physics(void **state)
 
 			assert_non_null(r);
 			run_init(r, seed + 100, 512);
-			for (uint32_t s = 8; s <= 256; s *= 8)
-				for (int inl = 0; inl < 2; inl++)
-					add_series(r, s, inl, 33000 + 10.0 * s, tcqe[m], 0, noise[m]);
+			add_four_series(r, 33000, 10, 0, tcqe[m], noise[m]);
 			d = tune(r, &res);
 			/* a knee within a factor of two; for the weak knee also "does not matter" with a stated N that is
 			   enough, as long as that verdict does not claim high confidence */
@@ -245,9 +248,7 @@ static void test_a_point_against_the_knee_keeps_it(void **state)
 
 		assert_non_null(r);
 		run_init(r, seed + 2600, 512);
-		for (uint32_t s = 8; s <= 256; s *= 8)
-			for (int inl = 0; inl < 2; inl++)
-				add_series(r, s, inl, 130000, 30000, 0, 0.08);
+		add_four_series(r, 130000, 0, 0, 30000, 0.08);
 		assert_int_equal(r->rate[23].signal_interval, 4); /* 64 B inline, N = 4 */
 		r->rate[23].mops /= 0.7;
 		r->rate[23].mops_lo /= 0.7;
@@ -277,9 +278,7 @@ static void test_knee_at_two_is_does_not_matter(void **state)
 	(void)state;
 	assert_non_null(r);
 	run_init(r, 21, 512);
-	for (uint32_t s = 8; s <= 256; s *= 8)
-		for (int inl = 0; inl < 2; inl++)
-			add_series(r, s, inl, 33000, 900, 0, 0.002);
+	add_four_series(r, 33000, 0, 0, 900, 0.002);
 	d = tune(r, &res);
 	assert_int_equal(d->signal_verdict, RT_SIGNAL_INDIFFERENT);
 	assert_int_equal(d->signal_interval, 16);
