@@ -191,7 +191,10 @@ if not a.shim_only:
             " ".join("%d:%s" % c for c in classes)))
         miss(steps <= 1, "tune %s/%s: inline_threshold %d is %d grid steps from the planted %d" % (
             op, qpt, d["inline_threshold"], steps, thr), d["inline_confidence"])
-        verdict, n = em.planted_n(m, run, "send" if qpt == "ud" else op)
+        rop = "send" if qpt == "ud" else op  # the rate sweep is RC: UD is planted from send's rates
+        verdict, n = em.planted_n(m, run, rop)
+        tp_run = em.t_post_ns(run, rop)
+        tp = tp_run or d.get("t_post_ns") or 0
         got = d.get("signal_verdict")
         print("  tune %s/%s: signal_verdict %s signal_interval %d (%s) t_post %s t_cqe %s [%s, %s] ns; planted %s%s" % (
             op, qpt, got, d["signal_interval"], d["signal_confidence"], d.get("t_post_ns"), d.get("t_cqe_ns"),
@@ -204,8 +207,7 @@ if not a.shim_only:
             # under TCG, as the t_cqe check below allows): a knee at an N that cost alone asks for, with a t_cqe
             # whose CI reaches down into it, is rxe's knee, not a false one (2026-12-02: always_flat send/rc "knee
             # N = 4, t_cqe 7.5 us [2.1, 12.9]" at t_post 127 us, whose 6 % is 7.6 us)
-            tp = em.t_post_ns(run, "send" if qpt == "ud" else op) or d.get("t_post_ns") or 0
-            n_own, lo = em.own_n(run, "send" if qpt == "ud" else op), d.get("t_cqe_lo_ns")
+            n_own, lo = em.own_n(run, rop), d.get("t_cqe_lo_ns")
             if got == "knee" and n_own and d["signal_interval"] <= n_own and lo is not None and lo <= em.rxe_own_ns(tp):
                 print("  tune %s/%s: a knee at N = %d, t_cqe from %.0f ns: within what rxe's own completions ask "
                       "for (N <= %d, t_cqe <= %.0f ns)" % (op, qpt, d["signal_interval"], lo, n_own,
@@ -217,9 +219,7 @@ if not a.shim_only:
         elif verdict == "knee":
             sc = d["signal_confidence"]
             # rxe's own completion cost adds to the model's: the planted N runs up to what both together ask for
-            tpn = em.t_post_ns(run, "send" if qpt == "ud" else op) or 0
-            n_hi = em.n_for_cost(m["cqe_ns"] + em.rxe_own_ns(tpn), tpn, max(1, run.get("sq_depth", 256) // 4)) \
-                if tpn else n
+            n_hi = em.n_for_cost(m["cqe_ns"] + em.rxe_own_ns(tp_run), tp_run, em.n_cap(run)) if tp_run else n
             n_ok = n / 2 <= d["signal_interval"] <= n_hi * 2
             # "indifferent" says the knee is not shown beyond the noise and the stated N (the default 16) is enough
             # even at t_cqe's upper bound, or, at low confidence, that it would take more measuring to know; with
@@ -241,7 +241,6 @@ if not a.shim_only:
             # (95 %), or 35 % of the model and 1 us when that is tighter. Stop 20's x64_n8 series gave 12.8-19.7 us
             # (CIs +-4..10 us) for the modeled 13 us; the CI run of stop 22 20.8 us [14.7, 27.0] (the old check,
             # 13 +- 7.5 us with rxe's own cost not counted, failed it at "high").
-            tp = em.t_post_ns(run, "send" if qpt == "ud" else op) or d.get("t_post_ns") or 0
             ref_lo, ref_hi = m["cqe_ns"], m["cqe_ns"] + em.rxe_own_ns(tp)
             se = (hi - lo) / (2 * 1.96) if lo is not None and hi is not None else 0
             tol = max(0.35 * m["cqe_ns"] + 1000, 3 * se)

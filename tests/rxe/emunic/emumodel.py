@@ -151,7 +151,7 @@ def planted_n(m, run, op, tolerance=TOLERANCE):
         return None, None
     if m["cqe_ns"] / tp <= tolerance:
         return "indifferent", None  # even N = 1 costs less than the tolerance (a loaded host's slow t_post)
-    return "knee", n_for_cost(m["cqe_ns"], tp, max(1, run.get("sq_depth", 256) // 4), tolerance)
+    return "knee", n_for_cost(m["cqe_ns"], tp, n_cap(run), tolerance)
 
 
 def fit_rate(points):
@@ -170,6 +170,11 @@ def fit_rate(points):
     return a, b, se_b
 
 
+def n_cap(run):
+    """The largest N the tuner states: sq_depth / 4 of the run (256 when it says none)."""
+    return max(1, run.get("sq_depth", 256) // 4)
+
+
 def n_for_cost(cqe_ns, tp, cap, tolerance=TOLERANCE):
     """The smallest power of two N (at most cap) at which a completion cost of cqe_ns loses at most the tolerance
     at a message time of tp ns; 1 when even N = 1 does."""
@@ -185,7 +190,7 @@ def own_n(run, op, tolerance=TOLERANCE):
     tp = t_post_ns(run, op)
     if not tp:
         return None
-    return n_for_cost(rxe_own_ns(tp), tp, max(1, run.get("sq_depth", 256) // 4), tolerance)
+    return n_for_cost(rxe_own_ns(tp), tp, n_cap(run), tolerance)
 
 
 def load_json(path):

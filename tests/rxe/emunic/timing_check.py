@@ -9,7 +9,8 @@
 # 2026-12-02): without a spin a post follows the previous one's kernel work at once and the all-zero minimum is the
 # slower. Every modeled post pays it alike, so it adds to t_post and moves no difference a decision rests on: it is
 # held within +-the smallest modeled cost of a WR (an offset as large as what the model adds would mean the spin is
-# broken, e.g. a pause leaving TCG's loop), not to a host's figure. Minimums: a loaded host does not decide. Prints every line; exit 1 when any is off.
+# broken, e.g. a pause leaving TCG's loop), not to a host's figure. Minimums: a loaded host does not decide. Prints
+# every line; exit 1 when any is off.
 # usage: timing_check.py ZERO.out MODEL.out EMUNIC_X=... ...
 import os
 import sys
