@@ -139,17 +139,15 @@ enum { RTP_ENT_FREE = 0, RTP_ENT_USED = 1 };
  * order), and keeps its key until the entry is freed, so a reader that sees a count sees its key (acquire), and the
  * count only grows: no flush, nothing counted twice. A zeroed slot is the key (0, 0) with no posts, which counting it
  * keeps true. The writer expands a slot into the counters it stands for (rtp_entry_expand). A post whose key is not
- * within RTP_SLOT_PROBE slots of its home is counted directly.
+ * within RTP_SLOT_PROBE slots of its home is counted directly. A slot is 16 bytes, four to a cache line: the key
+ * (rtp_slot_key: size, opcode and flags in one word, one compare on the send path) and the count.
  */
-#define RTP_SLOTS 64
-#define RTP_SLOT_BITS 6
+#define RTP_SLOTS 128
+#define RTP_SLOT_BITS 7
 #define RTP_SLOT_PROBE 8 /* slots a key may take from its home on (the send path looks at the home only) */
 struct rtp_slot {
-	_Atomic uint64_t key;	/* rtp_slot_key(): opcode << 32 | send_flags, | RTP_KEY_APPLIED */
-	_Atomic uint32_t bytes; /* of the WR */
-	uint32_t pad;
-	rt_ctr n; /* posts of one WR with this key and size */
-	uint64_t pad2;
+	_Atomic uint64_t key; /* rtp_slot_key() | rtp_slot_bytes(): bytes << 32 | opcode << 24 | flags */
+	rt_ctr n;	      /* posts of one WR with this key */
 };
 
 struct rtp_entry {
@@ -526,30 +524,47 @@ static inline void finish_samples(struct rtp_qp *q, struct rtp_slab *s, const st
 void rtp_classify_error(const struct rtp_qp *q, struct rtp_entry *e, int ret, const struct ibv_send_wr *bad);
 
 /*
- * In a slot key: the WR was inlined by apply mode (its IBV_SEND_INLINE is the probe's, counted in apply_inline_set
- * when the slot is expanded). The top bit of the opcode half: no opcode of enum ibv_wr_opcode has it.
+ * A slot key is one word: the WR's size in the high half, its opcode in bits 24..31 and its send_flags in bits 0..22
+ * (rtp_slot_key() | rtp_slot_bytes()). Bit 23: the WR was inlined by apply mode (its IBV_SEND_INLINE is the probe's,
+ * counted in apply_inline_set when the slot is expanded). A WR whose opcode or flags do not fit (no opcode of enum
+ * ibv_wr_opcode is above 255, no IBV_SEND_* flag above bit 22) has no slot key: RTP_KEY_NONE, counted directly.
  */
-#define RTP_KEY_APPLIED (1ull << 63)
+#define RTP_KEY_APPLIED (1ull << 23)
+#define RTP_KEY_FLAGS 0x7fffffu
+#define RTP_KEY_NONE (1ull << 32) /* never the low half of a key: rtp_slot_count_ok() is false for it */
 
 /*
- * The slot key of a one-WR post: its opcode and send_flags, the flags in the low half (where the home's multiplicative
- * hash mixes them: in the high half a signaled and an unsignaled WR of one size shared a home). Read as two 4-byte
- * loads, never merged into one 8-byte load: an application that has just written either field (most set send_flags
- * per post) would otherwise stall the load on a store that cannot be forwarded (a 4-byte store does not forward to a
- * wider load), ~10 ns per post.
+ * The low half of the slot key of a one-WR post: its opcode and send_flags (RTP_KEY_NONE when they do not fit). Read
+ * as two 4-byte loads, never merged into one 8-byte load: an application that has just written either field (most
+ * set send_flags per post) would otherwise stall the load on a store that cannot be forwarded (a 4-byte store does
+ * not forward to a wider load), ~10 ns per post.
  */
 static inline uint64_t rtp_slot_key(const struct ibv_send_wr *w)
 {
 	uint32_t flags = *(const volatile unsigned int *)&w->send_flags;
 	uint32_t opcode = *(const volatile enum ibv_wr_opcode *)&w->opcode;
 
-	return ((uint64_t)opcode << 32) | flags;
+	if (unlikely((flags & ~RTP_KEY_FLAGS) | (opcode >> 8)))
+		return RTP_KEY_NONE;
+	return (uint64_t)opcode << 24 | flags;
 }
 
-/* The home slot of (key, bytes) in an entry (Fibonacci hashing). */
-static inline unsigned rtp_slot_home(uint64_t key, uint32_t bytes)
+/* The high half of a slot key: the WR's size. */
+static inline uint64_t rtp_slot_bytes(uint32_t bytes)
 {
-	return (unsigned)(((key ^ bytes) * 0x9E3779B97F4A7C15ull) >> (64 - RTP_SLOT_BITS));
+	return (uint64_t)bytes << 32;
+}
+
+/* Whether key_lo (rtp_slot_key, maybe | IBV_SEND_INLINE | RTP_KEY_APPLIED) can be counted in a slot. */
+static inline bool rtp_slot_count_ok(uint64_t key_lo)
+{
+	return key_lo < RTP_KEY_NONE;
+}
+
+/* The home slot of a whole key in an entry (Fibonacci hashing: the size's bits and the flags' both reach the top). */
+static inline unsigned rtp_slot_home(uint64_t key)
+{
+	return (unsigned)((key * 0x9E3779B97F4A7C15ull) >> (64 - RTP_SLOT_BITS));
 }
 _Static_assert(RTP_SLOTS == 1u << RTP_SLOT_BITS, "rtp_slot_home hashes to RTP_SLOT_BITS bits");
 

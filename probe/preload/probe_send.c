@@ -130,32 +130,48 @@ static __attribute__((noinline)) int post_send_failed(struct rtp_slab *s, struct
 }
 
 /*
- * Counts a successful one-WR post of key (rtp_slot_key) and bytes in e's slot for them: the first of RTP_SLOT_PROBE
- * slots from its home that holds it, or the first free one, claimed. Returns the slot's count before this post plus 1
- * (1 for a key this slot has just taken); 0, counting nothing, when no slot holds it (the caller counts the WR
- * directly).
+ * Counts a successful one-WR post of key_lo (rtp_slot_key) and bytes in e's slot for them: the first of
+ * RTP_SLOT_PROBE slots from its home that holds it, or the first free one, claimed. Returns the slot's count before
+ * this post plus 1 (1 for a key this slot has just taken); 0, counting nothing, when no slot holds it or the key has
+ * no slot (RTP_KEY_NONE; the caller counts the WR directly).
  */
-static inline uint64_t slot_count_key_n(struct rtp_entry *e, uint64_t key, uint32_t bytes)
+static __attribute__((noinline)) uint64_t slot_count_probe(struct rtp_entry *e, uint64_t key_lo, uint32_t bytes)
 {
-	unsigned h = rtp_slot_home(key, bytes);
+	uint64_t key = key_lo | rtp_slot_bytes(bytes);
+	unsigned h = rtp_slot_home(key);
 
+	if (unlikely(!rtp_slot_count_ok(key_lo)))
+		return 0;
 	for (unsigned i = 0; i < RTP_SLOT_PROBE; i++) {
 		struct rtp_slot *sl = &e->slots[(h + i) & (RTP_SLOTS - 1)];
 		uint64_t n = CTR_GET(sl->n);
 
-		if (atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
-		    atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes) {
+		if (atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
 			CTR_SET(sl->n, n + 1);
 			return n + 1;
 		}
 		if (!n) {
 			atomic_store_explicit(&sl->key, key, memory_order_relaxed);
-			atomic_store_explicit(&sl->bytes, bytes, memory_order_relaxed);
 			atomic_store_explicit(&sl->n, 1, memory_order_release);
 			return 1;
 		}
 	}
 	return 0;
+}
+
+/* slot_count_probe(), the key's home looked at inline first (where a key of an entry with few keys sits). */
+static inline uint64_t slot_count_key_n(struct rtp_entry *e, uint64_t key_lo, uint32_t bytes)
+{
+	uint64_t key = key_lo | rtp_slot_bytes(bytes);
+	struct rtp_slot *sl = &e->slots[rtp_slot_home(key)];
+
+	if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key && rtp_slot_count_ok(key_lo))) {
+		uint64_t n = CTR_GET(sl->n) + 1;
+
+		CTR_SET(sl->n, n); /* n == 1: key 0 in a free slot, which already holds that key */
+		return n;
+	}
+	return slot_count_probe(e, key_lo, bytes);
 }
 
 /* slot_count_key_n() of the one-WR post w, bytes long, as a yes/no: whether a slot counted it. */
@@ -388,7 +404,9 @@ static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct i
 	 * RTP_KEY_APPLIED in it (the writer counts it in apply_inline_set). What the accounting after the call needs is
 	 * in the key, look and the slab, so that little lives across the provider's call.
 	 */
-	key = (uint64_t)opcode << 32 | flags;
+	if (unlikely(flags & ~RTP_KEY_FLAGS))
+		return post_send_full(q, s->c_e, s, qp, wr, bad_wr); /* no slot key (opcode checked above) */
+	key = (uint64_t)opcode << 24 | flags;
 	if (inl && b) {
 		key |= IBV_SEND_INLINE | RTP_KEY_APPLIED;
 		sent = &s->wr_copy[0];
@@ -474,12 +492,11 @@ static __attribute__((noinline)) int post_send_hist(struct ibv_qp *qp, struct ib
 		return post_send_failed(s, wr, bad_wr, ret);
 	e = s->c_e;
 	if (likely(wr && !wr->next && wr->num_sge == 1)) {
-		uint64_t key = rtp_slot_key(wr);
-		uint32_t bytes = wr->sg_list[0].length;
-		struct rtp_slot *sl = &e->slots[rtp_slot_home(key, bytes)];
+		uint64_t key_lo = rtp_slot_key(wr), key = key_lo | rtp_slot_bytes(wr->sg_list[0].length);
+		struct rtp_slot *sl = &e->slots[rtp_slot_home(key)];
 
-		if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key &&
-			   atomic_load_explicit(&sl->bytes, memory_order_relaxed) == bytes)) {
+		/* one compare: a key_lo of RTP_KEY_NONE has bit 32 set, and a slot that holds it is never looked up */
+		if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key && rtp_slot_count_ok(key_lo))) {
 			CTR_ADD(sl->n, 1);
 			return 0;
 		}

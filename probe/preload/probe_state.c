@@ -207,9 +207,9 @@ void rtp_entry_expand(const struct rtp_qp *q, const struct rtp_entry *e, struct 
 		if (!n)
 			continue;
 		key = atomic_load_explicit(&e->slots[i].key, memory_order_relaxed);
-		bytes = atomic_load_explicit(&e->slots[i].bytes, memory_order_relaxed);
-		flags = (unsigned)key;
-		st = &out->op[rtp_op((uint32_t)((key & ~RTP_KEY_APPLIED) >> 32))];
+		bytes = (uint32_t)(key >> 32);
+		flags = (unsigned)key & RTP_KEY_FLAGS;
+		st = &out->op[rtp_op((uint32_t)(key >> 24) & 0xffu)];
 		hb = rt_hist_bucket(bytes);
 		CTR_ADD(st->wrs, n);
 		CTR_ADD(st->bytes, n * bytes);
@@ -236,7 +236,6 @@ void rtp_entry_clear_slots(struct rtp_entry *e)
 	for (unsigned i = 0; i < RTP_SLOTS; i++) {
 		CTR_SET(e->slots[i].n, 0);
 		atomic_store_explicit(&e->slots[i].key, 0, memory_order_relaxed);
-		atomic_store_explicit(&e->slots[i].bytes, 0, memory_order_relaxed);
 	}
 }
 
