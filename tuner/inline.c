@@ -3,7 +3,9 @@
  * The inline decision of one (opcode, QP type): per measured size, d = non-inline - inline median latency with a
  * bootstrap CI (cross-checked by a Mann-Whitney test on raw samples) and a class; the crossover guard (no significant
  * loss up to it); the threshold maximising the gain, weighted by the app's histogram when there is one; its stability
- * over bootstrap replicates of the whole curve; Kneedle as evidence; the degenerate cases named. docs/tuner.md.
+ * over bootstrap replicates of the whole curve; where that cannot place it (low stability, insufficient data), a
+ * physics fit over all sizes instead, d = alpha - beta * ceil(size / 64), whose answer repeats from run to run;
+ * Kneedle as evidence; the degenerate cases named. docs/tuner.md.
  */
 #include "tuner_int.h"
 
@@ -16,6 +18,7 @@
 #define MIN_RAW 8    /* fewer kept samples than this: use the point's median/CI */
 #define EXACT_RAW 32 /* fewer than this: resample literally instead of drawing the median's rank */
 #define MIN_PAIRS 4  /* fewer paired sizes: too_few_points */
+#define WQE_CHUNK 64 /* bytes of inline payload per WQE chunk (a 64 B WQE basic block): the physics fit's unit */
 
 /* One side (inline or not) of a size. */
 struct side {
@@ -287,6 +290,7 @@ struct ia {
 	size_t np;
 	float *arena;	      /* sorted copies of every kept raw sample */
 	float *mat;	      /* np x B bootstrap replicates of d, one row per size */
+	float *raw;	      /* the same before differences within the floor are zeroed (the physics fit's draws) */
 	ptrdiff_t *firstwin;  /* per replicate: first size whose d beats the floor */
 	double *dv;	      /* d per size */
 	ptrdiff_t first_loss; /* first size classed loss, -1 when none */
@@ -305,6 +309,7 @@ struct ia {
 	int harmless; /* no size up to T gains beyond the floor, but a loss follows: T is where inline does not matter */
 	double *fit;  /* the antitonic fit of d over log2 size (evidence()), np values */
 	int fallback; /* insufficient data: T is the fit's crossing, not a decision the data settle */
+	int physics;  /* the per-size data cannot place T: T is the physics fit's (physics_threshold()) */
 	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
 	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
 };
@@ -421,11 +426,12 @@ static int eval_sizes(struct ia *a)
 		kept += (a->pr[i].a.p->n_kept >= MIN_RAW ? a->pr[i].a.p->n_kept : 0) +
 			(a->pr[i].b.p->n_kept >= MIN_RAW ? a->pr[i].b.p->n_kept : 0);
 	a->mat = malloc(np * B * sizeof(*a->mat));
+	a->raw = malloc(np * B * sizeof(*a->raw));
 	a->arena = malloc((kept ? kept : 1) * sizeof(*a->arena));
 	a->firstwin = malloc(B * sizeof(*a->firstwin));
 	a->dv = malloc(np * sizeof(*a->dv));
 	tmp = malloc(B * sizeof(*tmp));
-	if (!a->mat || !a->arena || !a->firstwin || !a->dv || !tmp) {
+	if (!a->mat || !a->raw || !a->arena || !a->firstwin || !a->dv || !tmp) {
 		free(tmp);
 		return ENOMEM;
 	}
@@ -483,6 +489,7 @@ static int eval_sizes(struct ia *a)
 		/* a difference within the practical floor is no gain and no loss: it neither ends the inline range
 		   nor moves the threshold, in the estimate as in every replicate */
 		a->dv[i] = fabs(q->d) <= q->f ? 0 : q->d;
+		memcpy(a->raw + i * B, row, B * sizeof(*row));
 		for (size_t b = 0; b < B; b++)
 			if (fabsf(row[b]) <= (float)q->f)
 				row[b] = 0;
@@ -778,6 +785,256 @@ static int expected_gain(struct ia *a)
 	return 0;
 }
 
+/* A weighted least-squares line of the physics model d = alpha - beta * chunks (physics_threshold()). */
+struct pfit {
+	double alpha_ns, beta_ns; /* d at 0 chunks (the DMA read inline avoids), the cost of one chunk copied inline */
+	double v_aa, v_bb, v_ab;  /* their covariance from the weights alone (not inflated by chi2) */
+	double chi2;		  /* weighted sum of squared residuals */
+};
+
+/* WQE chunks of an inline payload of `bytes` (>= 1 for every measured size). */
+static double chunks_of(uint32_t bytes)
+{
+	return ceil((double)bytes / WQE_CHUNK);
+}
+
+/*
+ * Fits y = alpha - beta * c to n points with weights w (1 / variance). Returns 0, or -1 when the chunk counts do not
+ * vary (a slope cannot be fitted).
+ */
+static int pfit_line(const double *c, const double *y, const double *w, size_t n, struct pfit *f)
+{
+	double s0 = 0, s1 = 0, s2 = 0, sy = 0, sxy = 0, det;
+
+	for (size_t i = 0; i < n; i++) {
+		s0 += w[i];
+		s1 -= w[i] * c[i];
+		s2 += w[i] * c[i] * c[i];
+		sy += w[i] * y[i];
+		sxy -= w[i] * c[i] * y[i];
+	}
+	det = s0 * s2 - s1 * s1;
+	if (!(det > 1e-9 * s0 * s2))
+		return -1;
+	f->alpha_ns = (s2 * sy - s1 * sxy) / det;
+	f->beta_ns = (s0 * sxy - s1 * sy) / det;
+	f->v_aa = s2 / det;
+	f->v_bb = s0 / det;
+	f->v_ab = -s1 / det;
+	f->chi2 = 0;
+	for (size_t i = 0; i < n; i++) {
+		double r = y[i] - (f->alpha_ns - f->beta_ns * c[i]);
+
+		f->chi2 += w[i] * r * r;
+	}
+	return 0;
+}
+
+/*
+ * The threshold a fitted line gives: 0 when inline loses beyond the floor f at one chunk already; max_bytes when it
+ * never loses (beta <= 0: a chunk copied costs no more than the read grows); else the last whole chunk before the
+ * crossover alpha / beta, at least one chunk when the loss there is within f (indifference does not end the range, as
+ * in the per-size rule); at most max_bytes (the largest size measured, the device's max inline). The crossover, not
+ * where d falls below -f: that moves the answer by f / beta chunks, onto the boundary between two chunks when a
+ * chunk costs about the floor (x64_n8's UD round trips: 2 us per chunk, a 1.8 us floor, 64 and 128 B alternately).
+ */
+static uint32_t pfit_threshold(double alpha_ns, double beta_ns, double f_ns, uint32_t max_bytes)
+{
+	double k;
+
+	if (alpha_ns - beta_ns < -f_ns)
+		return 0;
+	if (beta_ns <= 0)
+		return max_bytes;
+	k = fmax(floor(alpha_ns / beta_ns), 1) * WQE_CHUNK;
+	return k >= (double)max_bytes ? max_bytes : (uint32_t)k;
+}
+
+/*
+ * How many sizes the line shows inline to lose at: the fitted d below minus the size's floor by more than its z-CI
+ * (covariance inflated by infl), i.e. the whole CI below -f. *clear counts the sizes whose fitted d lies within the
+ * floor, CI and all.
+ */
+static size_t pfit_losses(const struct pfit *f, const double *c, const struct pair *pr, size_t np, double infl,
+			  double z, size_t *clear)
+{
+	size_t n = 0;
+
+	*clear = 0;
+	for (size_t i = 0; i < np; i++) {
+		double yh = f->alpha_ns - f->beta_ns * c[i];
+		double sh = sqrt(fmax(infl * (f->v_aa + c[i] * c[i] * f->v_bb - 2 * c[i] * f->v_ab), 0));
+
+		n += yh + z * sh < -pr[i].f;
+		*clear += fabs(yh) + z * sh <= pr[i].f;
+	}
+	return n;
+}
+
+/* What the physics fit found, for its reason. */
+struct physics {
+	struct pfit f;
+	double infl;		   /* reduced chi2 when above 1: the sizes scatter beyond their CIs */
+	double f_ns;		   /* the median floor over the sizes: a loss within it is no loss */
+	double cross_bytes;	   /* alpha / beta in bytes, where the fitted d crosses 0 (INFINITY: beta <= 0) */
+	double cross_lo, cross_hi; /* its bootstrap percentile interval */
+	size_t n_loss, n_clear;	   /* sizes where the fit shows a loss beyond the floor; sizes within it, CI and all */
+	double stable;		   /* share of bootstrap fits within one chunk of T */
+};
+
+/*
+ * The threshold when the per-size data cannot place it (bootstrap stability below 60 %, or no win with half the sizes
+ * inconclusive): a physics fit over all sizes instead of a per-point crossing, which jumped between 2 and 64 B from
+ * run to run on the same node. d(size) = alpha - beta * ceil(size / 64): a non-inline send pays a DMA read of the
+ * payload (alpha, about fixed), an inline one copies the payload into the WQE in 64 B chunks (beta each). Weighted by
+ * each size's variance (its bootstrap CI), covariance inflated by the reduced chi2. Where the line shows inline to
+ * lose (its fitted d below minus the floor by its whole CI at some size), T is the last whole chunk before alpha /
+ * beta; where it shows a loss at no size, inline helps or does not matter: T is the largest size measured (capped by
+ * the device), every run (a gate on a shown gain instead flipped a 2-4 % gain between 0 and 512 B from run to run).
+ * The stability is the share of fits to the bootstrap replicates (deviations widened by the same chi2) giving T
+ * within one chunk. Returns 0 (not applicable: an app histogram, too few sizes, one
+ * chunk count), 1 when it set T, or ENOMEM.
+ */
+static int physics_threshold(struct ia *a, struct physics *ph)
+{
+	const struct pair *pr = a->pr;
+	size_t np = a->np, B = a->B, agree = 0, nc = 0;
+	int dev_max = a->in->limits.max_inline[a->d->qpt];
+	uint32_t maxb = pr[np - 1].bytes, T;
+	double z = a->t->z_ci, *c, *y, *w, *yb, sq;
+	float *cs, lo, hi;
+	int rc = 1;
+
+	if (a->hist || np < MIN_PAIRS || chunks_of(pr[0].bytes) == chunks_of(pr[np - 1].bytes))
+		return 0;
+	if (dev_max >= 0 && maxb > (uint32_t)dev_max)
+		maxb = (uint32_t)dev_max;
+	c = malloc(4 * np * sizeof(*c));
+	cs = malloc((B > np ? B : np) * sizeof(*cs));
+	if (!c || !cs) {
+		free(c);
+		free(cs);
+		return ENOMEM;
+	}
+	for (size_t i = 0; i < np; i++)
+		cs[i] = (float)pr[i].f;
+	ph->f_ns = rt__select_f(cs, np, np / 2);
+	y = c + np;
+	w = y + np;
+	yb = w + np;
+	for (size_t i = 0; i < np; i++) {
+		double se = (pr[i].hi - pr[i].lo) / (2 * z);
+
+		/* a CI of 0 would make one size the whole fit: no size weighs more than a tenth of its floor allows */
+		se = fmax(se, fmax(pr[i].f / 10, 1e-9 * pr[i].a.p->median_ns));
+		c[i] = chunks_of(pr[i].bytes);
+		y[i] = pr[i].d;
+		w[i] = 1 / (se * se);
+	}
+	if (pfit_line(c, y, w, np, &ph->f)) {
+		rc = 0;
+		goto out;
+	}
+	ph->infl = np > 2 && ph->f.chi2 / (double)(np - 2) > 1 ? ph->f.chi2 / (double)(np - 2) : 1;
+	ph->cross_bytes = ph->f.beta_ns > 0 ? ph->f.alpha_ns / ph->f.beta_ns * WQE_CHUNK : INFINITY;
+	ph->n_loss = pfit_losses(&ph->f, c, pr, np, ph->infl, z, &ph->n_clear);
+	T = ph->n_loss ? pfit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, maxb) : maxb;
+	sq = sqrt(ph->infl);
+	for (size_t b = 0; b < B; b++) {
+		struct pfit fb;
+		size_t clear;
+		uint32_t tb;
+
+		for (size_t i = 0; i < np; i++)
+			yb[i] = y[i] + sq * ((double)a->raw[i * B + b] - y[i]);
+		if (pfit_line(c, yb, w, np, &fb))
+			continue;
+		tb = pfit_losses(&fb, c, pr, np, ph->infl, z, &clear)
+			     ? pfit_threshold(fb.alpha_ns, fb.beta_ns, ph->f_ns, maxb)
+			     : maxb;
+		agree += fabs((double)tb - (double)T) <= WQE_CHUNK;
+		cs[nc++] = fb.beta_ns > 0 ? (float)fmin(fb.alpha_ns / fb.beta_ns * WQE_CHUNK, 1e9) : 1e9f;
+	}
+	ph->stable = B ? (double)agree / (double)B : 0;
+	ph->cross_lo = ph->cross_hi = ph->cross_bytes;
+	if (nc) {
+		double alpha = 1 - a->o->ci_level;
+		size_t klo = (size_t)floor(alpha / 2 * (double)nc),
+		       khi = (size_t)ceil((1 - alpha / 2) * (double)nc) - 1;
+
+		rt__tails_f(cs, nc, klo, khi, &lo, &hi);
+		ph->cross_lo = lo;
+		ph->cross_hi = hi >= 1e9f ? INFINITY : hi;
+	}
+	a->physics = 1;
+	a->harmless = 0;
+	a->fallback = 0;
+	a->insufficient = 1;
+	a->T = T;
+	a->tg = T ? grid_index(pr, np, T) : -1;
+	a->d->inline_threshold = T;
+	a->d->max_inline_data = T;
+	a->d->inline_stability = ph->stable;
+out:
+	free(c);
+	free(cs);
+	return rc;
+}
+
+/* The reason for a threshold the physics fit gave (physics_threshold()). */
+static void explain_physics(struct ia *a, const struct physics *ph)
+{
+	const struct pfit *f = &ph->f;
+	char cross[96];
+
+	if (!isfinite(ph->cross_bytes))
+		snprintf(cross, sizeof(cross), "does not fall with size");
+	else if (isfinite(ph->cross_hi))
+		snprintf(cross, sizeof(cross), "crosses 0 at %.0f B (%.0f%% CI %.0f..%.0f B)", fmax(ph->cross_bytes, 0),
+			 a->o->ci_level * 100, fmax(ph->cross_lo, 0), fmax(ph->cross_hi, 0));
+	else
+		snprintf(cross, sizeof(cross), "crosses 0 at %.0f B (%.0f%% CI %.0f B..never)",
+			 fmax(ph->cross_bytes, 0), a->o->ci_level * 100, fmax(ph->cross_lo, 0));
+	if (!ph->n_loss)
+		rt__reason(
+			a->r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
+			"threshold %u B, the largest size measured: the physics fit over all %zu sizes, d = %.0f ns - "
+			"%.0f ns per 64 B chunk (chi2/dof %.1f), shows inline to lose beyond the noise floor (%.0f ns) at "
+			"no size (%s), so inline %s here; %.0f%% of bootstrap fits agree",
+			a->T, a->np, f->alpha_ns, f->beta_ns, a->np > 2 ? f->chi2 / (double)(a->np - 2) : 0, ph->f_ns,
+			ph->n_clear == a->np ? "it lies within the floor, CI and all, at every size"
+					     : "its CI reaches "
+					       "above the floor at every size",
+			ph->n_clear == a->np ? "does not matter" : "helps or does not matter", 100 * ph->stable);
+	else
+		rt__reason(
+			a->r, RT_R_INLINE_THRESHOLD, RT_TOPIC_INLINE, RT_SEV_INFO,
+			"threshold %u B from the physics fit over all %zu sizes (the per-size data cannot place "
+			"it): d = %.0f ns (the DMA read inline avoids) - %.0f ns (se %.0f) per 64 B WQE chunk inline "
+			"copies, weighted by each size's CI, chi2/dof %.1f; it %s, %s; %.0f%% of bootstrap fits "
+			"within 64 B of it",
+			a->T, a->np, f->alpha_ns, f->beta_ns, sqrt(ph->infl * f->v_bb),
+			a->np > 2 ? f->chi2 / (double)(a->np - 2) : 0, cross,
+			a->T == 0 ? "inline loses beyond the floor from the smallest size"
+				  : "the threshold is the last whole chunk before it",
+			100 * ph->stable);
+}
+
+/*
+ * Whether the per-size data cannot place the threshold: its bootstrap stability gives low confidence (below 60 %), or
+ * no size up to the guard wins and half the sizes are inconclusive (explain_threshold()'s insufficient data).
+ */
+static int unplaced(const struct ia *a)
+{
+	size_t n_inc = 0, n_win_guard = 0;
+
+	for (size_t i = 0; i < a->np; i++) {
+		n_inc += a->pr[i].cls == RT_SIZE_INCONCLUSIVE;
+		n_win_guard += (ptrdiff_t)i <= a->guard && a->pr[i].cls == RT_SIZE_WIN;
+	}
+	return rt__conf_from_stability(a->stable) == RT_CONF_LOW || (!a->T && !n_win_guard && 2 * n_inc >= a->np);
+}
+
 /* The reasons for the threshold itself and the degenerate cases of the curve. */
 static void explain_threshold(struct ia *a)
 {
@@ -793,7 +1050,9 @@ static void explain_threshold(struct ia *a)
 		if (pr[i].d > pr[bi].d)
 			bi = i;
 	}
-	if (a->T) {
+	if (a->physics) {
+		return; /* explain_physics() said it */
+	} else if (a->T) {
 		const struct pair *q = &pr[a->tg < 0 ? 0 : a->tg];
 		const struct pair *nx = (size_t)(a->tg + 1) < a->np ? &pr[a->tg + 1] : NULL;
 		const char *how = pr[0].a.s && pr[0].b.s ? "bootstrapped from raw samples + Mann-Whitney"
@@ -944,7 +1203,7 @@ static int explain_quality(struct ia *a)
 			   MIN_PAIRS);
 	if (a->stable < 0.5)
 		a->insufficient = 1;
-	if (a->insufficient && !a->T)
+	if (a->insufficient && !a->T && !a->physics)
 		fallback_threshold(a);
 	if (a->insufficient) {
 		unsigned char *need = calloc(a->np, 1);
@@ -967,7 +1226,8 @@ static int explain_quality(struct ia *a)
 			   "replicates agree within one size step; about %.0fx the samples at the sizes in doubt "
 			   "(~%.1f s more measuring) would be needed%s",
 			   n_inc, a->np, 100 * a->stable, ceil(factor), secs,
-			   a->fallback
+			   a->physics ? "; until then the physics fit's answer (see inline_threshold)"
+			   : a->fallback
 				   ? "; until then the best estimate: the antitonic fit of d (the inline benefit does "
 				     "not grow with size) is not below 0 up to the threshold"
 			   : a->T ? ""
@@ -1049,6 +1309,17 @@ int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts,
 	if ((rc = stability(&a)) || (rc = evidence(&a)))
 		goto out;
 	d->inline_stability = a.stable;
+	if (unplaced(&a)) {
+		struct physics ph;
+		int set = physics_threshold(&a, &ph);
+
+		if (set == ENOMEM) {
+			rc = ENOMEM;
+			goto out;
+		}
+		if (set)
+			explain_physics(&a, &ph);
+	}
 	explain_threshold(&a);
 	if ((rc = expected_gain(&a)) || (rc = explain_quality(&a)) || (rc = fill_sizes(&a)))
 		goto out;
@@ -1056,6 +1327,7 @@ out:
 	free(a.pr);
 	free(a.arena);
 	free(a.mat);
+	free(a.raw);
 	free(a.firstwin);
 	free(a.dv);
 	free(a.bins);
