@@ -604,8 +604,8 @@ static int grid_step(uint32_t bytes)
    flat truth (inline changes nothing) gives one answer, the largest size (inline is shown to lose nowhere: it does
    not matter), whenever the physics fit answers, but for its false alarms (a loss shown at the 95 % level at some
    size). Before the physics fit: the sloped truth's low-confidence answers spread over 0..128 B (of 23: 1 at 0, 8
-   at 1..16, 2 at 32, 3 at 64 and 9 at 128 B), and the flat truth answered 0 in 8 draws and sizes from 1 to 512 B in
-   the rest; now 64 B in all 23, and the flat truth 512 B in 57 of 60: one physics false alarm (128 B, low) and two
+   at 1..16, 2 at 32, 3 at 64 and 9 at 128 B), and the flat truth answered 0 in 8 draws and a size in the other 52;
+   now 64 B in all 23, and the flat truth 512 B in 57 of 60: one physics false alarm (128 B, low) and two
    medium answers of the per-size rule (32 and 4 B; unchanged by the fit, which answers only for low ones). */
 static void test_unplaced_threshold_repeats(void **state)
 {
