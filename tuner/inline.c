@@ -18,7 +18,6 @@
 #define MIN_RAW 8    /* fewer kept samples than this: use the point's median/CI */
 #define EXACT_RAW 32 /* fewer than this: resample literally instead of drawing the median's rank */
 #define MIN_PAIRS 4  /* fewer paired sizes: too_few_points */
-#define WQE_CHUNK 64 /* bytes of inline payload per WQE chunk (a 64 B WQE basic block): the physics fit's unit */
 
 /* One side (inline or not) of a size. */
 struct side {
@@ -785,95 +784,9 @@ static int expected_gain(struct ia *a)
 	return 0;
 }
 
-/* A weighted least-squares line of the physics model d = alpha - beta * chunks (physics_threshold()). */
-struct pfit {
-	double alpha_ns, beta_ns; /* d at 0 chunks (the DMA read inline avoids), the cost of one chunk copied inline */
-	double v_aa, v_bb, v_ab;  /* their covariance from the weights alone (not inflated by chi2) */
-	double chi2;		  /* weighted sum of squared residuals */
-};
-
-/* WQE chunks of an inline payload of `bytes` (>= 1 for every measured size). */
-static double chunks_of(uint32_t bytes)
-{
-	return ceil((double)bytes / WQE_CHUNK);
-}
-
-/*
- * Fits y = alpha - beta * c to n points with weights w (1 / variance). Returns 0, or -1 when the chunk counts do not
- * vary (a slope cannot be fitted).
- */
-static int pfit_line(const double *c, const double *y, const double *w, size_t n, struct pfit *f)
-{
-	double s0 = 0, s1 = 0, s2 = 0, sy = 0, sxy = 0, det;
-
-	for (size_t i = 0; i < n; i++) {
-		s0 += w[i];
-		s1 -= w[i] * c[i];
-		s2 += w[i] * c[i] * c[i];
-		sy += w[i] * y[i];
-		sxy -= w[i] * c[i] * y[i];
-	}
-	det = s0 * s2 - s1 * s1;
-	if (!(det > 1e-9 * s0 * s2))
-		return -1;
-	f->alpha_ns = (s2 * sy - s1 * sxy) / det;
-	f->beta_ns = (s0 * sxy - s1 * sy) / det;
-	f->v_aa = s2 / det;
-	f->v_bb = s0 / det;
-	f->v_ab = -s1 / det;
-	f->chi2 = 0;
-	for (size_t i = 0; i < n; i++) {
-		double r = y[i] - (f->alpha_ns - f->beta_ns * c[i]);
-
-		f->chi2 += w[i] * r * r;
-	}
-	return 0;
-}
-
-/*
- * The threshold a fitted line gives: 0 when inline loses beyond the floor f at one chunk already; max_bytes when it
- * never loses (beta <= 0: a chunk copied costs no more than the read grows); else the last whole chunk before the
- * crossover alpha / beta, at least one chunk when the loss there is within f (indifference does not end the range, as
- * in the per-size rule); at most max_bytes (the largest size measured, the device's max inline). The crossover, not
- * where d falls below -f: that moves the answer by f / beta chunks, onto the boundary between two chunks when a
- * chunk costs about the floor (x64_n8's UD round trips: 2 us per chunk, a 1.8 us floor, 64 and 128 B alternately).
- */
-static uint32_t pfit_threshold(double alpha_ns, double beta_ns, double f_ns, uint32_t max_bytes)
-{
-	double k;
-
-	if (alpha_ns - beta_ns < -f_ns)
-		return 0;
-	if (beta_ns <= 0)
-		return max_bytes;
-	k = fmax(floor(alpha_ns / beta_ns), 1) * WQE_CHUNK;
-	return k >= (double)max_bytes ? max_bytes : (uint32_t)k;
-}
-
-/*
- * How many sizes the line shows inline to lose at: the fitted d below minus the size's floor by more than its z-CI
- * (covariance inflated by infl), i.e. the whole CI below -f. *clear counts the sizes whose fitted d lies within the
- * floor, CI and all.
- */
-static size_t pfit_losses(const struct pfit *f, const double *c, const struct pair *pr, size_t np, double infl,
-			  double z, size_t *clear)
-{
-	size_t n = 0;
-
-	*clear = 0;
-	for (size_t i = 0; i < np; i++) {
-		double yh = f->alpha_ns - f->beta_ns * c[i];
-		double sh = sqrt(fmax(infl * (f->v_aa + c[i] * c[i] * f->v_bb - 2 * c[i] * f->v_ab), 0));
-
-		n += yh + z * sh < -pr[i].f;
-		*clear += fabs(yh) + z * sh <= pr[i].f;
-	}
-	return n;
-}
-
 /* What the physics fit found, for its reason. */
 struct physics {
-	struct pfit f;
+	struct rt__inline_fit f;
 	double infl;		   /* reduced chi2 when above 1: the sizes scatter beyond their CIs */
 	double f_ns;		   /* the median floor over the sizes: a loss within it is no loss */
 	double cross_bytes;	   /* alpha / beta in bytes, where the fitted d crosses 0 (INFINITY: beta <= 0) */
@@ -901,15 +814,15 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 	size_t np = a->np, B = a->B, agree = 0, nc = 0;
 	int dev_max = a->in->limits.max_inline[a->d->qpt];
 	uint32_t maxb = pr[np - 1].bytes, T;
-	double z = a->t->z_ci, *c, *y, *w, *yb, sq;
+	double z = a->t->z_ci, *c, *y, *w, *yb, *fl, sq;
 	float *cs, lo, hi;
 	int rc = 1;
 
-	if (a->hist || np < MIN_PAIRS || chunks_of(pr[0].bytes) == chunks_of(pr[np - 1].bytes))
+	if (a->hist || np < MIN_PAIRS || rt__inline_chunks(pr[0].bytes) == rt__inline_chunks(pr[np - 1].bytes))
 		return 0;
 	if (dev_max >= 0 && maxb > (uint32_t)dev_max)
 		maxb = (uint32_t)dev_max;
-	c = malloc(4 * np * sizeof(*c));
+	c = malloc(5 * np * sizeof(*c));
 	cs = malloc((B > np ? B : np) * sizeof(*cs));
 	if (!c || !cs) {
 		free(c);
@@ -922,38 +835,40 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 	y = c + np;
 	w = y + np;
 	yb = w + np;
+	fl = yb + np;
 	for (size_t i = 0; i < np; i++) {
 		double se = (pr[i].hi - pr[i].lo) / (2 * z);
 
 		/* a CI of 0 would make one size the whole fit: no size weighs more than a tenth of its floor allows */
 		se = fmax(se, fmax(pr[i].f / 10, 1e-9 * pr[i].a.p->median_ns));
-		c[i] = chunks_of(pr[i].bytes);
+		c[i] = rt__inline_chunks(pr[i].bytes);
 		y[i] = pr[i].d;
 		w[i] = 1 / (se * se);
+		fl[i] = pr[i].f;
 	}
-	if (pfit_line(c, y, w, np, &ph->f)) {
+	if (rt__inline_fit_line(c, y, w, np, &ph->f)) {
 		rc = 0;
 		goto out;
 	}
 	ph->infl = np > 2 && ph->f.chi2 / (double)(np - 2) > 1 ? ph->f.chi2 / (double)(np - 2) : 1;
-	ph->cross_bytes = ph->f.beta_ns > 0 ? ph->f.alpha_ns / ph->f.beta_ns * WQE_CHUNK : INFINITY;
-	ph->n_loss = pfit_losses(&ph->f, c, pr, np, ph->infl, z, &ph->n_clear);
-	T = ph->n_loss ? pfit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, maxb) : maxb;
+	ph->cross_bytes = ph->f.beta_ns > 0 ? ph->f.alpha_ns / ph->f.beta_ns * RT__WQE_CHUNK : INFINITY;
+	ph->n_loss = rt__inline_fit_losses(&ph->f, c, fl, np, ph->infl, z, &ph->n_clear);
+	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, maxb) : maxb;
 	sq = sqrt(ph->infl);
 	for (size_t b = 0; b < B; b++) {
-		struct pfit fb;
+		struct rt__inline_fit fb;
 		size_t clear;
 		uint32_t tb;
 
 		for (size_t i = 0; i < np; i++)
 			yb[i] = y[i] + sq * ((double)a->raw[i * B + b] - y[i]);
-		if (pfit_line(c, yb, w, np, &fb))
+		if (rt__inline_fit_line(c, yb, w, np, &fb))
 			continue;
-		tb = pfit_losses(&fb, c, pr, np, ph->infl, z, &clear)
-			     ? pfit_threshold(fb.alpha_ns, fb.beta_ns, ph->f_ns, maxb)
+		tb = rt__inline_fit_losses(&fb, c, fl, np, ph->infl, z, &clear)
+			     ? rt__inline_fit_threshold(fb.alpha_ns, fb.beta_ns, ph->f_ns, maxb)
 			     : maxb;
-		agree += fabs((double)tb - (double)T) <= WQE_CHUNK;
-		cs[nc++] = fb.beta_ns > 0 ? (float)fmin(fb.alpha_ns / fb.beta_ns * WQE_CHUNK, 1e9) : 1e9f;
+		agree += fabs((double)tb - (double)T) <= RT__WQE_CHUNK;
+		cs[nc++] = fb.beta_ns > 0 ? (float)fmin(fb.alpha_ns / fb.beta_ns * RT__WQE_CHUNK, 1e9) : 1e9f;
 	}
 	ph->stable = B ? (double)agree / (double)B : 0;
 	ph->cross_lo = ph->cross_hi = ph->cross_bytes;
@@ -984,7 +899,7 @@ out:
 /* The reason for a threshold the physics fit gave (physics_threshold()). */
 static void explain_physics(struct ia *a, const struct physics *ph)
 {
-	const struct pfit *f = &ph->f;
+	const struct rt__inline_fit *f = &ph->f;
 	char cross[96];
 
 	if (!isfinite(ph->cross_bytes))

@@ -76,6 +76,34 @@ double rt__rate_intercept(const double *x, const double *y, const double *w, siz
  * tol of the series' limit max(a, c) as N grows: what N buys. 1 when b <= 0. */
 uint32_t rt__rate_n_needed(double a, double c, double b, double tol, uint32_t n_max);
 
+/* The inline benefit's physics over all sizes (inlinefit.c): d = alpha - beta * chunks, one chunk RT__WQE_CHUNK bytes
+ * of inline payload (a 64 B WQE basic block). alpha: d at 0 chunks (the DMA read inline avoids); beta: the cost of one
+ * chunk copied inline; v_*: their covariance from the weights alone (not scaled by chi2); chi2: the weighted sum of
+ * squared residuals. */
+#define RT__WQE_CHUNK 64
+struct rt__inline_fit {
+	double alpha_ns, beta_ns;
+	double v_aa, v_bb, v_ab;
+	double chi2;
+};
+
+/* WQE chunks of an inline payload of bytes (>= 1 for every size above 0). */
+double rt__inline_chunks(uint32_t bytes);
+/* Fits y = alpha - beta * c to n points with weights w (1 / variance). Returns 0, or -1 when the chunk counts do not
+ * vary (no slope can be fitted); f is then unchanged. */
+int rt__inline_fit_line(const double *c, const double *y, const double *w, size_t n, struct rt__inline_fit *f);
+/* The threshold a fitted line gives: 0 when inline loses beyond the floor f_ns at one chunk already; max_bytes when it
+ * never loses (beta <= 0); else the last whole chunk before the crossover alpha / beta, at least one chunk (a loss
+ * within the floor does not end the range), at most max_bytes. The crossover and not where d falls below -f_ns: that
+ * moves the answer by f_ns / beta chunks, onto the boundary between two chunks when a chunk costs about the floor
+ * (x64_n8's UD round trips: 2 us per chunk, a 1.8 us floor, 64 and 128 B alternately). */
+uint32_t rt__inline_fit_threshold(double alpha_ns, double beta_ns, double f_ns, uint32_t max_bytes);
+/* How many of the n sizes (chunk counts c, floors floor_ns) the line shows inline to lose at: the fitted d below minus
+ * the floor by more than its z-CI (covariance scaled by infl), the whole CI below -floor. *clear counts the sizes whose
+ * fitted d lies within the floor, CI and all. */
+size_t rt__inline_fit_losses(const struct rt__inline_fit *f, const double *c, const double *floor_ns, size_t n,
+			     double infl, double z, size_t *clear);
+
 /* Inline analysis of one (op, qpt): lat points of that pair only (pointers), app histogram of the opcode. */
 int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts, size_t n,
 		       const struct rt_tuner_input *in, struct rt_tuner_decision *d, struct rt_reasons *r);
