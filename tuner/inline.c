@@ -784,10 +784,21 @@ static int expected_gain(struct ia *a)
 	return 0;
 }
 
+/* The Student t quantile with nu degrees of freedom matching the standard normal quantile z (Cornish-Fisher). */
+static double t_quantile(double z, double nu)
+{
+	double z3 = z * z * z, z5 = z3 * z * z, z7 = z5 * z * z;
+
+	if (!(nu >= 1))
+		return z;
+	return z + (z3 + z) / (4 * nu) + (5 * z5 + 16 * z3 + 3 * z) / (96 * nu * nu) +
+	       (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * nu * nu * nu);
+}
+
 /* What the physics fit found, for its reason. */
 struct physics {
 	struct rt__inline_fit f;
-	double infl;		   /* reduced chi2 when above 1: the sizes scatter beyond their CIs */
+	double infl;		   /* the reduced chi2: the weights' scale, from the residuals */
 	double f_ns;		   /* the median floor over the sizes: a loss within it is no loss */
 	double cross_bytes;	   /* alpha / beta in bytes, where the fitted d crosses 0 (INFINITY: beta <= 0) */
 	double cross_lo, cross_hi; /* its bootstrap percentile interval */
@@ -800,7 +811,9 @@ struct physics {
  * inconclusive): a physics fit over all sizes instead of a per-point crossing, which jumped between 2 and 64 B from
  * run to run on the same node. d(size) = alpha - beta * ceil(size / 64): a non-inline send pays a DMA read of the
  * payload (alpha, about fixed), an inline one copies the payload into the WQE in 64 B chunks (beta each). Weighted by
- * each size's variance (its bootstrap CI), covariance inflated by the reduced chi2. Where the line shows inline to
+ * each size's variance (its bootstrap CI), the covariance scaled by the reduced chi2 either way (weighted least
+ * squares with an unknown scale: the emulated NIC's per-size CIs were 2-3 times wider than the sizes' scatter about
+ * the line, chi2/dof 0.1..0.6) and the CI taken with Student's t for its degrees of freedom. Where the line shows inline to
  * lose (its fitted d below minus the floor by its whole CI at some size), T is the last whole chunk before alpha /
  * beta; where it shows a loss at no size, inline helps or does not matter: T is the largest size measured (capped by
  * the device), every run (a gate on a shown gain instead flipped a 2-4 % gain between 0 and 512 B from run to run).
@@ -850,7 +863,8 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 		rc = 0;
 		goto out;
 	}
-	ph->infl = np > 2 && ph->f.chi2 / (double)(np - 2) > 1 ? ph->f.chi2 / (double)(np - 2) : 1;
+	ph->infl = np > 2 ? fmax(ph->f.chi2 / (double)(np - 2), 1e-3) : 1;
+	z = t_quantile(z, (double)(np - 2));
 	ph->cross_bytes = ph->f.beta_ns > 0 ? ph->f.alpha_ns / ph->f.beta_ns * RT__WQE_CHUNK : INFINITY;
 	ph->n_loss = rt__inline_fit_losses(&ph->f, c, fl, np, ph->infl, z, &ph->n_clear);
 	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, maxb) : maxb;
