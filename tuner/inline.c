@@ -827,7 +827,7 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 	size_t np = a->np, B = a->B, agree = 0, nc = 0;
 	int dev_max = a->in->limits.max_inline[a->d->qpt];
 	uint32_t maxb = pr[np - 1].bytes, T;
-	double z = a->t->z_ci, *c, *y, *w, *yb, *fl, sq;
+	double z = a->t->z_ci, *c, *y, *w, *yb, *fl, sq, se1;
 	float *cs, lo, hi;
 	int rc = 1;
 
@@ -867,7 +867,8 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 	z = t_quantile(z, (double)(np - 2));
 	ph->cross_bytes = ph->f.beta_ns > 0 ? ph->f.alpha_ns / ph->f.beta_ns * RT__WQE_CHUNK : INFINITY;
 	ph->n_loss = rt__inline_fit_losses(&ph->f, c, fl, np, ph->infl, z, &ph->n_clear);
-	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, maxb) : maxb;
+	se1 = sqrt(fmax(ph->infl * (ph->f.v_aa + ph->f.v_bb - 2 * ph->f.v_ab), 0));
+	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, se1, z, maxb) : maxb;
 	sq = sqrt(ph->infl);
 	for (size_t b = 0; b < B; b++) {
 		struct rt__inline_fit fb;
@@ -879,7 +880,7 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 		if (rt__inline_fit_line(c, yb, w, np, &fb))
 			continue;
 		tb = rt__inline_fit_losses(&fb, c, fl, np, ph->infl, z, &clear)
-			     ? rt__inline_fit_threshold(fb.alpha_ns, fb.beta_ns, ph->f_ns, maxb)
+			     ? rt__inline_fit_threshold(fb.alpha_ns, fb.beta_ns, ph->f_ns, se1, z, maxb)
 			     : maxb;
 		agree += fabs((double)tb - (double)T) <= RT__WQE_CHUNK;
 		cs[nc++] = fb.beta_ns > 0 ? (float)fmin(fb.alpha_ns / fb.beta_ns * RT__WQE_CHUNK, 1e9) : 1e9f;

@@ -43,11 +43,12 @@ int rt__inline_fit_line(const double *c, const double *y, const double *w, size_
 	return 0;
 }
 
-uint32_t rt__inline_fit_threshold(double alpha_ns, double beta_ns, double f_ns, uint32_t max_bytes)
+uint32_t rt__inline_fit_threshold(double alpha_ns, double beta_ns, double f_ns, double se1_ns, double z,
+				  uint32_t max_bytes)
 {
-	double k;
+	double k, d1 = alpha_ns - beta_ns;
 
-	if (alpha_ns - beta_ns < -f_ns)
+	if (d1 < -f_ns || d1 + z * se1_ns < 0)
 		return 0;
 	if (beta_ns <= 0)
 		return max_bytes;

@@ -92,12 +92,15 @@ double rt__inline_chunks(uint32_t bytes);
 /* Fits y = alpha - beta * c to n points with weights w (1 / variance). Returns 0, or -1 when the chunk counts do not
  * vary (no slope can be fitted); f is then unchanged. */
 int rt__inline_fit_line(const double *c, const double *y, const double *w, size_t n, struct rt__inline_fit *f);
-/* The threshold a fitted line gives: 0 when inline loses beyond the floor f_ns at one chunk already; max_bytes when it
- * never loses (beta <= 0); else the last whole chunk before the crossover alpha / beta, at least one chunk (a loss
- * within the floor does not end the range), at most max_bytes. The crossover and not where d falls below -f_ns: that
- * moves the answer by f_ns / beta chunks, onto the boundary between two chunks when a chunk costs about the floor
- * (x64_n8's UD round trips: 2 us per chunk, a 1.8 us floor, 64 and 128 B alternately). */
-uint32_t rt__inline_fit_threshold(double alpha_ns, double beta_ns, double f_ns, uint32_t max_bytes);
+/* The threshold a fitted line gives: 0 when inline loses at one chunk already, beyond the floor f_ns or beyond its
+ * z-CI (se1_ns: the standard error of the fitted d at one chunk; never_n8 under noise: d = -1.5 us at one chunk,
+ * within a 1.9 us floor, the crossover's CI 13..56 B); max_bytes when it never loses (beta <= 0); else the last whole
+ * chunk before the crossover alpha / beta, at least one chunk (a loss within the floor and the noise does not end the
+ * range), at most max_bytes. The crossover and not where d falls below -f_ns: that moves the answer by f_ns / beta
+ * chunks, onto the boundary between two chunks when a chunk costs about the floor (x64_n8's UD round trips: 2 us per
+ * chunk, a 1.8 us floor, 64 and 128 B alternately). */
+uint32_t rt__inline_fit_threshold(double alpha_ns, double beta_ns, double f_ns, double se1_ns, double z,
+				  uint32_t max_bytes);
 /* How many of the n sizes (chunk counts c, floors floor_ns) the line shows inline to lose at: the fitted d below minus
  * the floor by more than its z-CI (covariance scaled by infl), the whole CI below -floor. *clear counts the sizes whose
  * fitted d lies within the floor, CI and all. */
