@@ -798,7 +798,7 @@ static double t_quantile(double z, double nu)
 /* What the physics fit found, for its reason. */
 struct physics {
 	struct rt__inline_fit f;
-	double infl;		   /* the reduced chi2: the weights' scale, from the residuals */
+	double infl;		   /* the reduced chi2 (at least 1e-3): the weights' scale, from the residuals */
 	double f_ns;		   /* the median floor over the sizes: a loss within it is no loss */
 	double cross_bytes;	   /* alpha / beta in bytes, where the fitted d crosses 0 (INFINITY: beta <= 0) */
 	double cross_lo, cross_hi; /* its bootstrap percentile interval */
@@ -931,10 +931,9 @@ static void explain_physics(struct ia *a, const struct physics *ph)
 			"threshold %u B, the largest size measured: the physics fit over all %zu sizes, d = %.0f ns - "
 			"%.0f ns per 64 B chunk (chi2/dof %.1f), shows inline to lose beyond the noise floor (%.0f ns) at "
 			"no size (%s), so inline %s here; %.0f%% of bootstrap fits agree",
-			a->T, a->np, f->alpha_ns, f->beta_ns, a->np > 2 ? f->chi2 / (double)(a->np - 2) : 0, ph->f_ns,
+			a->T, a->np, f->alpha_ns, f->beta_ns, ph->infl, ph->f_ns,
 			ph->n_clear == a->np ? "it lies within the floor, CI and all, at every size"
-					     : "its CI reaches "
-					       "above the floor at every size",
+					     : "its CI reaches above the floor at every size",
 			ph->n_clear == a->np ? "does not matter" : "helps or does not matter", 100 * ph->stable);
 	else
 		rt__reason(
@@ -943,9 +942,8 @@ static void explain_physics(struct ia *a, const struct physics *ph)
 			"it): d = %.0f ns (the DMA read inline avoids) - %.0f ns (se %.0f) per 64 B WQE chunk inline "
 			"copies, weighted by each size's CI, chi2/dof %.1f; it %s, %s; %.0f%% of bootstrap fits "
 			"within 64 B of it",
-			a->T, a->np, f->alpha_ns, f->beta_ns, sqrt(ph->infl * f->v_bb),
-			a->np > 2 ? f->chi2 / (double)(a->np - 2) : 0, cross,
-			a->T == 0 ? "inline loses beyond the floor from the smallest size"
+			a->T, a->np, f->alpha_ns, f->beta_ns, sqrt(ph->infl * f->v_bb), ph->infl, cross,
+			a->T == 0 ? "inline loses at one chunk already (beyond the floor or the fit's CI)"
 				  : "the threshold is the last whole chunk before it",
 			100 * ph->stable);
 }
