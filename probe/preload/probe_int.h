@@ -44,6 +44,7 @@
 #define RTP_BATCH_BUCKETS RT_BATCH_BUCKETS /* WRs per post: 1, 2, 3-4, 5-8, ..., > 32768 (rt_hist.h) */
 #define RTP_WC_STATUS 32
 #define RTP_POOL_SPARE 8    /* free slabs kept ready for threads that have not posted yet */
+#define RTP_CACHE_FULL 1u   /* added to a slab's cached QP key in sampling or apply mode (QPs are aligned) */
 #define RTP_CTL_TAKE 64	    /* watched sends one visit to a controller may take for its thread (apply fast path) */
 #define RTP_CTL_LOOK_MIN 8u /* apply fast path: fewest sends outside a controller's bands between two looks */
 
@@ -169,7 +170,9 @@ struct rtp_slab {
 	size_t map_bytes;
 	uint32_t sample_ctr; /* signaled WRs since the last latency sample */
 	/* one-entry cache of the last QP posted to (rtp_cache_fill) */
-	_Atomic(void *) c_key; /* cleared by whoever invalidates it: QP destruction, configure, fork (rtp_cache_drop) */
+	/* the cached QP (or its ibv_qp_ex), RTP_CACHE_FULL added when c_full: the histogram-only send path's one compare;
+	   cleared by whoever invalidates it: QP destruction, configure, fork (rtp_cache_drop) */
+	_Atomic(uintptr_t) c_key;
 	struct rtp_entry *c_e;
 	int (*c_post)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr); /* c_q->post_send */
 	bool c_full;	  /* sampling or apply mode: not the histogram-only path */
@@ -586,13 +589,20 @@ static inline void rtp_cache_fill(struct rtp_slab *s, void *key, struct rtp_qp *
 	s->c_full = s->c_every || s->c_apply;
 	s->c_sig_all = q->sq_sig_all;
 	s->c_own = atomic_load_explicit(&q->owner, memory_order_relaxed) == s;
-	atomic_store_explicit(&s->c_key, key, memory_order_relaxed);
+	atomic_store_explicit(&s->c_key, (uintptr_t)key | (s->c_full ? RTP_CACHE_FULL : 0u), memory_order_relaxed);
 }
 
-/* The cache hit test of the send path: s is this thread's slab (or NULL), key the QP posted to. */
+/* The cache hit test of the extended API and the send path's slow side: s is this thread's slab (or NULL), key the QP. */
 static inline bool rtp_cache_hit(const struct rtp_slab *s, const void *key)
 {
-	return s && atomic_load_explicit(&s->c_key, memory_order_relaxed) == key;
+	return s &&
+	       (atomic_load_explicit(&s->c_key, memory_order_relaxed) & ~(uintptr_t)RTP_CACHE_FULL) == (uintptr_t)key;
+}
+
+/* The send path's fast test: s (or NULL) caches qp in histogram-only mode (the cache's key without RTP_CACHE_FULL). */
+static inline bool rtp_cache_hit_hist(const struct rtp_slab *s, const struct ibv_qp *qp)
+{
+	return s && atomic_load_explicit(&s->c_key, memory_order_relaxed) == (uintptr_t)qp;
 }
 
 /*

@@ -510,8 +510,7 @@ static void reset_locked(void)
 		 */
 		if (atomic_load_explicit(&s->owned, memory_order_acquire) && s != mine)
 			atomic_store(&s->owned, 0);
-		atomic_store(&s->c_key,
-			     NULL); /* the next post claims the QP's sequence ownership again (reset below) */
+		atomic_store(&s->c_key, 0); /* the next post claims the QP's sequence ownership again (reset below) */
 		s->sample_ctr = 0;
 		s->ctl_band_left = 0;
 		CTR_SET(s->posts_no_entry, 0);

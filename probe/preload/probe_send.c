@@ -254,6 +254,27 @@ static __attribute__((noinline)) int record_chain(struct rtp_qp *q, struct rtp_e
 	return 0;
 }
 
+/*
+ * The histogram-only count of the one-WR post wr that succeeded on s's cached QP: its home slot when that holds its key
+ * (a compare and an increment), else record_chain() (a chain, several SGEs, or a slot holding another key). Returns 0.
+ */
+static inline __attribute__((always_inline)) int count_posted(struct rtp_slab *s, struct ibv_send_wr *wr)
+{
+	struct rtp_entry *e = s->c_e;
+
+	if (likely(wr && !wr->next && wr->num_sge == 1)) {
+		uint64_t key_lo = rtp_slot_key(wr), key = key_lo | rtp_slot_bytes(wr->sg_list[0].length);
+		struct rtp_slot *sl = &e->slots[rtp_slot_home(key)];
+
+		/* one compare: a key_lo of RTP_KEY_NONE has bit 32 set, and a slot that holds it is never looked up */
+		if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key && rtp_slot_count_ok(key_lo))) {
+			CTR_ADD(sl->n, 1);
+			return 0;
+		}
+	}
+	return record_chain(s->c_q, e, s, wr);
+}
+
 /* One field of an application's WR read at its own width (see rtp_slot_key: no merged, wider load). */
 #define RD_FIELD(x) (*(const volatile __typeof__(x) *)&(x))
 
@@ -441,89 +462,83 @@ static __attribute__((noinline)) int post_send_apply(struct ibv_qp *qp, struct i
 }
 
 /*
- * Sampling mode, a one-WR post that is not the one timed and that apply mode leaves alone: post, count it in its
- * slot, advance the sampling counter and the QP's signaled sequence (the owner slab without an atomic RMW). Anything
- * else goes to post_send_full(). The provider's return value, errno untouched. The arguments are the provider's in
- * their order, then the slab: rtp_w_post_send() reaches it with one move and a jump.
+ * Sampling mode through slab s, whose cache holds qp. The common post, one unsignaled WR with one SGE on a QP that does
+ * not signal every WR, touches no sampling state (only signaled WRs advance the sampling counter): it is posted and
+ * counted as on the histogram-only path. A signaled one that is not the one timed is posted, counted in its slot, and
+ * advances the sampling counter and the QP's signaled sequence (the owner slab without an atomic RMW). Anything else
+ * goes to post_send_full(). The provider's return value, errno untouched. The arguments are the provider's in their
+ * order, then the slab: rtp_w_post_send() reaches it with a jump.
  */
 static __attribute__((noinline)) int post_send_sampling(struct ibv_qp *qp, struct ibv_send_wr *wr,
 							struct ibv_send_wr **bad_wr, struct rtp_slab *s)
 {
-	bool sig;
+	struct rtp_qp *q;
 	int ret;
 
 	if (unlikely(!wr || wr->next || wr->num_sge != 1))
 		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr);
-	sig = s->c_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	if (unlikely(sig && s->sample_ctr + 1 >= s->c_every))
+	if (likely(!(wr->send_flags & IBV_SEND_SIGNALED) && !s->c_sig_all)) {
+		ret = s->c_post(qp, wr, bad_wr);
+		if (unlikely(ret))
+			return post_send_failed(s, wr, bad_wr, ret);
+		return count_posted(s, wr);
+	}
+	if (unlikely(s->sample_ctr + 1 >= s->c_every))
 		return post_send_full(s->c_q, s->c_e, s, qp, wr, bad_wr); /* this WR is the one timed */
 	ret = s->c_post(qp, wr, bad_wr);
 	if (unlikely(ret))
 		return post_send_failed(s, wr, bad_wr, ret);
 	if (unlikely(!slot_count(s->c_e, wr, wr->sg_list[0].length)))
 		record_chain(s->c_q, s->c_e, s, wr);
-	if (sig) {
-		struct rtp_qp *q = s->c_q;
-
-		s->sample_ctr++;
-		if (likely(s->c_own))
-			atomic_store_explicit(&q->sig_own, atomic_load_explicit(&q->sig_own, memory_order_relaxed) + 1,
-					      memory_order_relaxed);
-		else
-			atomic_fetch_add_explicit(&q->sig_shared, 1, memory_order_relaxed);
-	}
+	q = s->c_q;
+	s->sample_ctr++;
+	if (likely(s->c_own))
+		atomic_store_explicit(&q->sig_own, atomic_load_explicit(&q->sig_own, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&q->sig_shared, 1, memory_order_relaxed);
 	return 0;
+}
+
+/* The post on a QP this thread's cache holds in sampling or apply mode: the path of that mode. */
+static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
+								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	if (s->c_apply)
+		return post_send_apply(qp, wr, bad_wr, s);
+	return post_send_sampling(qp, wr, bad_wr, s);
 }
 
 /*
  * Histogram-only mode through slab s, whose cache holds qp: post, then count a one-WR, one-SGE post in its slot (a
  * compare and an increment), anything else in record_chain(). errno is not touched here (nothing called sets it), the
- * provider's return value is returned as is. Its own function, so that only what lives across the provider's call is
- * saved (three registers), and the sampling and apply paths keep theirs; arguments ordered as post_send_sampling's.
+ * provider's return value is returned as is. Inlined in rtp_w_post_send(), whose other paths are tail calls, so that
+ * the common post takes no jump before the provider's call and saves only what lives across it (three registers).
  */
 static __attribute__((noinline)) int post_send_hist(struct ibv_qp *qp, struct ibv_send_wr *wr,
 						    struct ibv_send_wr **bad_wr, struct rtp_slab *s)
 {
-	struct rtp_entry *e;
-	int ret;
+	int ret = s->c_post(qp, wr, bad_wr);
 
-	ret = s->c_post(qp, wr, bad_wr);
 	if (unlikely(ret))
 		return post_send_failed(s, wr, bad_wr, ret);
-	e = s->c_e;
-	if (likely(wr && !wr->next && wr->num_sge == 1)) {
-		uint64_t key_lo = rtp_slot_key(wr), key = key_lo | rtp_slot_bytes(wr->sg_list[0].length);
-		struct rtp_slot *sl = &e->slots[rtp_slot_home(key)];
-
-		/* one compare: a key_lo of RTP_KEY_NONE has bit 32 set, and a slot that holds it is never looked up */
-		if (likely(atomic_load_explicit(&sl->key, memory_order_relaxed) == key && rtp_slot_count_ok(key_lo))) {
-			CTR_ADD(sl->n, 1);
-			return 0;
-		}
-	}
-	return record_chain(s->c_q, e, s, wr);
+	return count_posted(s, wr);
 }
 
-/* The send path through slab s, whose cache holds qp: a jump to the histogram-only or the sampling/apply path. */
-static inline __attribute__((always_inline)) int post_send_cached(struct rtp_slab *s, struct ibv_qp *qp,
-								  struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
-{
-	if (unlikely(s->c_full)) {
-		if (s->c_apply)
-			return post_send_apply(qp, wr, bad_wr, s);
-		return post_send_sampling(qp, wr, bad_wr, s);
-	}
-	return post_send_hist(qp, wr, bad_wr, s);
-}
-
-/* The post on a QP this thread's cache does not hold: look it up, claim a slab and an entry, or forward uncounted. */
+/*
+ * Every post but a histogram-only one on this thread's cached QP: the sampling or apply path of a cached QP, else
+ * look the QP up, claim a slab and an entry (forward uncounted when there are none) and take the path of its mode.
+ */
 static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr,
 						      struct ibv_send_wr **bad_wr)
 {
 	struct rtp_slab *s = tls_slab;
-	struct rtp_qp *q = ht_get(&g_ht_qp, (uintptr_t)qp);
+	struct rtp_qp *q;
 	struct rtp_entry *e;
 
+	if (likely(rtp_cache_hit(s, qp)))
+		return post_send_cached(s, qp, wr, bad_wr);
+	q = ht_get(&g_ht_qp, (uintptr_t)qp);
 	if (unlikely(!q)) {
 		struct rtp_ctx *c = ctx_of(qp->context);
 
@@ -544,16 +559,24 @@ static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct 
 		return q->post_send(qp, wr, bad_wr);
 	}
 	rtp_cache_fill(s, qp, q, e);
-	return post_send_cached(s, qp, wr, bad_wr);
+	if (s->c_full)
+		return post_send_cached(s, qp, wr, bad_wr);
+	return post_send_hist(qp, wr, bad_wr, s);
 }
 
-/* ops.post_send of every hooked context: the cached QP and entry of this thread's last post, else the slow path. */
+/* ops.post_send of every hooked context: this thread's cached QP in histogram-only mode, else the slow path. */
 int rtp_w_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct rtp_slab *s = tls_slab;
 
-	if (likely(rtp_cache_hit(s, qp)))
-		return post_send_cached(s, qp, wr, bad_wr);
+	if (likely(s)) {
+		uintptr_t k = atomic_load_explicit(&s->c_key, memory_order_relaxed);
+
+		if (likely(k == (uintptr_t)qp))
+			return post_send_hist(qp, wr, bad_wr, s);
+		if (k == ((uintptr_t)qp | RTP_CACHE_FULL))
+			return post_send_cached(s, qp, wr, bad_wr);
+	}
 	return w_post_send_slow(qp, wr, bad_wr);
 }
 

@@ -110,7 +110,7 @@ void rtp_slab_release(void *p)
 {
 	struct rtp_slab *s = p;
 
-	atomic_store_explicit(&s->c_key, NULL, memory_order_relaxed);
+	atomic_store_explicit(&s->c_key, 0, memory_order_relaxed);
 	tls_slab = NULL;
 	atomic_store_explicit(&s->owned, 0, memory_order_release);
 }
@@ -123,7 +123,7 @@ struct rtp_slab *rtp_slab_attach(void)
 
 		if (atomic_load_explicit(&s->owned, memory_order_relaxed) == 0 &&
 		    atomic_compare_exchange_strong(&s->owned, &zero, 1)) {
-			atomic_store_explicit(&s->c_key, NULL, memory_order_relaxed);
+			atomic_store_explicit(&s->c_key, 0, memory_order_relaxed);
 			tls_slab = s;
 			if (g_key_ok)
 				pthread_setspecific(g_key, s);
@@ -243,10 +243,10 @@ void rtp_entry_clear_slots(struct rtp_entry *e)
 void rtp_cache_drop(const void *key)
 {
 	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
-		void *k = atomic_load_explicit(&s->c_key, memory_order_relaxed);
+		uintptr_t k = atomic_load_explicit(&s->c_key, memory_order_relaxed);
 
-		if (k && (!key || k == key))
-			atomic_store_explicit(&s->c_key, NULL, memory_order_relaxed);
+		if (k && (!key || (k & ~(uintptr_t)RTP_CACHE_FULL) == (uintptr_t)key))
+			atomic_store_explicit(&s->c_key, 0, memory_order_relaxed);
 	}
 }
 

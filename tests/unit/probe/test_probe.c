@@ -910,6 +910,41 @@ static void test_slots_hold_a_size_mix(void **state)
 	assert_int_equal(rt_probe_destroy_qp(qp), 0);
 }
 
+/*
+ * The send path's one-entry cache names its mode: the QP alone on the histogram-only path, RTP_CACHE_FULL added in
+ * sampling mode (whose unsignaled one-WR posts are counted as on the histogram-only path, signaled ones advance the
+ * sampling); destroying the QP drops the cache in either mode. The counts are the same through every path.
+ */
+static void test_cache_modes(void **state)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 100, .lkey = 1 };
+	struct ibv_send_wr u = mkwr(&sge, 1, IBV_WR_SEND, 0), g = mkwr(&sge, 1, IBV_WR_SEND, IBV_SEND_SIGNALED), *bad;
+	const struct rt_probe_qp_summary *r;
+	struct ibv_qp *qp;
+	uint32_t qpn;
+
+	(void)state;
+	configure(0, 0, 0, NULL);
+	qp = fake_rc_qp(0, 0);
+	assert_non_null(qp);
+	qpn = qp->qp_num;
+	assert_int_equal(ibv_post_send(qp, &u, &bad), 0);
+	assert_non_null(tls_slab);
+	assert_true(atomic_load(&tls_slab->c_key) == (uintptr_t)qp);
+	configure(4, 0, 0, NULL); /* drops every cache: the next post fills it in sampling mode */
+	assert_true(atomic_load(&tls_slab->c_key) == 0);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(ibv_post_send(qp, i & 1 ? &g : &u, &bad), 0);
+	assert_true(atomic_load(&tls_slab->c_key) == ((uintptr_t)qp | RTP_CACHE_FULL));
+	r = qp_rec(qpn);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].wrs, 21);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].signaled_wrs, 10);
+	assert_int_equal(r->op[RT_PROBE_OP_SEND].hist[rt_hist_bucket(100)], 21);
+	assert_int_equal(rt_probe_destroy_qp(qp), 0);
+	assert_true(atomic_load(&tls_slab->c_key) == 0); /* the tagged key was dropped too */
+	configure(0, 0, 0, NULL);
+}
+
 static void test_ex_api(void **state)
 {
 	struct ibv_qp_init_attr_ex a = {
@@ -1900,6 +1935,7 @@ int main(void)
 		cmocka_unit_test(test_apply_ctl_common_path),
 		cmocka_unit_test(test_apply_ctl_looks_back_off),
 		cmocka_unit_test(test_reader_inline_ctl),
+		cmocka_unit_test(test_cache_modes),
 		cmocka_unit_test(test_ex_api),
 		cmocka_unit_test(test_latency_and_wc_errors),
 		cmocka_unit_test(test_threads),
