@@ -307,8 +307,9 @@ struct ia {
 	double stable;	/* bootstrap stability of T */
 	int harmless; /* no size up to T gains beyond the floor, but a loss follows: T is where inline does not matter */
 	double *fit;  /* the antitonic fit of d over log2 size (evidence()), np values */
-	int fallback; /* insufficient data: T is the fit's crossing, not a decision the data settle */
-	int physics;  /* the per-size data cannot place T: T is the physics fit's (physics_threshold()) */
+	int fallback;	     /* insufficient data: T is the fit's crossing, not a decision the data settle */
+	int physics;	     /* the per-size data cannot place T: T is the physics fit's (physics_threshold()) */
+	uint32_t edge_bytes; /* unplaced() 2: the inconclusive size the per-size rule's range ended at or before */
 	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
 	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
 };
@@ -807,6 +808,19 @@ struct physics {
 };
 
 /*
+ * The chi-square value that k degrees of freedom exceed with probability 1 - p, z_p the normal quantile of p
+ * (Wilson-Hilferty: within 1 % for k >= 3 at p = 0.999).
+ */
+static double chi2_quantile(double z_p, double k)
+{
+	double h = 2 / (9 * k), c = 1 - h + z_p * sqrt(h);
+
+	return k * c * c * c;
+}
+
+#define Z_LINE_REJECT 3.09 /* the line is rejected at the 0.1 % level (normal quantile of 0.999) */
+
+/*
  * The threshold when the per-size data cannot place it (bootstrap stability below 60 %, or no win with half the sizes
  * inconclusive): a physics fit over all sizes instead of a per-point crossing, which jumped between 2 and 64 B from
  * run to run on the same node. d(size) = alpha - beta * ceil(size / 64): a non-inline send pays a DMA read of the
@@ -818,10 +832,13 @@ struct physics {
  * beta; where it shows a loss at no size, inline helps or does not matter: T is the largest size measured (capped by
  * the device), every run (a gate on a shown gain instead flipped a 2-4 % gain between 0 and 512 B from run to run).
  * The stability is the share of fits to the bootstrap replicates (deviations widened by the same chi2) giving T
- * within one chunk. Returns 0 (not applicable: an app histogram, too few sizes, one
- * chunk count), 1 when it set T, or ENOMEM.
+ * within one chunk. keep_T (UINT32_MAX: none) is the per-size rule's answer when only its boundary rested on an
+ * inconclusive size (unplaced() 2): that answer and its confidence stand when the fit agrees with it, when a straight
+ * line in chunks does not describe the sizes (its chi2 beyond the 99.9th percentile for its degrees of freedom: the
+ * curve is not this physics) or when the fit's T would reach a size the per-size data show to lose. Returns 0 (not
+ * applicable: an app histogram, too few sizes, one chunk count; or keep_T stands), 1 when it set T, or ENOMEM.
  */
-static int physics_threshold(struct ia *a, struct physics *ph)
+static int physics_threshold(struct ia *a, struct physics *ph, uint32_t keep_T)
 {
 	const struct pair *pr = a->pr;
 	size_t np = a->np, B = a->B, agree = 0, nc = 0;
@@ -869,6 +886,11 @@ static int physics_threshold(struct ia *a, struct physics *ph)
 	ph->n_loss = rt__inline_fit_losses(&ph->f, c, fl, np, ph->infl, z, &ph->n_clear);
 	se1 = sqrt(fmax(ph->infl * (ph->f.v_aa + ph->f.v_bb - 2 * ph->f.v_ab), 0));
 	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, se1, z, maxb) : maxb;
+	if (keep_T != UINT32_MAX && (T == keep_T || ph->f.chi2 > chi2_quantile(Z_LINE_REJECT, (double)(np - 2)) ||
+				     (a->first_loss >= 0 && T > a->guard_bytes))) {
+		rc = 0; /* the per-size rule's answer and confidence stand */
+		goto out;
+	}
 	sq = sqrt(ph->infl);
 	for (size_t b = 0; b < B; b++) {
 		struct rt__inline_fit fb;
@@ -949,18 +971,35 @@ static void explain_physics(struct ia *a, const struct physics *ph)
 }
 
 /*
- * Whether the per-size data cannot place the threshold: its bootstrap stability gives low confidence (below 60 %), or
- * no size up to the guard wins and half the sizes are inconclusive (explain_threshold()'s insufficient data).
+ * Whether the per-size data cannot place the threshold: 1 when its bootstrap stability gives low confidence (below
+ * 60 %), or no size up to the guard wins and half the sizes are inconclusive (explain_threshold()'s insufficient
+ * data); 2 when the rule's boundary rests on noise: the size at T, or the next size the device could inline, is
+ * inconclusive (the noise decides whether the range ends there, one size lower or one higher: x256_n16's send/rc
+ * answered 128 B in 2 of 9 runs of the emulated NIC and 256 B in the others, x128_flat's send/ud 64, 128 and 256 B).
+ * Without an application histogram only: with one, T follows the application's sizes. 0 otherwise.
  */
-static int unplaced(const struct ia *a)
+static int unplaced(struct ia *a)
 {
+	int dev_max = a->in->limits.max_inline[a->d->qpt];
 	size_t n_inc = 0, n_win_guard = 0;
 
 	for (size_t i = 0; i < a->np; i++) {
 		n_inc += a->pr[i].cls == RT_SIZE_INCONCLUSIVE;
 		n_win_guard += (ptrdiff_t)i <= a->guard && a->pr[i].cls == RT_SIZE_WIN;
 	}
-	return rt__conf_from_stability(a->stable) == RT_CONF_LOW || (!a->T && !n_win_guard && 2 * n_inc >= a->np);
+	if (rt__conf_from_stability(a->stable) == RT_CONF_LOW || (!a->T && !n_win_guard && 2 * n_inc >= a->np))
+		return 1;
+	if (a->T && !a->harmless && !a->hist && a->tg >= 0) {
+		const struct pair *q = &a->pr[a->tg], *nx = (size_t)a->tg + 1 < a->np ? &a->pr[a->tg + 1] : NULL;
+
+		if (nx && dev_max >= 0 && nx->bytes > (uint32_t)dev_max)
+			nx = NULL; /* beyond the device: not a size the range could extend to */
+		if (q->cls == RT_SIZE_INCONCLUSIVE || (nx && nx->cls == RT_SIZE_INCONCLUSIVE)) {
+			a->edge_bytes = q->cls == RT_SIZE_INCONCLUSIVE ? q->bytes : nx->bytes;
+			return 2;
+		}
+	}
+	return 0;
 }
 
 /* The reasons for the threshold itself and the degenerate cases of the curve. */
@@ -1137,6 +1176,7 @@ static int explain_quality(struct ia *a)
 		unsigned char *need = calloc(a->np, 1);
 		double factor = 1, secs;
 		size_t n_inc = 0;
+		char edge[96] = "";
 
 		if (!need)
 			return ENOMEM;
@@ -1146,20 +1186,24 @@ static int explain_quality(struct ia *a)
 			need[i] = pr[i].cls == RT_SIZE_INCONCLUSIVE || (di >= -1 && di <= 1);
 			n_inc += pr[i].cls == RT_SIZE_INCONCLUSIVE;
 		}
+		if (a->physics && a->edge_bytes)
+			snprintf(edge, sizeof(edge),
+				 "the per-size range ends at or before %u B, an inconclusive size; ", a->edge_bytes);
 		secs = budget_for(pr, a->np, need, d->kind, &factor);
 		free(need);
 		d->budget_needed_s = secs;
-		rt__reason(r, RT_R_INSUFFICIENT_DATA, RT_TOPIC_INLINE, RT_SEV_WARN,
-			   "noise too high to place the threshold: %zu of %zu sizes inconclusive, %.0f%% of bootstrap "
-			   "replicates agree within one size step; about %.0fx the samples at the sizes in doubt "
-			   "(~%.1f s more measuring) would be needed%s",
-			   n_inc, a->np, 100 * a->stable, ceil(factor), secs,
-			   a->physics ? "; until then the physics fit's answer (see inline_threshold)"
-			   : a->fallback
-				   ? "; until then the best estimate: the antitonic fit of d (the inline benefit does "
-				     "not grow with size) is not below 0 up to the threshold"
-			   : a->T ? ""
-				  : "; threshold 0 (never) until then");
+		rt__reason(
+			r, RT_R_INSUFFICIENT_DATA, RT_TOPIC_INLINE, RT_SEV_WARN,
+			"noise too high to place the threshold: %s%zu of %zu sizes inconclusive, %.0f%% of bootstrap "
+			"replicates agree within one size step; about %.0fx the samples at the sizes in doubt "
+			"(~%.1f s more measuring) would be needed%s",
+			edge, n_inc, a->np, 100 * a->stable, ceil(factor), secs,
+			a->physics ? "; until then the physics fit's answer (see inline_threshold)"
+			: a->fallback
+				? "; until then the best estimate: the antitonic fit of d (the inline benefit does "
+				  "not grow with size) is not below 0 up to the threshold"
+			: a->T ? ""
+			       : "; threshold 0 (never) until then");
 	}
 	conf = rt__conf_from_stability(a->stable);
 	/* high confidence also needs the sizes next to the threshold to be clear, not inconclusive */
@@ -1210,7 +1254,7 @@ int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts,
 	struct ia a = {
 		.t = t, .o = t->o, .in = in, .app = &in->app[d->op][d->qpt], .d = d, .r = r, .B = t->o->n_boot
 	};
-	int rc;
+	int rc, why;
 
 	d->inline_confidence = RT_CONF_LOW;
 	if ((rc = select_pairs(&a, pts, n)))
@@ -1237,9 +1281,9 @@ int rt__inline_analyse(struct rt_tctx *t, const struct rt_lat_point *const *pts,
 	if ((rc = stability(&a)) || (rc = evidence(&a)))
 		goto out;
 	d->inline_stability = a.stable;
-	if (unplaced(&a)) {
+	if ((why = unplaced(&a))) {
 		struct physics ph;
-		int set = physics_threshold(&a, &ph);
+		int set = physics_threshold(&a, &ph, why == 2 ? a.T : UINT32_MAX);
 
 		if (set == ENOMEM) {
 			rc = ENOMEM;
