@@ -592,17 +592,11 @@ static inline void rtp_cache_fill(struct rtp_slab *s, void *key, struct rtp_qp *
 	atomic_store_explicit(&s->c_key, (uintptr_t)key | (s->c_full ? RTP_CACHE_FULL : 0u), memory_order_relaxed);
 }
 
-/* The cache hit test of the extended API and the send path's slow side: s is this thread's slab (or NULL), key the QP. */
+/* The cache hit test of the extended API: s is this thread's slab (or NULL), key the QP, in any mode. */
 static inline bool rtp_cache_hit(const struct rtp_slab *s, const void *key)
 {
 	return s &&
 	       (atomic_load_explicit(&s->c_key, memory_order_relaxed) & ~(uintptr_t)RTP_CACHE_FULL) == (uintptr_t)key;
-}
-
-/* The send path's fast test: s (or NULL) caches qp in histogram-only mode (the cache's key without RTP_CACHE_FULL). */
-static inline bool rtp_cache_hit_hist(const struct rtp_slab *s, const struct ibv_qp *qp)
-{
-	return s && atomic_load_explicit(&s->c_key, memory_order_relaxed) == (uintptr_t)qp;
 }
 
 /*

@@ -512,8 +512,9 @@ static inline __attribute__((always_inline)) int post_send_cached(struct rtp_sla
 /*
  * Histogram-only mode through slab s, whose cache holds qp: post, then count a one-WR, one-SGE post in its slot (a
  * compare and an increment), anything else in record_chain(). errno is not touched here (nothing called sets it), the
- * provider's return value is returned as is. Inlined in rtp_w_post_send(), whose other paths are tail calls, so that
- * the common post takes no jump before the provider's call and saves only what lives across it (three registers).
+ * provider's return value is returned as is. Its own function, reached from rtp_w_post_send() by one jump after one
+ * compare, so that only what lives across the provider's call is saved (three registers), and the sampling and apply
+ * paths keep theirs; arguments ordered as post_send_sampling's.
  */
 static __attribute__((noinline)) int post_send_hist(struct ibv_qp *qp, struct ibv_send_wr *wr,
 						    struct ibv_send_wr **bad_wr, struct rtp_slab *s)
@@ -526,19 +527,16 @@ static __attribute__((noinline)) int post_send_hist(struct ibv_qp *qp, struct ib
 }
 
 /*
- * Every post but a histogram-only one on this thread's cached QP: the sampling or apply path of a cached QP, else
- * look the QP up, claim a slab and an entry (forward uncounted when there are none) and take the path of its mode.
+ * The post on a QP this thread's cache does not hold: look it up, claim a slab and an entry (forward uncounted when
+ * there are none), cache them and take the path of the QP's mode.
  */
 static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct ibv_send_wr *wr,
 						      struct ibv_send_wr **bad_wr)
 {
 	struct rtp_slab *s = tls_slab;
-	struct rtp_qp *q;
+	struct rtp_qp *q = ht_get(&g_ht_qp, (uintptr_t)qp);
 	struct rtp_entry *e;
 
-	if (likely(rtp_cache_hit(s, qp)))
-		return post_send_cached(s, qp, wr, bad_wr);
-	q = ht_get(&g_ht_qp, (uintptr_t)qp);
 	if (unlikely(!q)) {
 		struct rtp_ctx *c = ctx_of(qp->context);
 
@@ -564,7 +562,10 @@ static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct 
 	return post_send_hist(qp, wr, bad_wr, s);
 }
 
-/* ops.post_send of every hooked context: this thread's cached QP in histogram-only mode, else the slow path. */
+/*
+ * ops.post_send of every hooked context: this thread's cached QP, its key compared with and without RTP_CACHE_FULL
+ * (the histogram-only path first), else the slow path.
+ */
 int rtp_w_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct rtp_slab *s = tls_slab;
