@@ -170,14 +170,13 @@ struct rtp_slab {
 	size_t map_bytes;
 	uint32_t sample_ctr; /* signaled WRs since the last latency sample */
 	/* one-entry cache of the last QP posted to (rtp_cache_fill) */
-	/* the cached QP (or its ibv_qp_ex), RTP_CACHE_FULL added when c_full: the histogram-only send path's one compare;
-	   cleared by whoever invalidates it: QP destruction, configure, fork (rtp_cache_drop) */
+	/* the cached QP (or its ibv_qp_ex), RTP_CACHE_FULL added in sampling or apply mode: the histogram-only send path's
+	   one compare; cleared by whoever invalidates it: QP destruction, configure, fork (rtp_cache_drop) */
 	_Atomic(uintptr_t) c_key;
 	struct rtp_entry *c_e;
 	int (*c_post)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr); /* c_q->post_send */
-	bool c_full;	  /* sampling or apply mode: not the histogram-only path */
-	bool c_apply;	  /* apply mode on c_q */
-	bool c_sig_all;	  /* c_q->sq_sig_all */
+	bool c_apply;									       /* apply mode on c_q */
+	bool c_sig_all;									       /* c_q->sq_sig_all */
 	bool c_own;	  /* this slab owns c_q's sequence (sig_own) */
 	uint32_t c_every; /* g_cfg.sample_every when filled (a configure bumps g_epoch) */
 	struct rtp_qp *c_q;
@@ -571,13 +570,21 @@ static inline unsigned rtp_slot_home(uint64_t key)
 }
 _Static_assert(RTP_SLOTS == 1u << RTP_SLOT_BITS, "rtp_slot_home hashes to RTP_SLOT_BITS bits");
 
+/* The QP (or ibv_qp_ex) a slab's cached key c_key names, whatever its mode. */
+static inline uintptr_t rtp_cache_key_qp(uintptr_t c_key)
+{
+	return c_key & ~(uintptr_t)RTP_CACHE_FULL;
+}
+
 /*
  * Makes (key, q, e) the slab's cached last QP (the post_send and wr_* paths share it: an ibv_qp_ex starts with its
- * ibv_qp) and claims q's sequence ownership for s when no slab has it yet. Owner thread only.
+ * ibv_qp) and claims q's sequence ownership for s when no slab has it yet. Owner thread only. Returns whether q is in
+ * sampling or apply mode (the key cached with RTP_CACHE_FULL), not on the histogram-only path.
  */
-static inline void rtp_cache_fill(struct rtp_slab *s, void *key, struct rtp_qp *q, struct rtp_entry *e)
+static inline bool rtp_cache_fill(struct rtp_slab *s, void *key, struct rtp_qp *q, struct rtp_entry *e)
 {
 	struct rtp_slab *none = NULL;
+	bool full;
 
 	if (!atomic_load_explicit(&q->owner, memory_order_relaxed))
 		atomic_compare_exchange_strong(&q->owner, &none, s);
@@ -586,17 +593,17 @@ static inline void rtp_cache_fill(struct rtp_slab *s, void *key, struct rtp_qp *
 	s->c_post = q->post_send;
 	s->c_every = g_cfg.sample_every;
 	s->c_apply = q->apply_limit != 0;
-	s->c_full = s->c_every || s->c_apply;
+	full = s->c_every || s->c_apply;
 	s->c_sig_all = q->sq_sig_all;
 	s->c_own = atomic_load_explicit(&q->owner, memory_order_relaxed) == s;
-	atomic_store_explicit(&s->c_key, (uintptr_t)key | (s->c_full ? RTP_CACHE_FULL : 0u), memory_order_relaxed);
+	atomic_store_explicit(&s->c_key, (uintptr_t)key | (full ? RTP_CACHE_FULL : 0u), memory_order_relaxed);
+	return full;
 }
 
 /* The cache hit test of the extended API: s is this thread's slab (or NULL), key the QP, in any mode. */
 static inline bool rtp_cache_hit(const struct rtp_slab *s, const void *key)
 {
-	return s &&
-	       (atomic_load_explicit(&s->c_key, memory_order_relaxed) & ~(uintptr_t)RTP_CACHE_FULL) == (uintptr_t)key;
+	return s && rtp_cache_key_qp(atomic_load_explicit(&s->c_key, memory_order_relaxed)) == (uintptr_t)key;
 }
 
 /*

@@ -556,8 +556,7 @@ static __attribute__((noinline)) int w_post_send_slow(struct ibv_qp *qp, struct 
 		CTR_ADD(s->posts_no_entry, 1);
 		return q->post_send(qp, wr, bad_wr);
 	}
-	rtp_cache_fill(s, qp, q, e);
-	if (s->c_full)
+	if (rtp_cache_fill(s, qp, q, e))
 		return post_send_cached(s, qp, wr, bad_wr);
 	return post_send_hist(qp, wr, bad_wr, s);
 }

@@ -245,7 +245,7 @@ void rtp_cache_drop(const void *key)
 	for (struct rtp_slab *s = atomic_load(&g_slabs); s; s = s->next) {
 		uintptr_t k = atomic_load_explicit(&s->c_key, memory_order_relaxed);
 
-		if (k && (!key || (k & ~(uintptr_t)RTP_CACHE_FULL) == (uintptr_t)key))
+		if (k && (!key || rtp_cache_key_qp(k) == (uintptr_t)key))
 			atomic_store_explicit(&s->c_key, 0, memory_order_relaxed);
 	}
 }
