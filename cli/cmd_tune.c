@@ -123,7 +123,7 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 {
 	struct rt_profile_entry *e = &t->e;
 	enum rt_hyst_action ia, sa;
-	bool isup = false, ssup = false;
+	bool isup = false, ssup = false, inl_raise = false, sig_raise = false;
 	struct rt_store_reason *v;
 	size_t n = 0;
 	/* SRD: EFA's one inline buffer, as UD's when the stored run has no SRD figure (rt_tuner_input_from_run) */
@@ -156,11 +156,34 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 			ia = rt_hyst_inline(d, base->e.inline_threshold, dev_max, &isup, t->inl.why,
 					    sizeof(t->inl.why));
 		}
-		sa = rt_hyst_signal(d, base->e.signal_interval, base->signal_verdict, &ssup, t->sig.why,
+		sa = rt_hyst_signal(d, base->e.signal_interval, base->signal_verdict,
+				    (enum rt_confidence)base->e.signal_confidence, &ssup, t->sig.why,
 				    sizeof(t->sig.why));
 	}
 	snprintf(t->inl.action, sizeof(t->inl.action), "%s", rt_hyst_action_name(ia));
 	snprintf(t->sig.action, sizeof(t->sig.action), "%s", rt_hyst_action_name(sa));
+	/*
+	 * The same answer again with a higher confidence than the kept one's: the confidence rises to this run's (with
+	 * this run's reasons, which explain it); it never falls while the answer is kept. A label that repeated answers
+	 * can only raise repeats from run to run, where each run's own label flips with the noise on evidence near its
+	 * cut (docs/tuner.md "Hysteresis").
+	 */
+	if (ia == RT_HYST_KEPT && d->inline_measured && d->inline_threshold == base->e.inline_threshold &&
+	    e->inline_confidence > base->e.inline_confidence)
+		inl_raise = true;
+	if (sa == RT_HYST_KEPT && d->signal_measured && e->signal_interval == base->e.signal_interval &&
+	    !strcmp(t->signal_verdict, base->signal_verdict) && e->signal_confidence > base->e.signal_confidence)
+		sig_raise = true;
+	if (inl_raise)
+		snprintf(t->inl.why + strlen(t->inl.why), sizeof(t->inl.why) - strlen(t->inl.why),
+			 "; its confidence rises from %s to this run's %s",
+			 rt_profile_confidence_name(base->e.inline_confidence),
+			 rt_profile_confidence_name(e->inline_confidence));
+	if (sig_raise)
+		snprintf(t->sig.why + strlen(t->sig.why), sizeof(t->sig.why) - strlen(t->sig.why),
+			 "; its confidence rises from %s to this run's %s",
+			 rt_profile_confidence_name(base->e.signal_confidence),
+			 rt_profile_confidence_name(e->signal_confidence));
 
 	/* reasons: a kept decision's from the current entry, the others from the run, then the hysteresis line */
 	v = calloc(t->n_reasons + base->n_reasons + 1, sizeof(*v));
@@ -172,7 +195,8 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 		for (size_t i = 0; i < src->n_reasons; i++) {
 			const struct rt_store_reason *r = &src->reasons[i];
 			bool sig = signal_topic(r), inl = !strcmp(r->topic, "inline");
-			bool from_base = (inl && ia == RT_HYST_KEPT) || (sig && sa == RT_HYST_KEPT);
+			bool from_base =
+				(inl && ia == RT_HYST_KEPT && !inl_raise) || (sig && sa == RT_HYST_KEPT && !sig_raise);
 
 			if (!strcmp(r->topic, "profile"))
 				continue; /* the current entry's own hysteresis line is replaced by this run's */
@@ -181,22 +205,27 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 			v[n++] = *r;
 		}
 	}
+	/* a raised confidence comes with the rest of this run's decision (the same answer): only its evidence is kept */
 	if (ia == RT_HYST_KEPT) {
-		e->inline_threshold = base->e.inline_threshold;
-		e->max_inline_data = base->e.max_inline_data;
-		e->inline_confidence = base->e.inline_confidence;
+		if (!inl_raise) {
+			e->inline_threshold = base->e.inline_threshold;
+			e->max_inline_data = base->e.max_inline_data;
+			e->inline_confidence = base->e.inline_confidence;
+		}
 		e->inline_limit_excl = e->inline_threshold ? e->inline_threshold + 1 : 0;
 		e->inline_runs = base->e.inline_runs + (isup ? 1 : 0);
 		snprintf(e->inline_since, sizeof(e->inline_since), "%s", base->e.inline_since);
 	}
 	if (sa == RT_HYST_KEPT) {
-		e->signal_interval = base->e.signal_interval;
-		e->sq_depth = base->e.sq_depth;
-		e->cq_depth = base->e.cq_depth;
-		e->cq_moderation = base->e.cq_moderation;
-		e->cq_mod_count = base->e.cq_mod_count;
-		e->cq_mod_period_us = base->e.cq_mod_period_us;
-		e->signal_confidence = base->e.signal_confidence;
+		if (!sig_raise) {
+			e->signal_interval = base->e.signal_interval;
+			e->sq_depth = base->e.sq_depth;
+			e->cq_depth = base->e.cq_depth;
+			e->cq_moderation = base->e.cq_moderation;
+			e->cq_mod_count = base->e.cq_mod_count;
+			e->cq_mod_period_us = base->e.cq_mod_period_us;
+			e->signal_confidence = base->e.signal_confidence;
+		}
 		e->signal_runs = base->e.signal_runs + (ssup ? 1 : 0);
 		snprintf(e->signal_since, sizeof(e->signal_since), "%s", base->e.signal_since);
 		snprintf(t->signal_verdict, sizeof(t->signal_verdict), "%s", base->signal_verdict);
@@ -331,6 +360,8 @@ static json_t *decision_to_json(const struct rt_tuner_decision *d)
 		json_object_set_new(o, "t_cqe_ns", num_or_null(d->t_cqe_ns));
 		json_object_set_new(o, "t_cqe_lo_ns", num_or_null(d->t_cqe_lo_ns));
 		json_object_set_new(o, "t_cqe_hi_ns", num_or_null(d->t_cqe_hi_ns));
+		json_object_set_new(o, "inline_stability", num_or_null(d->inline_stability));
+		json_object_set_new(o, "signal_stability", num_or_null(d->signal_stability));
 	}
 	return o;
 }

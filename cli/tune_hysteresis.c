@@ -92,10 +92,14 @@ enum rt_hyst_action rt_hyst_inline(const struct rt_tuner_decision *d, uint32_t c
 }
 
 enum rt_hyst_action rt_hyst_signal(const struct rt_tuner_decision *d, uint32_t cur_n, const char *cur_verdict,
-				   bool *supports, char *why, size_t len)
+				   enum rt_confidence cur_conf, bool *supports, char *why, size_t len)
 {
 	const char *v = rt_hyst_signal_verdict(d);
 	uint32_t run = d->signal_interval ? d->signal_interval : 1;
+	/* evidence strong enough to move the answer: high, or stronger than the current answer's */
+	bool strong = d->signal_confidence >= RT_CONF_HIGH || d->signal_confidence > cur_conf;
+	bool far = (uint64_t)run > 2 * (uint64_t)cur_n || 2 * (uint64_t)run < cur_n;
+	bool other = cur_verdict && cur_verdict[0] && strcmp(cur_verdict, v);
 
 	*supports = false;
 	if (!d->signal_measured) {
@@ -108,18 +112,30 @@ enum rt_hyst_action rt_hyst_signal(const struct rt_tuner_decision *d, uint32_t c
 			 run);
 		return RT_HYST_REPLACED;
 	}
-	if ((uint64_t)run > 2 * (uint64_t)cur_n || 2 * (uint64_t)run < cur_n) {
-		snprintf(why, len, "this run's N %" PRIu32 " is outside a factor of two of the current %" PRIu32, run,
-			 cur_n);
+	if ((far || other) && strong) {
+		snprintf(why, len,
+			 "this run's %s at N %" PRIu32 " %s the current %s at N %" PRIu32 ", with %s confidence%s", v,
+			 run, far ? "is outside a factor of two of" : "differs in its verdict from",
+			 cur_verdict && cur_verdict[0] ? cur_verdict : "N", cur_n,
+			 rt_confidence_name(d->signal_confidence),
+			 d->signal_confidence >= RT_CONF_HIGH ? "" : ", above the current answer's");
 		return RT_HYST_REPLACED;
 	}
-	if (cur_verdict && cur_verdict[0] && strcmp(cur_verdict, v) && d->signal_confidence >= RT_CONF_MEDIUM) {
-		snprintf(why, len, "the verdict changed from %s to %s with %s confidence", cur_verdict, v,
-			 rt_confidence_name(d->signal_confidence));
-		return RT_HYST_REPLACED;
+	if (far) {
+		snprintf(why, len,
+			 "this run's N %" PRIu32 " is outside a factor of two of the current %" PRIu32 ", with %s "
+			 "confidence, not above the current answer's %s: %" PRIu32 " stays",
+			 run, cur_n, rt_confidence_name(d->signal_confidence), rt_confidence_name(cur_conf), cur_n);
+		return RT_HYST_KEPT;
 	}
 	*supports = true;
-	if (run == cur_n)
+	if (other)
+		snprintf(why, len,
+			 "this run says %s at N %" PRIu32 ", within a factor of two of the current %" PRIu32
+			 " (%s), with %s confidence, not above the current answer's %s",
+			 v, run, cur_n, cur_verdict, rt_confidence_name(d->signal_confidence),
+			 rt_confidence_name(cur_conf));
+	else if (run == cur_n)
 		snprintf(why, len, "this run found the same N, %" PRIu32, cur_n);
 	else
 		snprintf(why, len, "this run's N %" PRIu32 " is within a factor of two of the current %" PRIu32, run,

@@ -39,12 +39,13 @@ enum rt_hyst_action rt_hyst_inline(const struct rt_tuner_decision *d, uint32_t c
 				   char *why, size_t len);
 
 /*
- * Whether d's signal interval replaces cur_n, the current one, whose verdict was cur_verdict ("" unknown). Replaced
- * when the run's N lies outside a factor of two of cur_n, or its verdict differs (knee / indifferent) with at least
- * medium confidence, or the current N was not measured and the run's is; kept otherwise, and when the run has no rate
- * sweep (then *supports is false). why as above.
+ * Whether d's signal interval replaces cur_n, the current one, whose verdict was cur_verdict ("" unknown) and
+ * confidence cur_conf. Replaced when the run's N lies outside a factor of two of cur_n or its verdict differs (knee /
+ * indifferent), with high confidence or a confidence above cur_conf; or when the current N was not measured and the
+ * run's is. Kept otherwise, and when the run has no rate sweep. *supports tells whether the run counts as evidence of
+ * the kept value (a measured N within a factor of two). why as above.
  */
 enum rt_hyst_action rt_hyst_signal(const struct rt_tuner_decision *d, uint32_t cur_n, const char *cur_verdict,
-				   bool *supports, char *why, size_t len);
+				   enum rt_confidence cur_conf, bool *supports, char *why, size_t len);
 
 #endif

@@ -312,6 +312,7 @@ struct ia {
 	uint32_t edge_bytes; /* unplaced() 2: the inconclusive size the per-size rule's range ended at or before */
 	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
 	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
+	uint32_t nonmono_rise_last_bytes;	       /* the last one */
 };
 
 /* Valid points of the group, the latency kind to use, and one (non-inline, inline) pair per size. */
@@ -707,6 +708,7 @@ static int evidence(struct ia *a)
 		if (q->lo > min_hi) {
 			if (!(a->nonmono & 2))
 				a->nonmono_rise_bytes = q->bytes; /* the first size where d rose */
+			a->nonmono_rise_last_bytes = q->bytes;
 			a->nonmono |= 2;
 		}
 		min_hi = fmin(min_hi, q->hi + q->f);
@@ -1212,8 +1214,14 @@ static int explain_quality(struct ia *a)
 			conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	if (a->np < MIN_PAIRS || a->insufficient || a->implaus)
 		conf = RT_CONF_LOW;
-	/* a threshold where inline does not matter has no gain to show: medium at best */
-	if (a->nonmono || a->multiknee || a->rank_disagree || a->n_invalid || a->harmless)
+	/*
+	 * a threshold where inline does not matter has no gain to show: medium at best. What the answer does not rest on
+	 * does not lower it: Kneedle's knees are evidence only, and d rising at a size the threshold inlines anyway (a
+	 * device whose DMA read costs more with size) cannot move the threshold; a rise beyond it can (a size above T
+	 * gaining more than T), as can a win after a loss
+	 */
+	if ((a->nonmono & 1) || ((a->nonmono & 2) && a->nonmono_rise_last_bytes > d->inline_threshold) ||
+	    a->rank_disagree || a->n_invalid || a->harmless)
 		conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	d->inline_confidence = conf;
 	return 0;

@@ -170,6 +170,7 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	uint32_t batch = in->app[d->op][d->qpt].post_list_batch ? in->app[d->op][d->qpt].post_list_batch : 1;
 	uint32_t sq_meas = in->limits.sq_depth, cap, nlim, nstar = 1, N, n_hi = 1, n_max_meas = 1;
 	uint64_t enomem = 0;
+	uint32_t drop_n = UINT32_MAX; /* the smallest N where a rate drops beyond its noise (nonmono) */
 	int rc = 0, nonmono = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0, small_knee = 0;
 	double rel_se = 0, stable = 0, b = 0, se_b = 0, b_lo = 0, b_hi = 0, a_min = INFINITY;
 	size_t offs0 = (size_t)rt_rng_next(&t->rng);
@@ -450,8 +451,11 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 				if (y[i] > y[m])
 					m = i;
 			for (size_t i = m + 1; i < q->start + q->n; i++)
-				if (y[i] < (1 - 2 * o->tolerance) * y[m] && y[i] + 2 * se[i] < y[m] - 2 * se[m])
+				if (y[i] < (1 - 2 * o->tolerance) * y[m] && y[i] + 2 * se[i] < y[m] - 2 * se[m]) {
 					nonmono = 1;
+					if (drop_n > v[i]->signal_interval)
+						drop_n = v[i]->signal_interval;
+				}
 		}
 		rt__knee_evidence(xs + q->start, fit + q->start, q->n, RT_KNEE_INCREASING,
 				  o->tolerance * fit[q->start + q->n - 1], &nsig);
@@ -580,8 +584,9 @@ decide:
 		if (nonmono)
 			rt__reason(
 				r, RT_R_NON_MONOTONE, RT_TOPIC_SIGNAL, RT_SEV_WARN,
-				"the rate drops at larger N beyond its noise (more than %.1f%%): check CQ/queue sizing",
-				200 * o->tolerance);
+				"the rate drops at larger N beyond its noise (more than %.1f%%, from N = %u): check CQ/queue "
+				"sizing",
+				200 * o->tolerance, drop_n);
 		if (few)
 			rt__reason(r, RT_R_TOO_FEW_POINTS, RT_TOPIC_SIGNAL, RT_SEV_WARN,
 				   "only %zu N value(s) per series (need 3 for a knee): low confidence", n_used);
@@ -618,7 +623,12 @@ decide:
 		conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	if (few || insufficient)
 		conf = RT_CONF_LOW;
-	if (nonmono || multiknee || enomem || n_invalid || assumed_noise)
+	/*
+	 * What the answer does not rest on does not lower it: Kneedle's knees are evidence only (the fit decides), and a
+	 * rate dropping only at an N above the one stated does not bear on it (one series' point below the best of the
+	 * points before it, beyond the pooled noise, happens by chance in a sweep of many series)
+	 */
+	if ((nonmono && drop_n <= d->signal_interval) || enomem || n_invalid || assumed_noise)
 		conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	d->signal_confidence = conf;
 	queues_and_cqmod(t, in, sq_meas, d, r);

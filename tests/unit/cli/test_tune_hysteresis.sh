@@ -5,8 +5,8 @@
 # confidence (schema 1.2). A tune without RUN takes the newest complete run and says which (a newer interrupted run
 # is skipped, a running one refused when named). Hysteresis: a run one size step away with only indifferent evidence
 # keeps the decision and counts as its evidence, a run whose own evidence contradicts it replaces it, --dry-run
-# shows either without storing, --force takes the run's value, and `rtune history` shows drift only for the real
-# change.
+# shows either without storing, --force takes the run's value, a kept answer's confidence rises when a run finds the
+# same answer with a higher one and never falls while kept, and `rtune history` shows drift only for the real change.
 set -uo pipefail
 rtune=$1
 fill=$2
@@ -196,6 +196,32 @@ import json,sys; d=json.load(open(sys.argv[1])); [x]=[x for x in d['decisions'] 
 assert d['forced'] is True and x['profile']['inline']['action']=='forced', x['profile']" "$dir/f.json" \
   && ok force-replaces || bad "force-replaces: $(sendrc "$dir/fp.json" inline_threshold)"
 "$rtune" tune --db "$db" --replace --dry-run > /dev/null && ok replace-alias || bad replace-alias
+
+# the same answer again: a kept decision's confidence rises to a run's higher one (with that run's reasons) and does
+# not fall back when a later run says the same answer with a lower one (docs/tuner.md "Hysteresis")
+H=0,0,0,0,-200,-200,-200 # no size gains, a loss from 256 B: 128 B "where it does not matter", medium
+db=$dir/r2.db
+for shape in "$H" "$A" "$H"; do
+  "$fill" "$db" "$shape" > /dev/null && "$rtune" tune --db "$db" --json > "$dir/r2.json" 2> "$dir/err" || bad "tune $shape: $(cat "$dir/err")"
+  python3 -c "
+import json,sys; [x]=[x for x in json.load(open(sys.argv[1]))['decisions'] if x['opcode']=='send' and x['qp_type']=='rc']
+p=x['profile']; print(x['inline_threshold'], x['inline_confidence'], p['inline_threshold'], p['inline_confidence'], p['inline']['runs'])
+print(p['inline']['why'])" "$dir/r2.json" >> "$dir/r2.txt"
+done
+python3 - "$dir/r2.txt" <<'PY' && ok confidence-rises-and-repeats || bad "confidence-rises-and-repeats: $(cat "$dir/r2.txt")"
+import sys
+l = open(sys.argv[1]).read().splitlines()
+assert l[0] == "128 medium 128 medium 1", l
+assert l[2] == "128 high 128 high 2", l                       # the same 128 B, this run high: raised
+assert "rises from medium to this run's high" in l[3], l
+assert l[4] == "128 medium 128 high 3", l                     # a later medium run: still high, one more run
+assert "rises" not in l[5], l
+PY
+"$rtune" export --db "$db" -o "$dir/r2p.json" && python3 -c "
+import json,sys; [e]=[e for e in json.load(open(sys.argv[1]))['entries'] if e['opcode']=='send' and e['qp_type']=='rc']
+t=[r['text'] for r in e['reasons'] if r['code']=='inline_threshold']
+assert e['inline_confidence']=='high' and t and 'does not matter' not in t[0], (e['inline_confidence'], t)" "$dir/r2p.json" \
+  && ok raised-confidence-keeps-its-reasons || bad raised-confidence-keeps-its-reasons
 
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

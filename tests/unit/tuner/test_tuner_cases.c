@@ -253,25 +253,56 @@ static void test_non_monotone_inline(void **state)
 	rt_tuner_result_free(&res);
 }
 
+/* The sweep of test_non_monotone_rate, the rates of its series' points from signal interval drop_n on scaled by f. */
+static const struct rt_tuner_decision *run_rate_drop(struct curve *c, struct rt_tuner_result *res, uint32_t drop_n,
+						     double f)
+{
+	curve_init(c, 256);
+	add_linear(c, 256, 300, 2, 3);
+	add_series(c, 8, true, 50, 10, 128, 0.002, 512); /* needs N = 16 */
+	for (size_t i = 0; i < c->in.n_rate; i++) {
+		struct rt_rate_point *p = &c->rate[i];
+
+		if (drop_n && p->signal_interval >= drop_n) {
+			p->mops *= f;
+			p->mops_lo *= f;
+			p->mops_hi *= f;
+		}
+	}
+	return run(c, res);
+}
+
+/*
+ * A rate that drops beyond its noise at larger N is named (non_monotone, with the N); it lowers the confidence only
+ * when it drops at an N up to the one stated (there it bears on the answer), not above it.
+ */
 static void test_non_monotone_rate(void **state)
 {
 	struct curve c;
-	struct rt_tuner_result res;
-	const struct rt_tuner_decision *d;
+	struct rt_tuner_result res, res0;
+	const struct rt_tuner_decision *d, *d0;
 
 	(void)state;
-	curve_init(&c, 256);
-	add_linear(&c, 256, 300, 2, 3);
-	add_series(&c, 8, true, 50, 100, 128, 0.002, 512);
-	c.rate[c.in.n_rate - 1].mops *= 0.8; /* the rate collapses at N = 128 */
-	c.rate[c.in.n_rate - 1].mops_lo *= 0.8;
-	c.rate[c.in.n_rate - 1].mops_hi *= 0.8;
-	d = run(&c, &res);
+	d0 = run_rate_drop(&c, &res0, 0, 1); /* the same sweep without a drop */
+	assert_true(d0->signal_interval < 64);
+	d = run_rate_drop(&c, &res, 128, 0.8); /* the rate collapses at N = 128, above the N stated */
+	assert_reason(d, "non_monotone");
+	assert_int_equal(d->signal_interval, d0->signal_interval);
+	assert_int_equal(d->signal_confidence, d0->signal_confidence);
+	assert_true(d->signal_confidence == RT_CONF_HIGH);
+	rt_tuner_result_free(&res);
+	/* the drop from the N stated on: medium at best */
+	d = run_rate_drop(&c, &res, d0->signal_interval, 0.8);
 	assert_reason(d, "non_monotone");
 	assert_true(d->signal_confidence <= RT_CONF_MEDIUM);
 	rt_tuner_result_free(&res);
+	rt_tuner_result_free(&res0);
 }
 
+/*
+ * The benefit falls off in two steps: 400 ns up to 8 B, 150 ns from 32 to 512 B, then a loss. Kneedle names both
+ * knees (multi_knee, evidence only); the threshold comes from the per-size rule and its confidence is not lowered.
+ */
 static void test_multi_knee(void **state)
 {
 	struct curve c;
@@ -280,12 +311,42 @@ static void test_multi_knee(void **state)
 
 	(void)state;
 	curve_init(&c, 4096);
-	/* the benefit falls off in two steps: 400 ns up to 8 B, 150 ns from 32 to 512 B, then a loss */
 	for (uint32_t s = 1; s <= 4096; s *= 2)
 		add_size(&c, s, 1500, s <= 8 ? 400 : s == 16 ? 250 : s <= 512 ? 150 : s == 1024 ? -50 : -300, 3);
 	d = run(&c, &res);
 	assert_reason(d, "multi_knee");
 	assert_int_equal(d->inline_threshold, 512);
+	assert_true(d->inline_confidence == RT_CONF_HIGH);
+	rt_tuner_result_free(&res);
+}
+
+/*
+ * d rising beyond its noise lowers the inline confidence only where it can move the threshold: above it (a size the
+ * threshold leaves out gaining more than T), not at sizes it inlines anyway.
+ */
+static void test_rise_below_threshold(void **state)
+{
+	struct curve c;
+	struct rt_tuner_result res;
+	const struct rt_tuner_decision *d;
+
+	(void)state;
+	/* inline wins at every size, more from 64 B on (a device whose DMA read costs more with size) */
+	curve_init(&c, 256);
+	for (uint32_t s = 1; s <= 256; s *= 2)
+		add_size(&c, s, 1500, s < 64 ? 200 : 400, 3);
+	d = run(&c, &res);
+	assert_reason(d, "non_monotone");
+	assert_int_equal(d->inline_threshold, 256);
+	assert_true(d->inline_confidence == RT_CONF_HIGH);
+	rt_tuner_result_free(&res);
+	/* a loss at 16 B, then d rising again beyond it up to no significant win: the threshold may be wrong */
+	curve_init(&c, 256);
+	for (uint32_t s = 1; s <= 256; s *= 2)
+		add_size(&c, s, 1500, s <= 8 ? 200 : s == 16 ? -300 : 0, 3);
+	d = run(&c, &res);
+	assert_reason(d, "non_monotone");
+	assert_true(d->inline_threshold < 16);
 	assert_true(d->inline_confidence <= RT_CONF_MEDIUM);
 	rt_tuner_result_free(&res);
 }
@@ -869,6 +930,7 @@ int main(void)
 		cmocka_unit_test(test_non_monotone_inline),
 		cmocka_unit_test(test_non_monotone_rate),
 		cmocka_unit_test(test_multi_knee),
+		cmocka_unit_test(test_rise_below_threshold),
 		cmocka_unit_test(test_implausible_gain),
 		cmocka_unit_test(test_rank_test_disagrees),
 		cmocka_unit_test(test_no_data_and_invalid_points),
