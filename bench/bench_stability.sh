@@ -47,7 +47,12 @@ for c in ${disturbed//,/ }; do
 done
 
 analyze() {
-  python3 "$emu/stability.py" "$out" "${configs[@]}"
+  # with the rtune binary at hand, also the node's profile over the runs (each run tuned in order, hysteresis)
+  if [ -x "$B/cli/rtune" ]; then
+    python3 "$emu/stability.py" --replay "$B/cli/rtune" "$out" "${configs[@]}"
+  else
+    python3 "$emu/stability.py" "$out" "${configs[@]}"
+  fi
 }
 
 if [ "${RTUNE_VM:-}" != 1 ]; then

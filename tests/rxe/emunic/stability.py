@@ -8,12 +8,18 @@
 # high-confidence answers were more than one grid step (N: a factor of two, or another verdict) from the expected
 # (else the modal) answer, and the confidence labels of the runs at the modal answer (a high in some of them and not
 # in others: a high that does not repeat, which misses the target). A configuration is named MODEL or MODEL@DISTURBANCE ("plain" for no shim).
-# usage: stability.py OUT CONFIG...
+# With --replay RTUNE it also replays the configuration's store (OUT/CONFIG/store.db, copied) through `RTUNE tune RUN`
+# without --dry-run, run after run, and prints the node's profile after each (its answer and label as published,
+# after the hysteresis) with the number of changes: at most one each (the first answer settling) is the target.
+# usage: stability.py [--replay RTUNE] OUT CONFIG...
 import collections
 import glob
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True  # the guest writes into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,7 +63,40 @@ def fmt_n(a):
     return ("N=%d" % a[1]) if a[0] in ("knee", "n") else "%s(N=%d)" % a
 
 
+def replay(rtune, store, runs):
+    """The node's profile as `rtune tune` stores it, run after run (hysteresis, docs/tuner.md): the runs' calibrations
+    in store (copied) tuned in order, each without --dry-run. Returns {(op, qpt): [(threshold, its label, N, its
+    label), ...]} per run, or None when rtune cannot do it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "store.db")
+        try:
+            shutil.copyfile(store, db)
+        except OSError:
+            return None
+        seq = {}
+        for _, r, _ in runs:
+            p = subprocess.run([rtune, "tune", r["run_id"], "--json", "--db", db], capture_output=True, text=True)
+            try:
+                t = json.loads(p.stdout)
+            except ValueError:
+                return None
+            for d in t["decisions"]:
+                pr = d.get("profile") or {}
+                seq.setdefault((d["opcode"], d["qp_type"]), []).append((
+                    pr.get("inline_threshold"), (pr.get("inline_confidence") or "?")[0].upper(),
+                    pr.get("signal_interval"), (pr.get("signal_confidence") or "?")[0].upper()))
+        return seq
+
+
+def changes(vals):
+    return sum(1 for a, b in zip(vals, vals[1:]) if a != b)
+
+
 def main():
+    rtune = None
+    if len(sys.argv) > 2 and sys.argv[1] == "--replay":
+        rtune = sys.argv[2]
+        del sys.argv[1:3]
     out, configs = sys.argv[1], sys.argv[2:]
     models = em.load_models()
     met_all = True
@@ -82,6 +121,9 @@ def main():
             continue
         secs = sorted((r["ended_ns"] - r["started_ns"]) / 1e9 for _, r, _ in runs)
         print("   calibrate run time median %.1f s (%.1f..%.1f)" % (secs[len(secs) // 2], secs[0], secs[-1]))
+        node = replay(rtune, os.path.join(out, c, "store.db"), sorted(runs, key=lambda x: x[0])) if rtune else None
+        if rtune and node is None:
+            print("   node profile: cannot replay %s" % os.path.join(out, c, "store.db"))
         for op, qpt in em.DECISIONS:
             thr, nans, exp_thr, exp_n, grids = [], [], [], [], []
             for _, r, t in runs:
@@ -154,6 +196,19 @@ def main():
                 print("   %s/%s signaling: labels at the modal %s (N within x2): %s%s" % (
                     op, qpt, fmt_n(nmode), lab, " (a high that does not repeat)" if flip else ""))
                 met = met and nok >= 0.9 * k and (near_nmode if m else nmode_n) >= 0.9 * k and nhi == 0 and not flip
+            if node and (op, qpt) in node:
+                # what the node publishes: the profile after each run (hysteresis); a change of its answer or its
+                # label from one run to the next is what an application, the agent and the fleet report would see
+                sq = node[(op, qpt)]
+                th, tl = [x[0] for x in sq], [x[1] for x in sq]
+                print("   %s/%s node profile over the runs: threshold %s (%d changes), labels %s (%d changes)" % (
+                    op, qpt, ",".join(str(x) for x in th), changes(th), "".join(tl), changes(tl)))
+                met = met and changes(th) <= 1 and changes(tl) <= 1
+                if qpt != "ud":
+                    nn, nl = [x[2] for x in sq], [x[3] for x in sq]
+                    print("   %s/%s node profile over the runs: N %s (%d changes), labels %s (%d changes)" % (
+                        op, qpt, ",".join(str(x) for x in nn), changes(nn), "".join(nl), changes(nl)))
+                    met = met and changes(nn) <= 1 and changes(nl) <= 1
             print("   %s/%s: target %s" % (op, qpt, "met" if met else "MISSED"))
             met_all = met_all and met
     print("\nstability: every target %s" % ("met" if met_all else "not met (see MISSED above)"))
