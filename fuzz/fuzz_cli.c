@@ -9,7 +9,7 @@
  * Containment: at start-up the target makes a private temporary directory D (under $TMPDIR, else /dev/shm, else /tmp)
  * with D/seed (a store with one calibration run, one stored profile and that profile's JSON, made once) and D/work,
  * the working directory. Before every input
- * D/work is emptied and refilled from D/seed, the command runs with D/work as its working directory (the fuzzer's
+ * D/work is emptied (subdirectories too) and refilled from D/seed, the command runs with D/work as its working directory (the fuzzer's
  * own is restored afterwards), and $RTUNE_DB, $HOME and $XDG_STATE_HOME point into it. Inputs with an
  * argument containing '/' or starting with ".." are skipped, so every path the commands see (stores, -o, --html,
  * import and report inputs) resolves inside D/work; standard input is /dev/null (`import -` reads it, finds no
@@ -104,20 +104,41 @@ static void copy_file(const char *from_dir, const char *to_dir, const char *name
 }
 
 /* Empties dir (flat: nothing the commands do creates subdirectories there; a stray one is removed if empty). */
-static void empty_dir(const char *dir)
+/*
+ * Removes everything in the directory open as dfd (closed here), subdirectories too: a command may make one (report
+ * --group-profiles DIR writes its files into DIR). Entries are never followed: a symlink is unlinked, not entered.
+ */
+static void empty_fd(int dfd, const char *name)
 {
-	DIR *d = opendir(dir);
+	DIR *d = fdopendir(dfd);
 	struct dirent *de;
 
 	if (!d)
-		die(dir);
+		die(name);
 	while ((de = readdir(d))) {
+		int sub;
+
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (unlinkat(dirfd(d), de->d_name, 0) && unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR))
+		if (!unlinkat(dirfd(d), de->d_name, 0))
+			continue;
+		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			die(de->d_name);
+		empty_fd(sub, de->d_name);
+		if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR))
 			die(de->d_name);
 	}
 	closedir(d);
+}
+
+static void empty_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		die(dir);
+	empty_fd(fd, dir);
 }
 
 static void make_seed(void)
