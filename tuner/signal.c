@@ -170,8 +170,8 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	uint32_t batch = in->app[d->op][d->qpt].post_list_batch ? in->app[d->op][d->qpt].post_list_batch : 1;
 	uint32_t sq_meas = in->limits.sq_depth, cap, nlim, nstar = 1, N, n_hi = 1, n_max_meas = 1;
 	uint64_t enomem = 0;
-	uint32_t drop_n = UINT32_MAX; /* the smallest N where a rate drops beyond its noise (nonmono) */
-	int rc = 0, nonmono = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0, small_knee = 0;
+	uint32_t drop_n = UINT32_MAX; /* the smallest N where a rate drops beyond its noise; UINT32_MAX: none */
+	int rc = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0, small_knee = 0;
 	double rel_se = 0, stable = 0, b = 0, se_b = 0, b_lo = 0, b_hi = 0, a_min = INFINITY;
 	size_t offs0 = (size_t)rt_rng_next(&t->rng);
 	struct slopes sl = { 0 };
@@ -451,11 +451,9 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 				if (y[i] > y[m])
 					m = i;
 			for (size_t i = m + 1; i < q->start + q->n; i++)
-				if (y[i] < (1 - 2 * o->tolerance) * y[m] && y[i] + 2 * se[i] < y[m] - 2 * se[m]) {
-					nonmono = 1;
-					if (drop_n > v[i]->signal_interval)
-						drop_n = v[i]->signal_interval;
-				}
+				if (y[i] < (1 - 2 * o->tolerance) * y[m] && y[i] + 2 * se[i] < y[m] - 2 * se[m] &&
+				    drop_n > v[i]->signal_interval)
+					drop_n = v[i]->signal_interval;
 		}
 		rt__knee_evidence(xs + q->start, fit + q->start, q->n, RT_KNEE_INCREASING,
 				  o->tolerance * fit[q->start + q->n - 1], &nsig);
@@ -581,7 +579,7 @@ decide:
 		if (multiknee)
 			rt__reason(r, RT_R_MULTI_KNEE, RT_TOPIC_SIGNAL, RT_SEV_WARN,
 				   "the rate vs N curve has more than one knee (Kneedle)");
-		if (nonmono)
+		if (drop_n != UINT32_MAX)
 			rt__reason(
 				r, RT_R_NON_MONOTONE, RT_TOPIC_SIGNAL, RT_SEV_WARN,
 				"the rate drops at larger N beyond its noise (more than %.1f%%, from N = %u): check CQ/queue "
@@ -628,7 +626,7 @@ decide:
 	 * rate dropping only at an N above the one stated does not bear on it (one series' point below the best of the
 	 * points before it, beyond the pooled noise, happens by chance in a sweep of many series)
 	 */
-	if ((nonmono && drop_n <= d->signal_interval) || enomem || n_invalid || assumed_noise)
+	if (drop_n <= d->signal_interval || enomem || n_invalid || assumed_noise)
 		conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	d->signal_confidence = conf;
 	queues_and_cqmod(t, in, sq_meas, d, r);
