@@ -809,17 +809,6 @@ struct physics {
 	double stable;		   /* share of bootstrap fits within one chunk of T */
 };
 
-/*
- * The chi-square value that k degrees of freedom exceed with probability 1 - p, z_p the normal quantile of p
- * (Wilson-Hilferty: within 1 % for k >= 3 at p = 0.999).
- */
-static double chi2_quantile(double z_p, double k)
-{
-	double h = 2 / (9 * k), c = 1 - h + z_p * sqrt(h);
-
-	return k * c * c * c;
-}
-
 #define Z_LINE_REJECT 3.09 /* the line is rejected at the 0.1 % level (normal quantile of 0.999) */
 
 /*
@@ -888,7 +877,7 @@ static int physics_threshold(struct ia *a, struct physics *ph, uint32_t keep_T)
 	ph->n_loss = rt__inline_fit_losses(&ph->f, c, fl, np, ph->infl, z, &ph->n_clear);
 	se1 = sqrt(fmax(ph->infl * (ph->f.v_aa + ph->f.v_bb - 2 * ph->f.v_ab), 0));
 	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, se1, z, maxb) : maxb;
-	if (keep_T != UINT32_MAX && (T == keep_T || ph->f.chi2 > chi2_quantile(Z_LINE_REJECT, (double)(np - 2)) ||
+	if (keep_T != UINT32_MAX && (T == keep_T || ph->f.chi2 > rt__chi2_quantile(Z_LINE_REJECT, (double)(np - 2)) ||
 				     (a->first_loss >= 0 && T > a->guard_bytes))) {
 		rc = 0; /* the per-size rule's answer and confidence stand */
 		goto out;

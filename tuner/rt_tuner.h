@@ -129,6 +129,7 @@ enum rt_reason_code {
 	RT_R_SIGNAL_INDIFFERENT,	 /* "signal_indifferent": the rate does not depend on N here */
 	RT_R_APP_SENT_NOTHING,		 /* "app_sent_nothing": the app has no histogram for this (opcode, QP type) */
 	RT_R_APP_SQ_FULL,		 /* "app_sq_full": the app's send queue filled (ENOMEM from ibv_post_send) */
+	RT_R_SERIES_DISAGREE,		 /* "series_disagree": a knee resting on a minority of the rate series */
 	RT_R__COUNT
 };
 

@@ -276,3 +276,10 @@ enum rt_confidence rt__conf_min(enum rt_confidence a, enum rt_confidence b)
 {
 	return a < b ? a : b;
 }
+
+double rt__chi2_quantile(double z_p, double k)
+{
+	double h = 2 / (9 * k), c = 1 - h + z_p * sqrt(h);
+
+	return k * c * c * c;
+}

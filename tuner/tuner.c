@@ -321,6 +321,7 @@ static const char *const reason_names[RT_R__COUNT] = {
 	[RT_R_SIGNAL_INDIFFERENT] = "signal_indifferent",
 	[RT_R_APP_SENT_NOTHING] = "app_sent_nothing",
 	[RT_R_APP_SQ_FULL] = "app_sq_full",
+	[RT_R_SERIES_DISAGREE] = "series_disagree",
 };
 
 #define NAME_OF(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) && (tab)[v] ? (tab)[v] : "unknown")

@@ -312,6 +312,146 @@ static void test_knee_under_a_rate_floor(void **state)
 	free(r);
 }
 
+/* A knee only a minority of the series show (2026-12-03, always_flat write/rc under rxe: two of six series fit 4.9 and
+   6.2 us, four 0.6..1.2 us, the pooled t_cqe not significant, "knee N = 8, high" for a model without a completion
+   cost): one t_cqe for every series is the physics, so such a knee is not high when the pooled t_cqe does not show it
+   or the series disagree beyond their noise (before: 38 of 60 draws a high knee; now 2, where neither test at 1 %
+   sees the disagreement); with half the series showing it (a rate floor hides it in the others) it may be. */
+static void test_minority_knee_is_not_high(void **state)
+{
+	size_t knees = 0, high_knees = 0, said = 0, half_high = 0, half_said = 0;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= DRAWS; seed++) {
+		for (int half = 0; half < 2; half++) {
+			struct run *r = malloc(sizeof(*r));
+			struct rt_tuner_result res;
+			const struct rt_tuner_decision *d;
+
+			assert_non_null(r);
+			run_init(r, seed + 3100, 512);
+			for (int k = 0; k < 3; k++)
+				for (int inl = 0; inl < 2; inl++) {
+					/* inline 8 B and 256 B slowed at small N (and 64 B inline too for "half") */
+					uint32_t sz = k == 0 ? 8 : k == 1 ? 64 : 256;
+					bool slow = inl && (sz != 64 || half);
+
+					add_series(r, sz, inl, 60000 + 10.0 * sz - 4000 * inl, slow ? 6000 : 0, 0,
+						   0.02);
+				}
+			d = tune(r, &res);
+			if (!half) {
+				knees += d->signal_verdict == RT_SIGNAL_KNEE;
+				high_knees +=
+					d->signal_verdict == RT_SIGNAL_KNEE && d->signal_confidence == RT_CONF_HIGH;
+				said += has(d, "series_disagree");
+			} else {
+				half_high +=
+					d->signal_verdict == RT_SIGNAL_KNEE && d->signal_confidence == RT_CONF_HIGH;
+				half_said += has(d, "series_disagree");
+			}
+			rt_tuner_result_free(&res);
+			free(r);
+		}
+	}
+	print_message("a knee in 2 of 6 series: %zu of %d draws a knee, %zu of them high, %zu said series_disagree; "
+		      "in 3 of 6: %zu high knees, %zu said series_disagree\n",
+		      knees, DRAWS, high_knees, said, half_high, half_said);
+	assert_true(high_knees <= DRAWS / 20);
+	assert_true(2 * said >= knees);
+	assert_true(half_high > 0);
+}
+
+/* The run behind it (rxe_emulated, always_flat, write/rc, CI of 2026-12-03): its 48 rate points (Mops: median, min, max
+   of 5 repetitions). Before: "knee N = 8, high", t_cqe 6248 ns from the 8 B inline series alone. */
+static void test_minority_knee_of_a_stored_run(void **state)
+{
+	static const struct {
+		uint32_t bytes, inl, n;
+		double mops, lo, hi;
+	} pts[] = {
+		{ 8, 0, 1, 0.0155507958, 0.0143669936, 0.0157373824 },
+		{ 8, 0, 2, 0.0156346858, 0.0110073676, 0.0159183983 },
+		{ 8, 0, 4, 0.0156051412, 0.0128182789, 0.0157386789 },
+		{ 8, 0, 8, 0.0157651291, 0.0131404696, 0.0159017826 },
+		{ 8, 0, 16, 0.0158830058, 0.0155277431, 0.0160956484 },
+		{ 8, 0, 32, 0.0157332042, 0.0151404125, 0.0159622791 },
+		{ 8, 0, 64, 0.0158006647, 0.0147268153, 0.0159725173 },
+		{ 8, 0, 128, 0.0156237158, 0.0131620079, 0.0158569603 },
+		{ 8, 1, 1, 0.0151867424, 0.0136819865, 0.0170583763 },
+		{ 8, 1, 2, 0.016293559, 0.0135502789, 0.0169004228 },
+		{ 8, 1, 4, 0.0162122487, 0.015474898, 0.0168272928 },
+		{ 8, 1, 8, 0.0166407522, 0.0162521315, 0.0168704743 },
+		{ 8, 1, 16, 0.0171026506, 0.0165091632, 0.0172127038 },
+		{ 8, 1, 32, 0.0166133331, 0.0165065531, 0.0169890155 },
+		{ 8, 1, 64, 0.0166704349, 0.013539004, 0.0169133192 },
+		{ 8, 1, 128, 0.0169921279, 0.0159551759, 0.0171854641 },
+		{ 64, 0, 1, 0.0153161529, 0.0122966805, 0.0154126249 },
+		{ 64, 0, 2, 0.0152749187, 0.014979529, 0.0156822098 },
+		{ 64, 0, 4, 0.0153600891, 0.0129454028, 0.0158597797 },
+		{ 64, 0, 8, 0.0151916161, 0.0128708239, 0.015747334 },
+		{ 64, 0, 16, 0.0155931646, 0.0146410456, 0.0157841225 },
+		{ 64, 0, 32, 0.0152672757, 0.01288065, 0.0156479505 },
+		{ 64, 0, 64, 0.0156127358, 0.0127211543, 0.0158633767 },
+		{ 64, 0, 128, 0.0155428209, 0.0149476395, 0.0155872781 },
+		{ 64, 1, 1, 0.0164025493, 0.0134589974, 0.0166025157 },
+		{ 64, 1, 2, 0.0163434473, 0.0154935638, 0.0168433131 },
+		{ 64, 1, 4, 0.0162825635, 0.0133576182, 0.0166470825 },
+		{ 64, 1, 8, 0.0165471223, 0.0153535761, 0.0168328804 },
+		{ 64, 1, 16, 0.0165667227, 0.013484969, 0.0169416934 },
+		{ 64, 1, 32, 0.0164621756, 0.0135195653, 0.0168786275 },
+		{ 64, 1, 64, 0.0164991913, 0.0162098261, 0.0167160094 },
+		{ 64, 1, 128, 0.0165493559, 0.0124766489, 0.0169514084 },
+		{ 256, 0, 1, 0.0144026393, 0.00856112846, 0.0145886901 },
+		{ 256, 0, 2, 0.0141058645, 0.0109930928, 0.0144004032 },
+		{ 256, 0, 4, 0.0145980407, 0.0143291255, 0.0146898491 },
+		{ 256, 0, 8, 0.0147277947, 0.011996506, 0.0149047088 },
+		{ 256, 0, 16, 0.0146008965, 0.0137935122, 0.0147088059 },
+		{ 256, 0, 32, 0.0143511594, 0.0120062958, 0.0144640532 },
+		{ 256, 0, 64, 0.0144491542, 0.012169938, 0.0145920247 },
+		{ 256, 0, 128, 0.0146372367, 0.0113540554, 0.0147026729 },
+		{ 256, 1, 1, 0.0144786144, 0.0126632287, 0.0152473162 },
+		{ 256, 1, 2, 0.0146330199, 0.0124779767, 0.0155605317 },
+		{ 256, 1, 4, 0.015213482, 0.0122662622, 0.0155279691 },
+		{ 256, 1, 8, 0.0152231077, 0.014674887, 0.0158055327 },
+		{ 256, 1, 16, 0.0153523975, 0.012700059, 0.0157568424 },
+		{ 256, 1, 32, 0.015510692, 0.0152111588, 0.0156971047 },
+		{ 256, 1, 64, 0.0153758113, 0.013345365, 0.0157240334 },
+		{ 256, 1, 128, 0.0155446864, 0.0138179325, 0.0158162449 },
+	};
+	struct run *r = malloc(sizeof(*r));
+	struct rt_tuner_result res;
+	const struct rt_tuner_decision *d;
+
+	(void)state;
+	assert_non_null(r);
+	run_init(r, 1, 512);
+	for (size_t i = 0; i < sizeof(pts) / sizeof(pts[0]); i++) {
+		struct rt_rate_point *p = &r->rate[r->in.n_rate++];
+
+		p->op = RT_OP_WRITE;
+		p->qpt = RT_QPT_RC;
+		p->msg_bytes = pts[i].bytes;
+		p->inl = pts[i].inl;
+		p->signal_interval = pts[i].n;
+		p->sq_depth = 256;
+		p->reps = 5;
+		p->mops = pts[i].mops;
+		p->mops_lo = pts[i].lo;
+		p->mops_hi = pts[i].hi;
+		p->cpu_ns_per_msg = 60000;
+		p->msgs = 1300;
+	}
+	d = tune(r, &res);
+	print_message("stored always_flat write/rc: %s N = %u (%s), t_cqe %.0f ns\n",
+		      rt_signal_verdict_name(d->signal_verdict), d->signal_interval,
+		      rt_confidence_name(d->signal_confidence), d->t_cqe_ns);
+	assert_false(d->signal_verdict == RT_SIGNAL_KNEE && d->signal_confidence == RT_CONF_HIGH);
+	assert_true(d->signal_verdict != RT_SIGNAL_KNEE || has(d, "series_disagree"));
+	rt_tuner_result_free(&res);
+	free(r);
+}
+
 /* Soft-RoCE: inline wins by 2-4 % at every size up to the device's 512 B, in noise of 5 % per sample. */
 static void test_small_uniform_win_is_device_max(void **state)
 {
@@ -723,6 +863,8 @@ int main(void)
 		cmocka_unit_test(test_a_point_against_the_knee_keeps_it),
 		cmocka_unit_test(test_knee_at_two_is_does_not_matter),
 		cmocka_unit_test(test_knee_under_a_rate_floor),
+		cmocka_unit_test(test_minority_knee_is_not_high),
+		cmocka_unit_test(test_minority_knee_of_a_stored_run),
 		cmocka_unit_test(test_small_uniform_win_is_device_max),
 		cmocka_unit_test(test_indifferent_sizes_do_not_end_the_range),
 		cmocka_unit_test(test_stored_ci_widens_the_bootstrap),
