@@ -112,6 +112,16 @@ static bool signal_topic(const struct rt_store_reason *r)
 	return !strcmp(r->topic, "signal") || !strcmp(r->topic, "queue") || !strcmp(r->topic, "cq_moderation");
 }
 
+/* Appends to why (a string in a buffer of len bytes, truncated to fit) that a kept answer's confidence rises. */
+static void say_rise(char *why, size_t len, enum rt_profile_confidence from, enum rt_profile_confidence to)
+{
+	size_t used = strnlen(why, len);
+
+	if (used + 1 < len)
+		snprintf(why + used, len - used, "; its confidence rises from %s to this run's %s",
+			 rt_profile_confidence_name(from), rt_profile_confidence_name(to));
+}
+
 /*
  * Applies the hysteresis to t, the run's own tuned entry for decision d, against base (the node's current entry, NULL
  * when there is none): a kept decision takes the current values, confidence, evidence and reasons back, and the run
@@ -175,15 +185,9 @@ static int apply_hysteresis(struct rt_store_tuned *t, const struct rt_tuner_deci
 	    !strcmp(t->signal_verdict, base->signal_verdict) && e->signal_confidence > base->e.signal_confidence)
 		sig_raise = true;
 	if (inl_raise)
-		snprintf(t->inl.why + strlen(t->inl.why), sizeof(t->inl.why) - strlen(t->inl.why),
-			 "; its confidence rises from %s to this run's %s",
-			 rt_profile_confidence_name(base->e.inline_confidence),
-			 rt_profile_confidence_name(e->inline_confidence));
+		say_rise(t->inl.why, sizeof(t->inl.why), base->e.inline_confidence, e->inline_confidence);
 	if (sig_raise)
-		snprintf(t->sig.why + strlen(t->sig.why), sizeof(t->sig.why) - strlen(t->sig.why),
-			 "; its confidence rises from %s to this run's %s",
-			 rt_profile_confidence_name(base->e.signal_confidence),
-			 rt_profile_confidence_name(e->signal_confidence));
+		say_rise(t->sig.why, sizeof(t->sig.why), base->e.signal_confidence, e->signal_confidence);
 
 	/* reasons: a kept decision's from the current entry, the others from the run, then the hysteresis line */
 	v = calloc(t->n_reasons + base->n_reasons + 1, sizeof(*v));
