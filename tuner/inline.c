@@ -310,6 +310,7 @@ struct ia {
 	int fallback;	     /* insufficient data: T is the fit's crossing, not a decision the data settle */
 	int physics;	     /* the per-size data cannot place T: T is the physics fit's (physics_threshold()) */
 	uint32_t edge_bytes; /* unplaced() 2: the inconclusive size the per-size rule's range ended at or before */
+	double fit_agrees; /* unplaced() 2, the physics fit's T the rule's: its share of bootstrap fits within a chunk */
 	int multiknee, nonmono, implaus, insufficient; /* nonmono: 1 = a win after a loss, 2 = d rises */
 	uint32_t nonmono_rise_bytes;		       /* the first size where d rose beyond its noise */
 	uint32_t nonmono_rise_last_bytes;	       /* the last one */
@@ -877,7 +878,7 @@ static int physics_threshold(struct ia *a, struct physics *ph, uint32_t keep_T)
 	ph->n_loss = rt__inline_fit_losses(&ph->f, c, fl, np, ph->infl, z, &ph->n_clear);
 	se1 = sqrt(fmax(ph->infl * (ph->f.v_aa + ph->f.v_bb - 2 * ph->f.v_ab), 0));
 	T = ph->n_loss ? rt__inline_fit_threshold(ph->f.alpha_ns, ph->f.beta_ns, ph->f_ns, se1, z, maxb) : maxb;
-	if (keep_T != UINT32_MAX && (T == keep_T || ph->f.chi2 > rt__chi2_quantile(Z_LINE_REJECT, (double)(np - 2)) ||
+	if (keep_T != UINT32_MAX && (ph->f.chi2 > rt__chi2_quantile(Z_LINE_REJECT, (double)(np - 2)) ||
 				     (a->first_loss >= 0 && T > a->guard_bytes))) {
 		rc = 0; /* the per-size rule's answer and confidence stand */
 		goto out;
@@ -899,6 +900,13 @@ static int physics_threshold(struct ia *a, struct physics *ph, uint32_t keep_T)
 		cs[nc++] = fb.beta_ns > 0 ? (float)fmin(fb.alpha_ns / fb.beta_ns * RT__WQE_CHUNK, 1e9) : 1e9f;
 	}
 	ph->stable = B ? (double)agree / (double)B : 0;
+	if (keep_T != UINT32_MAX && T == keep_T) {
+		/* the fit agrees: the rule's answer stands, and how firmly the fit places it says whether the
+		   inconclusive size at its edge may lower its confidence */
+		a->fit_agrees = ph->stable;
+		rc = 0;
+		goto out;
+	}
 	ph->cross_lo = ph->cross_hi = ph->cross_bytes;
 	if (nc) {
 		double alpha = 1 - a->o->ci_level;
@@ -1197,9 +1205,11 @@ static int explain_quality(struct ia *a)
 			       : "; threshold 0 (never) until then");
 	}
 	conf = rt__conf_from_stability(a->stable);
-	/* high confidence also needs the sizes next to the threshold to be clear, not inconclusive */
+	/* high confidence also needs the sizes next to the threshold to be clear, not inconclusive, unless the physics
+	   fit over all sizes places the same threshold in 90 % of its bootstrap fits (the range's edge on an
+	   inconclusive size then repeats: the fit, not that size's noise, holds it) */
 	for (ptrdiff_t i = a->tg - 1; i <= a->tg + 1; i++)
-		if (i >= 0 && (size_t)i < a->np && pr[i].cls == RT_SIZE_INCONCLUSIVE)
+		if (i >= 0 && (size_t)i < a->np && pr[i].cls == RT_SIZE_INCONCLUSIVE && !(a->fit_agrees >= 0.9))
 			conf = rt__conf_min(conf, RT_CONF_MEDIUM);
 	if (a->np < MIN_PAIRS || a->insufficient || a->implaus)
 		conf = RT_CONF_LOW;
