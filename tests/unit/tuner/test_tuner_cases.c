@@ -273,8 +273,9 @@ static const struct rt_tuner_decision *run_rate_drop(struct curve *c, struct rt_
 }
 
 /*
- * A rate that drops beyond its noise at larger N is named (non_monotone, with the N); it lowers the confidence only
- * when it drops at an N up to the one stated (there it bears on the answer), not above it.
+ * A rate that drops beyond its noise at larger N, and stays down, is named (non_monotone, with the N); it lowers the
+ * confidence only when it drops at an N up to the one stated (there it bears on the answer), not above it (one point
+ * dipping is not a drop: test_tuner_verdicts' test_a_dip_is_no_drop).
  */
 static void test_non_monotone_rate(void **state)
 {
