@@ -825,8 +825,9 @@ struct physics {
  * the device), every run (a gate on a shown gain instead flipped a 2-4 % gain between 0 and 512 B from run to run).
  * The stability is the share of fits to the bootstrap replicates (deviations widened by the same chi2) giving T
  * within one chunk. keep_T (UINT32_MAX: none) is the per-size rule's answer when only its boundary rested on an
- * inconclusive size (unplaced() 2): that answer and its confidence stand when the fit agrees with it (a->fit_agrees then
- * holds the share of its bootstrap fits within one chunk of it, which explain_threshold() reads), when a straight
+ * inconclusive size (unplaced() 2): that answer and its confidence stand when the fit agrees with it
+ * (a->fit_agrees then holds the share of its bootstrap fits within one chunk of it, which explain_threshold()
+ * reads), when a straight
  * line in chunks does not describe the sizes (its chi2 beyond the 99.9th percentile for its degrees of freedom: the
  * curve is not this physics) or when the fit's T would reach a size the per-size data show to lose. Returns 0 (not
  * applicable: an app histogram, too few sizes, one chunk count; or keep_T stands), 1 when it set T, or ENOMEM.

@@ -665,7 +665,7 @@ decide:
 	/*
 	 * A knee that only a minority of the series show, while the pooled t_cqe is not significant, is not the physics
 	 * (one t_cqe for every series) but something that slowed those series' small N (2026-12-03, always_flat
-	 * write/rc: two of six series fit 4.9 and 6.2 us, four 0.6..1.2 us, pooled 2.2 us, CI -0.3..4.7: "knee N = 8,
+	 * write/rc: two of six series fit 4.9 and 6.2 us, four 0.6..1.2 us, pooled 2.2 us, 99 % CI -0.3..4.7: "knee N = 8,
 	 * high" for a model without a completion cost). The same when the pooled t_cqe is significant but the series
 	 * disagree beyond their noise. Half the series (a rate floor hiding t_cqe in the others) keep it.
 	 */
