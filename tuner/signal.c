@@ -174,8 +174,9 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	uint64_t enomem = 0;
 	uint32_t drop_n = UINT32_MAX; /* the smallest N where a rate drops beyond its noise; UINT32_MAX: none */
 	int rc = 0, multiknee = 0, assumed_noise = 0, few = 0, insufficient = 0, flat = 0, small_knee = 0;
-	size_t n_own = 0; /* series whose own t_cqe is significant (counted for a knee only) */
-	int minority = 0; /* a knee only a minority of the series show */
+	size_t n_own = 0;      /* series whose own t_cqe is significant (counted for a knee only) */
+	int minority = 0;      /* a knee only a minority of the series show */
+	bool pool_sig = false; /* the pooled t_cqe is above 0 at the knee's false-alarm rate */
 	double rel_se = 0, stable = 0, b = 0, se_b = 0, b_lo = 0, b_hi = 0, a_min = INFINITY;
 	size_t offs0 = (size_t)rt_rng_next(&t->rng);
 	struct slopes sl = { 0 };
@@ -434,8 +435,8 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 	flat = nstar <= 2;
 	/* a knee the pooled t_cqe does not show, or that series disagreeing beyond their noise (Cochran's Q above its
 	   99th percentile) pool to: how many series show it by their own slope (Bonferroni) */
-	if (!flat && n_fit > 1 &&
-	    (!(sl.pool - sl.z_pool * sl.se_pool > 0) || sl.q > rt__chi2_quantile(Z_Q_DISAGREE, (double)(n_fit - 1)))) {
+	pool_sig = n_fit && sl.pool - sl.z_pool * sl.se_pool > 0;
+	if (!flat && n_fit > 1 && (!pool_sig || sl.q > rt__chi2_quantile(Z_Q_DISAGREE, (double)(n_fit - 1)))) {
 		for (size_t s = 0; s < ns; s++)
 			n_own += sr[s].fit.ok && bser[s] - sl.z_ser * sr[s].fit.se_b > 0;
 		minority = 2 * n_own < n_fit;
@@ -465,15 +466,16 @@ int rt__signal_analyse(struct rt_tctx *t, const struct rt_rate_point *const *pts
 					m = i;
 			/* a drop persists: the rate stays down at most of the N from there on (one point dipping and the
 			   next ones back at the best is noise: 2026-12-03, x256_n16 send/rc, 8 B non-inline 23 % slower at
-			   N = 32 only, which capped the knee at N = 32 in one run of ten) */
-			for (size_t i = m + 1; i < q->start + q->n; i++) {
-				size_t down = 0, end = q->start + q->n;
+			   N = 32 only, which capped the knee at N = 32 in one run of ten); from the largest N down, counting
+			   the points down so far */
+			size_t end = q->start + q->n, down = 0;
 
-				for (size_t j = i; j < end; j++)
-					down += y[j] < (1 - 2 * o->tolerance) * y[m] &&
-						y[j] + 2 * se[j] < y[m] - 2 * se[m];
-				if (y[i] < (1 - 2 * o->tolerance) * y[m] && y[i] + 2 * se[i] < y[m] - 2 * se[m] &&
-				    2 * down > end - i && drop_n > v[i]->signal_interval)
+			for (size_t i = end; i-- > m + 1;) {
+				bool is_down =
+					y[i] < (1 - 2 * o->tolerance) * y[m] && y[i] + 2 * se[i] < y[m] - 2 * se[m];
+
+				down += is_down;
+				if (is_down && 2 * down > end - i && drop_n > v[i]->signal_interval)
 					drop_n = v[i]->signal_interval;
 			}
 		}
@@ -609,9 +611,8 @@ decide:
 				"%.1f ns, se %.1f): one completion costs the same whatever the payload, so the "
 				"confidence is at most medium",
 				n_own, n_fit,
-				sl.pool - sl.z_pool * sl.se_pool > 0
-					? "the series disagree beyond their noise"
-					: "the pooled t_cqe is not above 0 at a 1 % false-alarm rate",
+				pool_sig ? "the series disagree beyond their noise"
+					 : "the pooled t_cqe is not above 0 at a 1 % false-alarm rate",
 				sl.q, n_fit - 1, sl.pool, sl.se_pool);
 		if (drop_n != UINT32_MAX)
 			rt__reason(
