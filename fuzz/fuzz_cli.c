@@ -8,13 +8,12 @@
  *
  * Containment: at start-up the target makes a private temporary directory D (under $TMPDIR, else /dev/shm, else /tmp)
  * with D/seed (a store with one calibration run, one stored profile and that profile's JSON, made once) and D/work,
- * the working directory. Before every input
- * D/work is emptied (subdirectories too) and refilled from D/seed, the command runs with D/work as its working directory (the fuzzer's
- * own is restored afterwards), and $RTUNE_DB, $HOME and $XDG_STATE_HOME point into it. Inputs with an
- * argument containing '/' or starting with ".." are skipped, so every path the commands see (stores, -o, --html,
- * import and report inputs) resolves inside D/work; standard input is /dev/null (`import -` reads it, finds no
- * document); SQLite has no other writer, so no
- * busy wait. Standard output goes to /dev/null; standard error too unless RTUNE_FUZZ_VERBOSE is set.
+ * the working directory. Before every input D/work is emptied (subdirectories too) and refilled from D/seed, the
+ * command runs with D/work as its working directory (the fuzzer's own is restored afterwards), and $RTUNE_DB, $HOME
+ * and $XDG_STATE_HOME point into it. Inputs with an argument containing '/' or starting with ".." are skipped, so
+ * every path the commands see (stores, -o, --html, import and report inputs) resolves inside D/work; standard input
+ * is /dev/null (`import -` reads it, finds no document); SQLite has no other writer, so no busy wait. Standard output
+ * goes to /dev/null; standard error too unless RTUNE_FUZZ_VERBOSE is set.
  * The first byte of the input picks the command (byte % 6 in the order above, '0' = show); the rest, after an optional
  * newline, is the argument list, one argument per line.
  *
@@ -103,7 +102,6 @@ static void copy_file(const char *from_dir, const char *to_dir, const char *name
 	close(out);
 }
 
-/* Empties dir (flat: nothing the commands do creates subdirectories there; a stray one is removed if empty). */
 /*
  * Removes everything in the directory open as dfd (closed here), subdirectories too: a command may make one (report
  * --group-profiles DIR writes its files into DIR). Entries are never followed: a symlink is unlinked, not entered.
@@ -132,6 +130,7 @@ static void empty_fd(int dfd, const char *name)
 	closedir(d);
 }
 
+/* Empties dir, subdirectories too (empty_fd()); dies when it cannot. */
 static void empty_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
