@@ -871,7 +871,7 @@ static int grid_step(uint32_t bytes)
    medium answers of the per-size rule (32 and 4 B; unchanged by the fit, which answers only for low ones). */
 static void test_unplaced_threshold_repeats(void **state)
 {
-	int lo = 99, hi = -1, flat_max = 0, flat_low_other = 0, low = 0;
+	int lo = 99, hi = -1, flat_max = 0, flat_low_other = 0, low = 0, flat_line = 0;
 	size_t seen[11] = { 0 };
 
 	(void)state;
@@ -893,6 +893,16 @@ static void test_unplaced_threshold_repeats(void **state)
 		assert_false(d->inline_confidence == RT_CONF_HIGH && d->inline_threshold != 64);
 		rt_tuner_result_free(&res);
 		d = tune_chunk_curve(r, seed + 1600, 0, 0, 0.18, &res);
+		for (size_t i = 0; i < d->n_reasons; i++) {
+			const char *t = d->reasons[i].text, *line = strstr(t, "d = ");
+
+			/* the fitted line with one sign per term (a slope below 0 printed "- -25 ns per 64 B chunk") */
+			if (line && strstr(t, "physics fit")) {
+				flat_line++;
+				assert_null(strstr(line, "- -"));
+				assert_null(strstr(line, "+ -"));
+			}
+		}
 		flat_max += d->inline_threshold == 512;
 		flat_low_other += d->inline_threshold != 512 && d->inline_confidence == RT_CONF_LOW;
 		if (d->inline_threshold != 512)
@@ -909,6 +919,7 @@ static void test_unplaced_threshold_repeats(void **state)
 	assert_true(hi - lo <= 1);
 	assert_true(flat_max >= DRAWS - 4);
 	assert_true(flat_low_other <= 1);
+	assert_true(flat_line >= DRAWS / 2); /* the fit's line was read */
 }
 
 /* The threshold repeats when the per-size rule's boundary rests on noise: DRAWS draws of a truth whose crossover is
