@@ -938,6 +938,7 @@ out:
 static void explain_physics(struct ia *a, const struct physics *ph)
 {
 	const struct rt__inline_fit *f = &ph->f;
+	const char beta_sign = f->beta_ns < 0 ? '+' : '-'; /* d = alpha - beta * chunks, one sign per term */
 	char cross[96];
 
 	if (!isfinite(ph->cross_bytes))
@@ -954,7 +955,7 @@ static void explain_physics(struct ia *a, const struct physics *ph)
 			"threshold %u B, the largest size measured: the physics fit over all %zu sizes, d = %.0f ns %c "
 			"%.0f ns per 64 B chunk (chi2/dof %.1f), shows inline to lose beyond the noise floor (%.0f ns) at "
 			"no size (%s), so inline %s here; %.0f%% of bootstrap fits agree",
-			a->T, a->np, f->alpha_ns, f->beta_ns < 0 ? '+' : '-', fabs(f->beta_ns), ph->infl, ph->f_ns,
+			a->T, a->np, f->alpha_ns, beta_sign, fabs(f->beta_ns), ph->infl, ph->f_ns,
 			ph->n_clear == a->np ? "it lies within the floor, CI and all, at every size"
 					     : "its CI reaches above the floor at every size",
 			ph->n_clear == a->np ? "does not matter" : "helps or does not matter", 100 * ph->stable);
@@ -965,8 +966,8 @@ static void explain_physics(struct ia *a, const struct physics *ph)
 			"it): d = %.0f ns (the DMA read inline avoids) %c %.0f ns (se %.0f) per 64 B WQE chunk inline "
 			"copies, weighted by each size's CI, chi2/dof %.1f; it %s, %s; %.0f%% of bootstrap fits "
 			"within 64 B of it",
-			a->T, a->np, f->alpha_ns, f->beta_ns < 0 ? '+' : '-', fabs(f->beta_ns),
-			sqrt(ph->infl * f->v_bb), ph->infl, cross,
+			a->T, a->np, f->alpha_ns, beta_sign, fabs(f->beta_ns), sqrt(ph->infl * f->v_bb), ph->infl,
+			cross,
 			a->T == 0 ? "inline loses at one chunk already (beyond the floor or the fit's CI)"
 				  : "the threshold is the last whole chunk before it",
 			100 * ph->stable);
